@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+"""Generates inferd's example model repository, deterministically.
+
+Models (TorchScript, Triton layout):
+  digits   an MLP classifier trained on scikit-learn's bundled 8x8 digits data
+           (the test accuracy is printed and written to digits/ACCURACY)
+  resnet18 a standard ResNet-18 image CNN (random weights, fixed seed) with
+           dynamic batching
+  tiny_mlp a 16->32->4 MLP for measuring per-request overhead
+
+Usage: /usr/bin/python3 scripts/make_examples.py OUT_DIR
+Runs with Debian's python3-torch and python3-sklearn only (no downloads).
+"""
+import os
+import sys
+
+import torch
+import torch.nn as nn
+
+torch.set_num_threads(1)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class DigitsMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+
+    def forward(self, pixels: torch.Tensor):
+        return torch.softmax(self.net(pixels), dim=1)
+
+
+class TinyMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+
+    def forward(self, input: torch.Tensor):
+        return self.net(input)
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        identity = x if self.down is None else self.down(x)
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return torch.relu(out + identity)
+
+
+class ResNet18(nn.Module):
+    """The standard ResNet-18 layout (He et al. 2015): 4 stages of 2 basic blocks."""
+
+    def __init__(self, classes=1000):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                                  nn.MaxPool2d(3, 2, 1))
+        layers, cin = [], 64
+        for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, classes)
+
+    def forward(self, image):
+        x = self.layers(self.stem(image))
+        x = torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1)
+        return self.fc(x)
+
+
+def train_digits():
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
+    y = torch.tensor(digits.target, dtype=torch.int64)
+    xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.25, random_state=0, stratify=y)
+    torch.manual_seed(0)
+    model = DigitsMLP()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(60):
+        perm = torch.randperm(len(xtr), generator=g)
+        for i in range(0, len(xtr), 64):
+            idx = perm[i:i + 64]
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model.net(xtr[idx]), ytr[idx])
+            loss.backward()
+            opt.step()
+    model.eval()
+    with torch.no_grad():
+        acc = (model(xte).argmax(1) == yte).float().mean().item()
+    return model, acc
+
+
+def main(out):
+    # digits: trained classifier
+    model, acc = train_digits()
+    os.makedirs(os.path.join(out, "digits", "1"), exist_ok=True)
+    torch.jit.script(model).save(os.path.join(out, "digits", "1", "model.pt"))
+    write(os.path.join(out, "digits", "ACCURACY"), "test accuracy %.4f on 450 held-out digits\n" % acc)
+    write(os.path.join(out, "digits", "labels.txt"), "".join("%d\n" % i for i in range(10)))
+    write(os.path.join(out, "digits", "config.pbtxt"), """name: "digits"
+platform: "pytorch_libtorch"
+max_batch_size: 64
+input [ { name: "pixels" data_type: TYPE_FP32 dims: [ 64 ] } ]
+output [ { name: "probabilities" data_type: TYPE_FP32 dims: [ 10 ] label_filename: "labels.txt" } ]
+dynamic_batching { max_queue_delay_microseconds: 500 }
+instance_group [ { count: 1 kind: KIND_CPU } ]
+""")
+    print("digits: test accuracy %.4f" % acc)
+
+    # resnet18: standard CNN, random weights
+    torch.manual_seed(0)
+    net = ResNet18().eval()
+    os.makedirs(os.path.join(out, "resnet18", "1"), exist_ok=True)
+    with torch.no_grad():
+        traced = torch.jit.trace(net, torch.zeros(1, 3, 224, 224))
+    traced.save(os.path.join(out, "resnet18", "1", "model.pt"))
+    write(os.path.join(out, "resnet18", "config.pbtxt"), """name: "resnet18"
+platform: "pytorch_libtorch"
+max_batch_size: 8
+input [ { name: "image" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
+output [ { name: "logits" data_type: TYPE_FP32 dims: [ 1000 ] } ]
+dynamic_batching {
+  preferred_batch_size: [ 4, 8 ]
+  max_queue_delay_microseconds: 5000
+  default_queue_policy { max_queue_size: 256 }
+}
+instance_group [ { count: 1 kind: KIND_CPU } ]
+""")
+    print("resnet18: written")
+
+    # tiny_mlp: overhead measurement
+    torch.manual_seed(0)
+    os.makedirs(os.path.join(out, "tiny_mlp", "1"), exist_ok=True)
+    torch.jit.script(TinyMLP().eval()).save(os.path.join(out, "tiny_mlp", "1", "model.pt"))
+    write(os.path.join(out, "tiny_mlp", "config.pbtxt"), """name: "tiny_mlp"
+platform: "pytorch_libtorch"
+max_batch_size: 32
+input [ { name: "input" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "output" data_type: TYPE_FP32 dims: [ 4 ] } ]
+dynamic_batching { }
+parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }
+""")
+    print("tiny_mlp: written")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything inferd needs to build, test and run, from Debian
+# bookworm packages only (no pip, no downloads). Idempotent: does nothing when
+# every package is already installed.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  libtorch-dev libopenblas-dev            # libtorch + a real BLAS (without it: reference BLAS, ~10x slower matmul)
+  libboost-dev libboost-system-dev        # Boost.Beast / Asio (HTTP)
+  libprotobuf-dev protobuf-compiler       # config.pbtxt (protobuf text format)
+  rapidjson-dev zlib1g-dev libspdlog-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-torch python3-sklearn python3-numpy   # example models, fixtures, reference outputs (/usr/bin/python3)
+  curl
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,25 @@
+// Conversions between inferd tensors and libtorch tensors. Internal to the
+// TorchScript backend: the only folder that includes libtorch headers.
+#pragma once
+
+#include <torch/script.h>
+
+#include <optional>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace inferd::torchscript {
+
+// nullopt for types libtorch 1.13 lacks (UINT16/32/64) and BYTES.
+std::optional<at::ScalarType> ToTorchType(DataType dt);
+std::optional<DataType> FromTorchType(at::ScalarType st);
+
+// A libtorch view of `t` (no copy). The view must not outlive `t.owner`.
+Result<at::Tensor> ToTorch(const Tensor& t);
+
+// Wraps a libtorch tensor (made contiguous) as an inferd Tensor that keeps it
+// alive through `owner` (no copy for contiguous CPU tensors).
+Result<Tensor> FromTorch(at::Tensor t, std::string name);
+
+}  // namespace inferd::torchscript

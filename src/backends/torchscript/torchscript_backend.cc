@@ -1,0 +1,267 @@
+#include "backends/torchscript/torchscript_backend.h"
+
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+
+#include <charconv>
+#include <filesystem>
+
+#include "backends/torchscript/torch_convert.h"
+
+namespace inferd {
+namespace {
+
+using torchscript::FromTorch;
+using torchscript::ToTorch;
+
+std::string ModelPath(const ModelSpec& spec, const std::string& version_dir) {
+  const std::string file = spec.default_model_filename.empty() ? "model.pt" : spec.default_model_filename;
+  return (std::filesystem::path(version_dir) / file).string();
+}
+
+Result<std::shared_ptr<torch::jit::Module>> LoadModule(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return Status::NotFound("model file '" + path + "' does not exist");
+  try {
+    auto m = std::make_shared<torch::jit::Module>(torch::jit::load(path, torch::kCPU));
+    m->eval();
+    return m;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument("cannot load TorchScript file '" + path + "': " + std::string(e.what()).substr(0, 500));
+  }
+}
+
+// forward()'s argument names, without `self`.
+std::vector<std::string> ForwardArgs(const torch::jit::Module& m, std::vector<bool>* has_default) {
+  std::vector<std::string> names;
+  const auto& schema = m.get_method("forward").function().getSchema();
+  for (size_t i = 1; i < schema.arguments().size(); ++i) {
+    names.push_back(schema.arguments()[i].name());
+    if (has_default) has_default->push_back(schema.arguments()[i].default_value().has_value());
+  }
+  return names;
+}
+
+// Triton's convention: a name ending in "__<n>" takes tuple element n.
+std::optional<size_t> IndexSuffix(const std::string& name) {
+  auto pos = name.rfind("__");
+  if (pos == std::string::npos || pos + 2 >= name.size()) return std::nullopt;
+  size_t v = 0;
+  auto [p, ec] = std::from_chars(name.data() + pos + 2, name.data() + name.size(), v);
+  if (ec != std::errc() || p != name.data() + name.size()) return std::nullopt;
+  return v;
+}
+
+class TorchModel;
+
+class TorchInstance final : public ModelInstance {
+ public:
+  explicit TorchInstance(const TorchModel* model) : model_(model) {}
+  void OnWorkerThreadStart() override;
+  Result<std::vector<Tensor>> Execute(const std::vector<Tensor>& inputs) override;
+
+ private:
+  Result<std::vector<Tensor>> ConvertOutputs(const c10::IValue& result) const;
+  const TorchModel* model_;
+};
+
+class TorchModel final : public LoadedModel {
+ public:
+  TorchModel(ModelSpec spec, std::shared_ptr<torch::jit::Module> module, std::vector<size_t> arg_index,
+             size_t num_args, int intra_op_threads)
+      : spec_(std::move(spec)),
+        module_(std::move(module)),
+        arg_index_(std::move(arg_index)),
+        num_args_(num_args),
+        intra_op_threads_(intra_op_threads) {}
+
+  Result<std::unique_ptr<ModelInstance>> CreateInstance(int) override {
+    return std::unique_ptr<ModelInstance>(new TorchInstance(this));
+  }
+
+  const ModelSpec& spec() const { return spec_; }
+  torch::jit::Module& module() const { return *module_; }
+  const std::vector<size_t>& arg_index() const { return arg_index_; }
+  size_t num_args() const { return num_args_; }
+  int intra_op_threads() const { return intra_op_threads_; }
+
+ private:
+  ModelSpec spec_;
+  std::shared_ptr<torch::jit::Module> module_;
+  std::vector<size_t> arg_index_;  // config input i -> forward argument position
+  size_t num_args_;
+  int intra_op_threads_;
+};
+
+void TorchInstance::OnWorkerThreadStart() { at::set_num_threads(model_->intra_op_threads()); }
+
+Result<std::vector<Tensor>> TorchInstance::Execute(const std::vector<Tensor>& inputs) {
+  try {
+    c10::InferenceMode guard;
+    std::vector<c10::IValue> args(model_->num_args());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      INFERD_ASSIGN_OR_RETURN(at::Tensor t, ToTorch(inputs[i]));
+      args[model_->arg_index()[i]] = std::move(t);
+    }
+    c10::IValue result = model_->module().forward(std::move(args));
+    return ConvertOutputs(result);
+  } catch (const std::exception& e) {
+    return Status::Internal("model '" + model_->spec().name + "' failed: " + std::string(e.what()).substr(0, 1000));
+  }
+}
+
+Result<std::vector<Tensor>> TorchInstance::ConvertOutputs(const c10::IValue& result) const {
+  const auto& outs = model_->spec().outputs;
+  std::vector<Tensor> produced;
+  auto name_for = [&](size_t i) { return i < outs.size() ? outs[i].name : "OUTPUT__" + std::to_string(i); };
+  if (result.isTensor()) {
+    INFERD_ASSIGN_OR_RETURN(Tensor t, FromTorch(result.toTensor(), name_for(0)));
+    produced.push_back(std::move(t));
+    return produced;
+  }
+  if (result.isTuple() || result.isList()) {
+    std::vector<c10::IValue> elems;
+    if (result.isTuple()) {
+      const auto& e = result.toTupleRef().elements();
+      elems.assign(e.begin(), e.end());
+    } else {
+      for (const auto& v : result.toListRef()) elems.push_back(v);
+    }
+    auto element = [&](size_t i, const std::string& name) -> Result<Tensor> {
+      if (i >= elems.size() || !elems[i].isTensor()) {
+        return Status::Internal("model output " + std::to_string(i) + " ('" + name + "') is missing or not a tensor");
+      }
+      return FromTorch(elems[i].toTensor(), name);
+    };
+    if (outs.empty()) {
+      for (size_t i = 0; i < elems.size(); ++i) {
+        INFERD_ASSIGN_OR_RETURN(Tensor t, element(i, name_for(i)));
+        produced.push_back(std::move(t));
+      }
+      return produced;
+    }
+    bool all_indexed = true;
+    for (const auto& o : outs) all_indexed = all_indexed && IndexSuffix(o.name).has_value();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const size_t idx = all_indexed ? *IndexSuffix(outs[i].name) : i;
+      INFERD_ASSIGN_OR_RETURN(Tensor t, element(idx, outs[i].name));
+      produced.push_back(std::move(t));
+    }
+    return produced;
+  }
+  if (result.isGenericDict()) {
+    auto dict = result.toGenericDict();
+    if (outs.empty()) {
+      for (const auto& kv : dict) {
+        if (!kv.key().isString() || !kv.value().isTensor()) return Status::Internal("model returned a dict that is not Dict[str, Tensor]");
+        INFERD_ASSIGN_OR_RETURN(Tensor t, FromTorch(kv.value().toTensor(), kv.key().toStringRef()));
+        produced.push_back(std::move(t));
+      }
+      return produced;
+    }
+    for (const auto& o : outs) {
+      auto it = dict.find(c10::IValue(o.name));
+      if (it == dict.end() || !it->value().isTensor()) {
+        return Status::Internal("model returned no tensor under the dict key '" + o.name + "'");
+      }
+      INFERD_ASSIGN_OR_RETURN(Tensor t, FromTorch(it->value().toTensor(), o.name));
+      produced.push_back(std::move(t));
+    }
+    return produced;
+  }
+  return Status::Internal("model returned " + result.tagKind() + "; expected a tensor, a tuple/list of tensors or a Dict[str, Tensor]");
+}
+
+int ParseThreads(const ModelSpec& spec) {
+  auto it = spec.parameters.find("INTRA_OP_THREAD_COUNT");
+  if (it == spec.parameters.end()) return 1;
+  int n = 1;
+  std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
+  return std::max(1, n);
+}
+
+class TorchScriptBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "pytorch"; }
+
+  Status AutoComplete(const std::string& version_dir, ModelSpec* spec) override {
+    INFERD_ASSIGN_OR_RETURN(auto module, LoadModule(ModelPath(*spec, version_dir)));
+    try {
+      std::vector<bool> has_default;
+      auto args = ForwardArgs(*module, &has_default);
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (has_default[i]) continue;
+        TensorSpec t;
+        t.name = args[i];
+        t.dtype = DataType::kFp32;
+        t.any_rank = true;
+        spec->inputs.push_back(std::move(t));
+      }
+    } catch (const std::exception& e) {
+      return Status::InvalidArgument(std::string("cannot read forward() of the TorchScript module: ") + e.what());
+    }
+    if (spec->platform.empty()) spec->platform = "pytorch_libtorch";
+    return Status::OK();
+  }
+
+  Result<std::unique_ptr<LoadedModel>> Load(const ModelSpec& spec, const std::string& version_dir) override {
+    for (const auto& t : spec.inputs) {
+      if (!torchscript::ToTorchType(t.dtype)) {
+        return Status::InvalidArgument("input '" + t.name + "': datatype " + std::string(DataTypeToWire(t.dtype)) +
+                                       " is not supported by the pytorch backend");
+      }
+    }
+    for (const auto& t : spec.outputs) {
+      if (!torchscript::ToTorchType(t.dtype)) {
+        return Status::InvalidArgument("output '" + t.name + "': datatype " + std::string(DataTypeToWire(t.dtype)) +
+                                       " is not supported by the pytorch backend");
+      }
+    }
+    INFERD_ASSIGN_OR_RETURN(auto module, LoadModule(ModelPath(spec, version_dir)));
+    std::vector<bool> has_default;
+    std::vector<std::string> args;
+    try {
+      args = ForwardArgs(*module, &has_default);
+    } catch (const std::exception& e) {
+      return Status::InvalidArgument(std::string("TorchScript module has no usable forward(): ") + e.what());
+    }
+    size_t required = 0;
+    for (bool d : has_default) required += d ? 0 : 1;
+    if (spec.inputs.size() < required || spec.inputs.size() > args.size()) {
+      return Status::InvalidArgument("model '" + spec.name + "' config declares " + std::to_string(spec.inputs.size()) +
+                                     " inputs but forward() takes " + std::to_string(required) +
+                                     (required == args.size() ? "" : " to " + std::to_string(args.size())));
+    }
+    std::vector<size_t> index(spec.inputs.size());
+    bool by_name = true;
+    for (size_t i = 0; i < spec.inputs.size(); ++i) {
+      auto it = std::find(args.begin(), args.end(), spec.inputs[i].name);
+      if (it == args.end()) {
+        by_name = false;
+        break;
+      }
+      index[i] = static_cast<size_t>(it - args.begin());
+    }
+    if (!by_name)
+      for (size_t i = 0; i < index.size(); ++i) index[i] = i;
+    // Arguments not covered keep their defaults only when trailing.
+    const size_t num_args = by_name ? args.size() : spec.inputs.size();
+    if (by_name) {
+      for (size_t a = 0; a < args.size(); ++a) {
+        if (std::find(index.begin(), index.end(), a) == index.end() && !has_default[a]) {
+          return Status::InvalidArgument("forward() argument '" + args[a] + "' has no matching input");
+        }
+      }
+      if (spec.inputs.size() != args.size()) {
+        return Status::InvalidArgument("model '" + spec.name + "': inputs mapped by name must cover every forward() argument");
+      }
+    }
+    return std::unique_ptr<LoadedModel>(new TorchModel(spec, std::move(module), std::move(index), num_args, ParseThreads(spec)));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeTorchScriptBackend() { return std::make_unique<TorchScriptBackend>(); }
+
+}  // namespace inferd

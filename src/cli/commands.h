@@ -1,0 +1,14 @@
+// Subcommands of the inferd binary. Each registers its flags on the CLI11 app
+// and returns the process exit code when run.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace inferd::cli {
+
+// Adds `serve` to `app`; `run` is set to the command's entry point.
+void AddServeCommand(CLI::App& app, std::function<int()>* run);
+
+}  // namespace inferd::cli

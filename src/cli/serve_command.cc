@@ -1,0 +1,159 @@
+// `inferd serve`: load a model repository and serve it over HTTP.
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <thread>
+
+#include "backends/identity/identity_backend.h"
+#include "backends/torchscript/torchscript_backend.h"
+#include "cli/commands.h"
+#include "frontends/http/http_server.h"
+#include "frontends/http/router.h"
+#include "server/inference_server.h"
+
+namespace inferd::cli {
+namespace {
+
+struct ServeFlags {
+  std::string repository;
+  std::string host = "0.0.0.0";
+  int http_port = 8000;
+  int metrics_port = 8002;
+  bool allow_metrics = true;
+  int http_threads = 1;
+  int intra_op_threads = 0;  // 0 = cores - http threads
+  size_t max_queue_size = 1024;
+  size_t max_body_bytes = 64u << 20;
+  int idle_timeout_ms = 60000;
+  int read_timeout_ms = 30000;
+  int shutdown_grace_ms = 30000;
+  std::string control_mode = "none";
+  std::vector<std::string> load_models;
+  bool strict_readiness = false;
+  std::string log_level = "info";
+};
+
+int Serve(const ServeFlags& f) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("inferd"));
+  spdlog::set_level(spdlog::level::from_str(f.log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  // Signals are taken synchronously by this thread (sigwait); every thread
+  // started below inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  BackendRegistry backends;
+  backends.Register(MakeTorchScriptBackend());
+  backends.Register(MakeIdentityBackend());
+  SteadyClock clock;
+
+  ServerOptions so;
+  so.model_repository = f.repository;
+  so.control_mode = f.control_mode == "explicit" ? ModelControlMode::kExplicit : ModelControlMode::kNone;
+  so.startup_models = f.load_models;
+  so.default_max_queue_size = f.max_queue_size;
+  so.default_intra_op_threads = f.intra_op_threads > 0 ? f.intra_op_threads : std::max(1, cores - f.http_threads);
+  so.strict_readiness = f.strict_readiness;
+  spdlog::info("inferd 0.1.0: {} cores, {} HTTP threads, default intra-op threads {}", cores, f.http_threads,
+               so.default_intra_op_threads);
+
+  InferenceServer server(so, &backends, &clock);
+  if (Status st = server.Start(); !st.ok()) {
+    spdlog::critical("cannot start: {}", st.message());
+    return 1;
+  }
+
+  http::HttpServerOptions ho;
+  ho.host = f.host;
+  ho.port = static_cast<uint16_t>(f.http_port);
+  ho.threads = f.http_threads;
+  ho.max_body_bytes = f.max_body_bytes;
+  ho.idle_timeout = std::chrono::milliseconds(f.idle_timeout_ms);
+  ho.read_timeout = std::chrono::milliseconds(f.read_timeout_ms);
+  http::HttpServer api(ho, http::MakeApiHandler(&server));
+  if (Status st = api.Start(); !st.ok()) {
+    spdlog::critical("{}", st.message());
+    return 1;
+  }
+  spdlog::info("HTTP service listening on {}:{}", f.host, api.port());
+
+  std::unique_ptr<http::HttpServer> metrics;
+  if (f.allow_metrics) {
+    http::HttpServerOptions mo = ho;
+    mo.port = static_cast<uint16_t>(f.metrics_port);
+    mo.threads = 1;
+    metrics = std::make_unique<http::HttpServer>(mo, http::MakeMetricsHandler(&server));
+    if (Status st = metrics->Start(); !st.ok()) {
+      spdlog::critical("{}", st.message());
+      return 1;
+    }
+    spdlog::info("Metrics service listening on {}:{}", f.host, metrics->port());
+  }
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("received {}, shutting down: no new connections, finishing in-flight requests", strsignal(sig));
+  api.StopAccepting();
+  server.Shutdown();  // answers everything already accepted
+  api.Stop(std::chrono::milliseconds(f.shutdown_grace_ms));
+  if (metrics) metrics->Stop(std::chrono::milliseconds(0));
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, std::function<int()>* run) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve the models of a model repository");
+  cmd->add_option("--model-repository", flags->repository, "Triton-layout model repository directory")->required();
+  cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--http-port", flags->http_port, "HTTP port (KServe v2 + TF Serving REST); 0 = any free port")
+      ->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--metrics-port", flags->metrics_port, "Prometheus metrics port; 0 = any free port")
+      ->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--allow-metrics", flags->allow_metrics, "Serve /metrics on the metrics port")->capture_default_str();
+  cmd->add_option("--http-threads", flags->http_threads, "HTTP I/O threads (model code never runs on them)")
+      ->capture_default_str()->check(CLI::Range(1, 256));
+  cmd->add_option("--intra-op-threads", flags->intra_op_threads,
+                  "Default intra-op threads per model instance for models without INTRA_OP_THREAD_COUNT "
+                  "(0 = cores minus HTTP threads, at least 1)")
+      ->capture_default_str()->check(CLI::Range(0, 1024));
+  cmd->add_option("--max-queue-size", flags->max_queue_size,
+                  "Queue bound per model when its config sets no max_queue_size; beyond it requests get 503")
+      ->capture_default_str()->check(CLI::Range(1, 10000000));
+  cmd->add_option("--http-max-body-bytes", flags->max_body_bytes,
+                  "Largest request body accepted, also after decompression (413 beyond)")
+      ->capture_default_str()->check(CLI::Range(1024, 1 << 30));
+  cmd->add_option("--http-idle-timeout-ms", flags->idle_timeout_ms,
+                  "Close a connection that sends no complete request header for this long")
+      ->capture_default_str()->check(CLI::Range(1, 86400000));
+  cmd->add_option("--http-read-timeout-ms", flags->read_timeout_ms,
+                  "Close a connection whose request body does not arrive within this long after its header")
+      ->capture_default_str()->check(CLI::Range(1, 86400000));
+  cmd->add_option("--shutdown-grace-ms", flags->shutdown_grace_ms,
+                  "On SIGINT/SIGTERM, wait at most this long for in-flight responses to be written")
+      ->capture_default_str()->check(CLI::Range(0, 3600000));
+  cmd->add_option("--model-control-mode", flags->control_mode,
+                  "none: load every model at start, load/unload calls fail; explicit: load only --load-model "
+                  "models and what load/unload calls ask for")
+      ->capture_default_str()->check(CLI::IsMember({"none", "explicit"}));
+  cmd->add_option("--load-model", flags->load_models, "With explicit control: a model to load at start ('*' = all); repeatable");
+  cmd->add_option("--strict-readiness", flags->strict_readiness,
+                  "Report /v2/health/ready only when every model in the repository is READY")
+      ->capture_default_str();
+  cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|critical|off")
+      ->capture_default_str()->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  cmd->callback([flags, run] { *run = [flags] { return Serve(*flags); }; });
+}
+
+}  // namespace inferd::cli

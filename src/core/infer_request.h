@@ -1,0 +1,56 @@
+// Inference requests and responses as the server facade sees them: already
+// decoded from any wire protocol, not yet validated against a model.
+//
+// Ownership: an InferRequest is owned by one party at a time (unique_ptr):
+// the front end builds it, the server takes it on a successful enqueue.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace inferd {
+
+// KServe v2 "parameters": a map of bool, int64, double or string.
+using Parameter = std::variant<bool, int64_t, double, std::string>;
+using Parameters = std::map<std::string, Parameter, std::less<>>;
+
+struct RequestedOutput {
+  std::string name;
+  bool binary = false;  // return as binary tensor data (HTTP binary extension)
+  bool binary_set = false;  // `binary` was given explicitly for this output
+};
+
+struct InferRequest {
+  std::string model_name;
+  std::string model_version;  // "" = the model's default version
+  std::string id;
+  Parameters parameters;
+  std::vector<Tensor> inputs;
+  std::vector<RequestedOutput> outputs;  // empty = all outputs
+  bool binary_data_output = false;       // request-level binary_data_output
+
+  // Scheduling hints (from parameters "priority" and "timeout").
+  uint32_t priority = 0;       // 0 = the model's default level
+  uint64_t timeout_us = 0;     // 0 = the model's default
+};
+
+struct InferResponse {
+  std::string model_name;
+  std::string model_version;
+  std::string id;
+  std::vector<Tensor> outputs;
+};
+
+// Called exactly once per accepted request, from a server worker thread.
+// Must not block: front ends post the result to their own threads.
+using InferCallback = std::function<void(Result<InferResponse>)>;
+
+}  // namespace inferd

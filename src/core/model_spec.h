@@ -1,0 +1,77 @@
+// ModelSpec: a validated model configuration in plain C++ types.
+//
+// The repository module parses config.pbtxt (protobuf text) and produces a
+// ModelSpec; everything downstream (backends, scheduler, server, front ends)
+// sees only this struct, so protobuf stays inside src/repository.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/datatype.h"
+#include "core/tensor.h"
+
+namespace inferd {
+
+struct TensorSpec {
+  std::string name;
+  DataType dtype = DataType::kInvalid;
+  Shape dims;                    // without the batch dimension; -1 = variable
+  std::optional<Shape> reshape;  // shape the backend sees (without batch dim)
+  bool optional = false;
+  bool any_rank = false;         // auto-completed: rank unknown, any shape accepted
+};
+
+struct QueuePolicySpec {
+  bool delay_on_timeout = false;  // timeout_action DELAY (else REJECT)
+  uint64_t default_timeout_us = 0;  // 0 = no timeout
+  bool allow_timeout_override = false;
+  uint32_t max_queue_size = 0;  // 0 = the server's default bound
+};
+
+struct BatchingSpec {
+  bool dynamic = false;  // dynamic_batching present (and max_batch_size > 0)
+  std::vector<int> preferred_batch_sizes;  // ascending
+  uint64_t max_queue_delay_us = 0;
+  uint32_t priority_levels = 0;        // 0 = priorities off
+  uint32_t default_priority_level = 0;
+  QueuePolicySpec queue;
+  bool preserve_ordering = false;
+};
+
+struct VersionPolicySpec {
+  enum class Kind { kLatest, kAll, kSpecific } kind = Kind::kLatest;
+  uint32_t latest_n = 1;
+  std::vector<int64_t> versions;  // for kSpecific
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string platform;  // e.g. "pytorch_libtorch"
+  std::string backend;   // resolved backend name: "pytorch", "identity"
+  int max_batch_size = 0;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;  // empty (auto-completed) = whatever the model returns
+  BatchingSpec batching;
+  int instance_count = 1;
+  VersionPolicySpec version_policy;
+  std::map<std::string, std::string> parameters;  // parameters { key: { string_value } }
+  std::string default_model_filename;
+  bool auto_completed = false;
+
+  const TensorSpec* FindInput(std::string_view n) const {
+    for (const auto& t : inputs)
+      if (t.name == n) return &t;
+    return nullptr;
+  }
+  const TensorSpec* FindOutput(std::string_view n) const {
+    for (const auto& t : outputs)
+      if (t.name == n) return &t;
+    return nullptr;
+  }
+};
+
+}  // namespace inferd

@@ -1,0 +1,40 @@
+// Conversions between JSON values (rapidjson) and tensor bytes, shared by the
+// KServe v2 and TF Serving v1 codecs. Internal to the codec library.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace inferd::json {
+
+// Parse flags used for all request bodies: full-precision numbers, NaN/Inf
+// literals accepted, bounded by the body size limit upstream.
+inline constexpr unsigned kParseFlags = rapidjson::kParseFullPrecisionFlag | rapidjson::kParseNanAndInfFlag;
+
+// Flattens `data` (nested or flat arrays, or a scalar) into a tensor of
+// `dtype` and `shape`, checking element types, ranges and the element count.
+// `b64_strings`: BYTES elements may be {"b64": "..."} objects (TF Serving).
+Result<Tensor> DecodeTensorData(const rapidjson::Value& data, DataType dtype, Shape shape, std::string name,
+                                bool b64_strings = false);
+
+// The shape of a nested JSON array (rectangularity is checked by
+// DecodeTensorData's element count). A scalar has shape [].
+// b64 objects count as scalars.
+Result<Shape> InferShape(const rapidjson::Value& v);
+
+// Appends the tensor's elements as one flat JSON array.
+void AppendFlatData(std::string* out, const Tensor& t);
+
+// Appends elements [first, first+count) nested according to `dims`
+// (row-major); `b64_bytes` writes BYTES as {"b64": "..."}.
+void AppendNestedData(std::string* out, const Tensor& t, const Shape& dims, int64_t first, bool b64_bytes);
+
+std::string Base64Encode(std::string_view in);
+Result<std::string> Base64Decode(std::string_view in);
+
+}  // namespace inferd::json

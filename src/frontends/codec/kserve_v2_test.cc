@@ -1,0 +1,140 @@
+#include "frontends/codec/kserve_v2.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "frontends/codec/json_tensor.h"
+
+namespace inferd {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A canonical, human-readable dump of a parse result for golden comparison.
+std::string Dump(const Result<std::unique_ptr<InferRequest>>& r) {
+  if (!r.ok()) return "error " + r.status().ToString() + "\n";
+  const InferRequest& q = *r.value();
+  std::ostringstream o;
+  o << "model " << q.model_name << " version '" << q.model_version << "' id '" << q.id << "'\n";
+  for (const auto& [k, v] : q.parameters) {
+    o << "param " << k << "=";
+    std::visit([&](const auto& x) { o << x; }, v);
+    o << "\n";
+  }
+  o << "binary_data_output " << q.binary_data_output << "\n";
+  for (const auto& t : q.inputs) {
+    std::string data;
+    json::AppendFlatData(&data, t);
+    o << "input " << t.name << " " << DataTypeToWire(t.dtype) << " " << ShapeToString(t.shape) << " " << data << "\n";
+  }
+  for (const auto& out : q.outputs) o << "output " << out.name << " binary=" << out.binary << " set=" << out.binary_set << "\n";
+  return o.str();
+}
+
+TEST(KServeV2Golden, ParsedRequestsMatchGoldenFiles) {
+  const fs::path dir = fs::path(INFERD_SOURCE_DIR) / "tests/golden/v2";
+  const bool update = std::getenv("INFERD_UPDATE_GOLDEN") != nullptr;
+  int checked = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 13 || name.substr(name.size() - 13) != ".request.json") continue;
+    auto body = std::make_shared<const std::string>(Read(e.path()));
+    const std::string got = Dump(v2::ParseInferRequest(body, std::nullopt, "m", ""));
+    const fs::path golden = dir / (name.substr(0, name.size() - 13) + ".parsed.txt");
+    if (update) std::ofstream(golden, std::ios::binary) << got;
+    ASSERT_TRUE(fs::exists(golden)) << "missing golden " << golden << " (run with INFERD_UPDATE_GOLDEN=1)";
+    EXPECT_EQ(got, Read(golden)) << "golden mismatch for " << name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+}
+
+std::shared_ptr<const std::string> BinaryBody(const std::string& json, const std::string& binary, size_t* header) {
+  *header = json.size();
+  return std::make_shared<const std::string>(json + binary);
+}
+
+TEST(KServeV2Binary, ParsesBinaryTensorsWithoutCopying) {
+  float f[3] = {1.5f, -2.f, 3.25f};
+  std::string bin(reinterpret_cast<const char*>(f), sizeof f);
+  bin += std::string("\x02\x00\x00\x00hi", 6);
+  size_t hl;
+  auto body = BinaryBody(
+      R"({"inputs":[{"name":"a","shape":[3],"datatype":"FP32","parameters":{"binary_data_size":12}},)"
+      R"({"name":"s","shape":[1],"datatype":"BYTES","parameters":{"binary_data_size":6}}]})",
+      bin, &hl);
+  auto r = v2::ParseInferRequest(body, hl, "m", "1");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Tensor& a = (*r)->inputs[0];
+  EXPECT_EQ(a.data, reinterpret_cast<const std::byte*>(body->data()) + hl);  // a view, not a copy
+  EXPECT_EQ(std::memcmp(a.data, f, sizeof f), 0);
+  EXPECT_EQ((*r)->inputs[1].byte_size, 6u);
+}
+
+TEST(KServeV2Binary, RejectsSizeMismatches) {
+  size_t hl;
+  const std::string j = R"({"inputs":[{"name":"a","shape":[2],"datatype":"FP32","parameters":{"binary_data_size":8}}]})";
+  auto short_body = BinaryBody(j, std::string(4, '\0'), &hl);
+  auto r = v2::ParseInferRequest(short_body, hl, "m", "");
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("binary data"), std::string::npos) << r.status().message();
+
+  auto extra = BinaryBody(j, std::string(12, '\0'), &hl);
+  EXPECT_FALSE(v2::ParseInferRequest(extra, hl, "m", "").ok());
+
+  auto wrong_shape = BinaryBody(R"({"inputs":[{"name":"a","shape":[3],"datatype":"FP32","parameters":{"binary_data_size":8}}]})",
+                                std::string(8, '\0'), &hl);
+  EXPECT_FALSE(v2::ParseInferRequest(wrong_shape, hl, "m", "").ok());
+
+  auto body = std::make_shared<const std::string>(j + std::string(8, '\0'));
+  EXPECT_FALSE(v2::ParseInferRequest(body, body->size() + 1, "m", "").ok());  // header length past the body
+  EXPECT_FALSE(v2::ParseInferRequest(body, std::nullopt, "m", "").ok());      // no header length
+  EXPECT_FALSE(v2::ParseInferRequest(body, 10, "m", "").ok());                // header cuts the JSON
+}
+
+TEST(KServeV2Encode, JsonAndBinaryOutputs) {
+  InferResponse resp;
+  resp.model_name = "m";
+  resp.model_version = "3";
+  resp.id = "x\"1";
+  float f[2] = {0.1f, 2.f};
+  resp.outputs.push_back(Tensor::Copy("y", DataType::kFp32, {1, 2},
+                                      std::span<const std::byte>(reinterpret_cast<const std::byte*>(f), sizeof f)));
+  int64_t i[1] = {-5};
+  resp.outputs.push_back(Tensor::Copy("z", DataType::kInt64, {1},
+                                      std::span<const std::byte>(reinterpret_cast<const std::byte*>(i), sizeof i)));
+  auto json = v2::EncodeInferResponse(resp, {});
+  EXPECT_FALSE(json.header_length.has_value());
+  EXPECT_EQ(json.body,
+            R"({"model_name":"m","model_version":"3","id":"x\"1","outputs":[{"name":"y","datatype":"FP32","shape":[1,2],"data":[0.1,2]},)"
+            R"({"name":"z","datatype":"INT64","shape":[1],"data":[-5]}]})");
+
+  v2::OutputOptions opts;
+  opts.binary_data_output = true;
+  opts.outputs.push_back({"z", false, true});
+  auto bin = v2::EncodeInferResponse(resp, opts);
+  ASSERT_TRUE(bin.header_length.has_value());
+  const std::string header = bin.body.substr(0, *bin.header_length);
+  EXPECT_NE(header.find(R"("name":"y","datatype":"FP32","shape":[1,2],"parameters":{"binary_data_size":8})"), std::string::npos) << header;
+  EXPECT_NE(header.find(R"("data":[-5])"), std::string::npos);
+  ASSERT_EQ(bin.body.size(), *bin.header_length + 8);
+  EXPECT_EQ(std::memcmp(bin.body.data() + *bin.header_length, f, 8), 0);
+}
+
+TEST(KServeV2Encode, ErrorBodyIsEscaped) {
+  EXPECT_EQ(v2::EncodeError("bad \"x\"\n"), R"({"error":"bad \"x\"\n"})");
+}
+
+}  // namespace
+}  // namespace inferd

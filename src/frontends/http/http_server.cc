@@ -1,0 +1,279 @@
+#include "frontends/http/http_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "frontends/codec/compression.h"
+
+namespace inferd::http {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  Handler handler;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::vector<std::thread> threads;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  uint16_t port = 0;
+
+  std::mutex mu;
+  std::condition_variable idle_cv;
+  int64_t in_flight = 0;  // guarded by mu
+  bool stopped = false;
+
+  void Accept();
+  void RequestStarted() {
+    std::lock_guard<std::mutex> g(mu);
+    ++in_flight;
+  }
+  void RequestFinished() {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      --in_flight;
+    }
+    idle_cv.notify_all();
+  }
+};
+
+namespace {
+
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, HttpServer::Impl* server) : stream_(std::move(socket)), server_(server) {}
+
+  void Start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+  }
+
+ private:
+  void ReadHeader() {
+    parser_.emplace();
+    parser_->body_limit(server_->options.max_body_bytes);
+    parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
+    stream_.expires_after(server_->options.idle_timeout);
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec) return OnReadError(ec);
+    auto& req = parser_->get();
+    if (auto cl = parser_->content_length(); cl && *cl > server_->options.max_body_bytes) {
+      return SendError(413, "request body of " + std::to_string(*cl) + " bytes exceeds the limit of " +
+                                std::to_string(server_->options.max_body_bytes) + " bytes (--http-max-body-bytes)",
+                       false);
+    }
+    if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
+      stream_.expires_after(server_->options.write_timeout);
+      net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                       [self = shared_from_this()](beast::error_code ec2, size_t) {
+                         if (ec2) return self->Close();
+                         self->ReadBody();
+                       });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    stream_.expires_after(server_->options.read_timeout);
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void OnReadError(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) {
+      return SendError(413, "request body exceeds the limit of " + std::to_string(server_->options.max_body_bytes) +
+                                " bytes (--http-max-body-bytes)", false);
+    }
+    if (ec == bhttp::error::header_limit) return SendError(431, "request headers are too large", false);
+    if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
+        ec == net::error::connection_reset || ec == net::error::eof || ec == bhttp::error::partial_message) {
+      return Close();
+    }
+    SendError(400, "malformed HTTP request: " + ec.message(), false);
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (ec) return OnReadError(ec);
+    stream_.expires_never();  // the handler may take as long as the model does
+    auto msg = parser_->release();
+    keep_alive_ = msg.keep_alive();
+    version_ = msg.version();
+
+    Request req;
+    req.method = std::string(msg.method_string());
+    std::string_view target(msg.target().data(), msg.target().size());
+    if (auto q = target.find('?'); q != std::string_view::npos) {
+      req.query = std::string(target.substr(q + 1));
+      target = target.substr(0, q);
+    }
+    req.path = std::string(target);
+    for (const auto& f : msg) {
+      std::string name(f.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      req.headers[name] = std::string(f.value());
+    }
+    accept_encoding_ = Encoding::kIdentity;
+    if (server_->options.compress_responses) {
+      if (const std::string* ae = req.Header("accept-encoding")) accept_encoding_ = NegotiateEncoding(*ae);
+    }
+    auto body = std::make_shared<std::string>(std::move(msg.body()));
+    if (const std::string* ce = req.Header("content-encoding")) {
+      auto enc = ParseContentEncoding(*ce);
+      if (!enc.ok()) return SendError(415, enc.status().message(), keep_alive_);
+      if (*enc != Encoding::kIdentity) {
+        auto plain = Decompress(*body, *enc, server_->options.max_body_bytes);
+        if (!plain.ok()) {
+          const int code = plain.status().code() == StatusCode::kResourceExhausted ? 413 : 400;
+          return SendError(code, plain.status().message(), code != 413 && keep_alive_);
+        }
+        *body = std::move(*plain);
+      }
+    }
+    req.body = std::move(body);
+
+    server_->RequestStarted();
+    auto self = shared_from_this();
+    server_->handler(std::move(req), [self](Response r) {
+      net::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
+        self->Write(std::move(r), self->keep_alive_, /*counted=*/true);
+      });
+    });
+  }
+
+  void SendError(int status, std::string message, bool keep_alive) {
+    Response r = ErrorResponse(Status::InvalidArgument(std::move(message)));
+    r.status = status;
+    Write(std::move(r), keep_alive, /*counted=*/false);
+  }
+
+  void Write(Response r, bool keep_alive, bool counted) {
+    auto res = std::make_shared<bhttp::response<bhttp::string_body>>(static_cast<bhttp::status>(r.status), version_ ? version_ : 11);
+    res->set(bhttp::field::server, "inferd");
+    if (!r.content_type.empty()) res->set(bhttp::field::content_type, r.content_type);
+    for (auto& [k, v] : r.headers) res->set(k, v);
+    if (accept_encoding_ != Encoding::kIdentity && !r.body.empty()) {
+      auto packed = Compress(r.body, accept_encoding_);
+      if (packed.ok()) {
+        r.body = std::move(*packed);
+        res->set(bhttp::field::content_encoding, std::string(EncodingName(accept_encoding_)));
+      }
+    }
+    res->body() = std::move(r.body);
+    res->keep_alive(keep_alive);
+    res->prepare_payload();
+    stream_.expires_after(server_->options.write_timeout);
+    bhttp::async_write(stream_, *res, [self = shared_from_this(), res, keep_alive, counted](beast::error_code ec, size_t) {
+      if (counted) self->server_->RequestFinished();
+      if (ec || !keep_alive) return self->Close();
+      self->ReadHeader();
+    });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl* server_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  bool keep_alive_ = true;
+  unsigned version_ = 11;
+  Encoding accept_encoding_ = Encoding::kIdentity;
+};
+
+}  // namespace
+
+void HttpServer::Impl::Accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+    if (ec) {
+      spdlog::warn("accept failed: {}", ec.message());
+      auto timer = std::make_shared<net::steady_timer>(ioc, std::chrono::milliseconds(10));
+      timer->async_wait([this, timer](beast::error_code) { Accept(); });
+      return;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    std::make_shared<Session>(std::move(socket), this)->Start();
+    Accept();
+  });
+}
+
+HttpServer::HttpServer(HttpServerOptions options, Handler handler) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->handler = std::move(handler);
+}
+
+HttpServer::~HttpServer() { Stop(std::chrono::milliseconds(0)); }
+
+Status HttpServer::Start() {
+  beast::error_code ec;
+  auto addr = net::ip::make_address(impl_->options.host, ec);
+  if (ec) return Status::InvalidArgument("invalid --host '" + impl_->options.host + "': " + ec.message());
+  tcp::endpoint ep(addr, impl_->options.port);
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::Unavailable("cannot listen on " + impl_->options.host + ":" + std::to_string(impl_->options.port) +
+                               ": " + ec.message());
+  }
+  impl_->port = a.local_endpoint().port();
+  impl_->work.emplace(impl_->ioc.get_executor());
+  impl_->Accept();
+  for (int i = 0; i < std::max(1, impl_->options.threads); ++i) {
+    impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+  }
+  return Status::OK();
+}
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+void HttpServer::StopAccepting() {
+  std::promise<void> done;
+  auto fut = done.get_future();
+  net::post(impl_->ioc, [this, &done] {
+    beast::error_code ec;
+    impl_->acceptor.close(ec);
+    done.set_value();
+  });
+  if (!impl_->threads.empty()) fut.wait();
+}
+
+void HttpServer::Stop(std::chrono::milliseconds grace) {
+  {
+    std::unique_lock<std::mutex> g(impl_->mu);
+    if (impl_->stopped) return;
+    impl_->stopped = true;
+    impl_->idle_cv.wait_for(g, grace, [this] { return impl_->in_flight == 0; });
+  }
+  impl_->work.reset();
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads)
+    if (t.joinable()) t.join();
+  impl_->threads.clear();
+}
+
+}  // namespace inferd::http

@@ -1,0 +1,64 @@
+// HttpServer: an HTTP/1.1 server (Boost.Beast) with keep-alive, many
+// concurrent connections on a few threads, request limits and timeouts, and
+// transparent gzip/deflate of request and response bodies.
+//
+// Requests are handed to a Handler; its Responder may be called from any
+// thread (a model worker), and the response is written on the connection's
+// own strand. Handlers never run model code themselves (see InferenceServer).
+//
+// Limits and what a client sees when it breaks one:
+//   body larger than max_body_bytes (also after decompression) -> 413, close
+//   headers larger than max_header_bytes                        -> 431, close
+//   unparseable HTTP                                             -> 400, close
+//   no complete header within idle_timeout                       -> close
+//   body not complete within read_timeout after its header       -> close
+//
+// Thread-safety: Start/StopAccepting/Stop from one controlling thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "frontends/http/http_types.h"
+
+namespace inferd::http {
+
+struct HttpServerOptions {
+  std::string host = "0.0.0.0";
+  uint16_t port = 8000;  // 0 = pick a free port (see port())
+  int threads = 1;       // I/O threads; model code never runs on them
+  size_t max_body_bytes = 64u << 20;
+  size_t max_header_bytes = 16u << 10;
+  std::chrono::milliseconds idle_timeout{60000};   // waiting for / reading a request header
+  std::chrono::milliseconds read_timeout{30000};   // reading a request body
+  std::chrono::milliseconds write_timeout{30000};  // writing a response
+  bool compress_responses = true;  // honour Accept-Encoding: gzip/deflate
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds, listens and starts the I/O threads.
+  Status Start();
+  // The bound port (after Start).
+  uint16_t port() const;
+  // Stops accepting new connections; existing ones keep being served.
+  void StopAccepting();
+  // Waits up to `grace` for requests being handled to be answered, then
+  // closes all connections and joins the threads. Idempotent.
+  void Stop(std::chrono::milliseconds grace);
+
+ struct Impl;  // implementation detail (http_server.cc)
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inferd::http

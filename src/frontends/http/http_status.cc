@@ -1,0 +1,29 @@
+#include "frontends/codec/kserve_v2.h"
+#include "frontends/http/http_types.h"
+
+namespace inferd::http {
+
+int HttpStatusOf(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kDeadlineExceeded: return 503;
+    case StatusCode::kInternal: return 500;
+    case StatusCode::kUnimplemented: return 501;
+    case StatusCode::kResourceExhausted: return 413;
+    case StatusCode::kAlreadyExists: return 409;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kFailedPrecondition: return 400;
+  }
+  return 400;
+}
+
+Response ErrorResponse(const Status& st) {
+  Response r;
+  r.status = HttpStatusOf(st);
+  r.body = v2::EncodeError(st.message());
+  return r;
+}
+
+}  // namespace inferd::http

@@ -1,0 +1,292 @@
+// KServe v2 REST routes: decode with the v2 codec, call the server facade,
+// encode the result. See router.h for the route list.
+#include <rapidjson/document.h>
+
+#include <charconv>
+
+#include "frontends/codec/json_writer.h"
+#include "frontends/codec/kserve_v2.h"
+#include "frontends/http/router.h"
+
+namespace inferd::http {
+namespace {
+
+Response MethodNotAllowed(const Request& req) {
+  Response r = ErrorResponse(Status::InvalidArgument("method " + req.method + " is not allowed on " + req.path));
+  r.status = 405;
+  return r;
+}
+
+void AppendDuration(std::string* b, const char* key, const DurationSnapshot& d) {
+  json::AppendKey(b, key);
+  b->append("{\"count\":");
+  json::AppendNumber(b, d.count);
+  b->append(",\"ns\":");
+  json::AppendNumber(b, d.ns);
+  b->push_back('}');
+}
+
+std::string StatsJson(const std::vector<ModelStatsSnapshot>& stats) {
+  std::string b = "{\"model_stats\":[";
+  for (size_t i = 0; i < stats.size(); ++i) {
+    const auto& s = stats[i];
+    if (i) b.push_back(',');
+    b.append("{\"name\":");
+    json::AppendEscaped(&b, s.name);
+    b.append(",\"version\":");
+    json::AppendEscaped(&b, s.version);
+    b.append(",\"last_inference\":");
+    json::AppendNumber(&b, s.last_inference_ms);
+    b.append(",\"inference_count\":");
+    json::AppendNumber(&b, s.inference_count);
+    b.append(",\"execution_count\":");
+    json::AppendNumber(&b, s.execution_count);
+    b.append(",\"inference_stats\":{");
+    AppendDuration(&b, "success", s.success);
+    b.push_back(',');
+    AppendDuration(&b, "fail", s.fail);
+    b.push_back(',');
+    AppendDuration(&b, "queue", s.queue);
+    b.push_back(',');
+    AppendDuration(&b, "compute_input", s.compute_input);
+    b.push_back(',');
+    AppendDuration(&b, "compute_infer", s.compute_infer);
+    b.push_back(',');
+    AppendDuration(&b, "compute_output", s.compute_output);
+    b.push_back(',');
+    AppendDuration(&b, "cache_hit", {});
+    b.push_back(',');
+    AppendDuration(&b, "cache_miss", {});
+    b.append("},\"batch_stats\":[");
+    for (size_t k = 0; k < s.batch_stats.size(); ++k) {
+      const auto& bs = s.batch_stats[k];
+      if (k) b.push_back(',');
+      b.append("{\"batch_size\":");
+      json::AppendNumber(&b, bs.batch_size);
+      b.push_back(',');
+      AppendDuration(&b, "compute_input", {bs.count, bs.input_ns});
+      b.push_back(',');
+      AppendDuration(&b, "compute_infer", {bs.count, bs.infer_ns});
+      b.push_back(',');
+      AppendDuration(&b, "compute_output", {bs.count, bs.output_ns});
+      b.push_back('}');
+    }
+    b.append("]}");
+  }
+  b.append("]}");
+  return b;
+}
+
+void AppendTensorMeta(std::string* b, const std::vector<TensorMetadata>& ts) {
+  b->push_back('[');
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (i) b->push_back(',');
+    b->append("{\"name\":");
+    json::AppendEscaped(b, ts[i].name);
+    b->append(",\"datatype\":\"");
+    b->append(DataTypeToWire(ts[i].dtype));
+    b->append("\",\"shape\":[");
+    for (size_t k = 0; k < ts[i].shape.size(); ++k) {
+      if (k) b->push_back(',');
+      json::AppendNumber(b, ts[i].shape[k]);
+    }
+    b->append("]}");
+  }
+  b->push_back(']');
+}
+
+std::string MetadataJson(const ModelMetadata& md) {
+  std::string b = "{\"name\":";
+  json::AppendEscaped(&b, md.name);
+  b.append(",\"versions\":[");
+  for (size_t i = 0; i < md.versions.size(); ++i) {
+    if (i) b.push_back(',');
+    json::AppendEscaped(&b, md.versions[i]);
+  }
+  b.append("],\"platform\":");
+  json::AppendEscaped(&b, md.platform);
+  b.append(",\"inputs\":");
+  AppendTensorMeta(&b, md.inputs);
+  b.append(",\"outputs\":");
+  AppendTensorMeta(&b, md.outputs);
+  b.push_back('}');
+  return b;
+}
+
+Response ServerMetadataResponse(const InferenceServer& server) {
+  const ServerMetadata md = server.GetServerMetadata();
+  std::string b = "{\"name\":";
+  json::AppendEscaped(&b, md.name);
+  b.append(",\"version\":");
+  json::AppendEscaped(&b, md.version);
+  b.append(",\"extensions\":[");
+  for (size_t i = 0; i < md.extensions.size(); ++i) {
+    if (i) b.push_back(',');
+    json::AppendEscaped(&b, md.extensions[i]);
+  }
+  b.append("]}");
+  return JsonResponse(200, std::move(b));
+}
+
+Result<bool> ReadyOnlyFlag(const Request& req) {
+  if (!req.body || req.body->empty()) return false;
+  rapidjson::Document doc;
+  doc.Parse(req.body->data(), req.body->size());
+  if (doc.HasParseError() || !doc.IsObject()) return Status::InvalidArgument("repository index body must be a JSON object");
+  auto it = doc.FindMember("ready");
+  if (it == doc.MemberEnd()) return false;
+  if (!it->value.IsBool()) return Status::InvalidArgument("'ready' must be a bool");
+  return it->value.GetBool();
+}
+
+Result<std::optional<std::string>> LoadConfigParam(const Request& req) {
+  if (!req.body || req.body->empty()) return std::optional<std::string>();
+  rapidjson::Document doc;
+  doc.Parse(req.body->data(), req.body->size());
+  if (doc.HasParseError() || !doc.IsObject()) return Status::InvalidArgument("load body must be a JSON object");
+  auto params = doc.FindMember("parameters");
+  if (params == doc.MemberEnd()) return std::optional<std::string>();
+  if (!params->value.IsObject()) return Status::InvalidArgument("'parameters' must be an object");
+  for (const auto& m : params->value.GetObject()) {
+    const std::string key(m.name.GetString(), m.name.GetStringLength());
+    if (key == "config") {
+      if (!m.value.IsString()) return Status::InvalidArgument("parameter 'config' must be a string holding a JSON model config");
+      return std::optional<std::string>(std::string(m.value.GetString(), m.value.GetStringLength()));
+    }
+    if (key.rfind("file:", 0) == 0) return Status::Unimplemented("loading model files from the request ('" + key + "') is not supported");
+  }
+  return std::optional<std::string>();
+}
+
+void Infer(InferenceServer* server, Request&& req, std::string model, std::string version, Responder respond) {
+  std::optional<size_t> header_length;
+  if (const std::string* h = req.Header("inference-header-content-length")) {
+    size_t v = 0;
+    auto [p, ec] = std::from_chars(h->data(), h->data() + h->size(), v);
+    if (ec != std::errc() || p != h->data() + h->size()) {
+      return respond(ErrorResponse(Status::InvalidArgument("invalid Inference-Header-Content-Length '" + *h + "'")));
+    }
+    header_length = v;
+  }
+  auto parsed = v2::ParseInferRequest(req.body, header_length, model, version);
+  if (!parsed.ok()) {
+    // An unknown model or version is the more useful answer than a body error.
+    auto ready = server->IsModelReady(model, version);
+    return respond(ErrorResponse(ready.ok() ? parsed.status() : ready.status()));
+  }
+  v2::OutputOptions opts = v2::OutputOptionsOf(**parsed);
+  server->InferAsync(std::move(*parsed), [respond = std::move(respond), opts = std::move(opts)](Result<InferResponse> r) {
+    if (!r.ok()) return respond(ErrorResponse(r.status()));
+    v2::EncodedResponse enc = v2::EncodeInferResponse(*r, opts);
+    Response resp;
+    resp.body = std::move(enc.body);
+    if (enc.header_length) {
+      resp.content_type = "application/octet-stream";
+      resp.headers.emplace_back("Inference-Header-Content-Length", std::to_string(*enc.header_length));
+    }
+    respond(std::move(resp));
+  });
+}
+
+}  // namespace
+
+void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond) {
+  const bool get = req.method == "GET", post = req.method == "POST";
+  const size_t n = parts.size();
+  if (n == 1) return respond(get ? ServerMetadataResponse(*server) : MethodNotAllowed(req));
+  if (parts[1] == "health" && n == 3) {
+    if (!get) return respond(MethodNotAllowed(req));
+    bool ok;
+    if (parts[2] == "live") ok = server->IsLive();
+    else if (parts[2] == "ready") ok = server->IsReady();
+    else return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
+    Response r;
+    r.status = ok ? 200 : 400;
+    r.content_type.clear();
+    return respond(std::move(r));
+  }
+  if (parts[1] == "repository") {
+    if (!post) return respond(MethodNotAllowed(req));
+    if (n == 3 && parts[2] == "index") {
+      auto ready = ReadyOnlyFlag(req);
+      if (!ready.ok()) return respond(ErrorResponse(ready.status()));
+      auto index = server->RepositoryIndex(*ready);
+      if (!index.ok()) return respond(ErrorResponse(index.status()));
+      std::string b = "[";
+      for (size_t i = 0; i < index->size(); ++i) {
+        const auto& e = (*index)[i];
+        if (i) b.push_back(',');
+        b.append("{\"name\":");
+        json::AppendEscaped(&b, e.name);
+        if (!e.version.empty()) {
+          b.append(",\"version\":");
+          json::AppendEscaped(&b, e.version);
+        }
+        b.append(",\"state\":");
+        json::AppendEscaped(&b, e.state);
+        b.append(",\"reason\":");
+        json::AppendEscaped(&b, e.reason);
+        b.push_back('}');
+      }
+      b.push_back(']');
+      return respond(JsonResponse(200, std::move(b)));
+    }
+    if (n == 5 && parts[2] == "models" && (parts[4] == "load" || parts[4] == "unload")) {
+      Status st;
+      if (parts[4] == "load") {
+        auto cfg = LoadConfigParam(req);
+        st = cfg.ok() ? server->LoadModel(parts[3], *cfg) : cfg.status();
+      } else {
+        st = server->UnloadModel(parts[3]);
+      }
+      return respond(st.ok() ? JsonResponse(200, "{}") : ErrorResponse(st));
+    }
+    return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
+  }
+  if (parts[1] != "models" || n < 3) return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
+  if (n == 3 && parts[2] == "stats") {
+    if (!get) return respond(MethodNotAllowed(req));
+    auto stats = server->GetStatistics("", "");
+    return respond(stats.ok() ? JsonResponse(200, StatsJson(*stats)) : ErrorResponse(stats.status()));
+  }
+  const std::string& model = parts[2];
+  std::string version;
+  size_t i = 3;
+  if (n >= 5 && parts[3] == "versions") {
+    version = parts[4];
+    i = 5;
+  }
+  if (n > i + 1) return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
+  const std::string action = n == i ? "" : parts[i];
+  if (action != "" && action != "infer" && action != "ready" && action != "config" && action != "stats") {
+    return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
+  }
+  if (action == "infer") {
+    if (!post) return respond(MethodNotAllowed(req));
+    return Infer(server, std::move(req), model, version, std::move(respond));
+  }
+  if (!get) return respond(MethodNotAllowed(req));
+  if (action.empty()) {
+    auto md = server->GetModelMetadata(model, version);
+    return respond(md.ok() ? JsonResponse(200, MetadataJson(*md)) : ErrorResponse(md.status()));
+  }
+  if (action == "ready") {
+    auto ready = server->IsModelReady(model, version);
+    if (!ready.ok()) return respond(ErrorResponse(ready.status()));
+    Response r;
+    r.status = *ready ? 200 : 400;
+    r.content_type.clear();
+    return respond(std::move(r));
+  }
+  if (action == "config") {
+    auto cfg = server->GetModelConfigJson(model, version);
+    return respond(cfg.ok() ? JsonResponse(200, *cfg) : ErrorResponse(cfg.status()));
+  }
+  if (action == "stats") {
+    auto stats = server->GetStatistics(model, version);
+    return respond(stats.ok() ? JsonResponse(200, StatsJson(*stats)) : ErrorResponse(stats.status()));
+  }
+  respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
+}
+
+}  // namespace inferd::http

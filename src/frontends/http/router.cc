@@ -1,0 +1,63 @@
+#include "frontends/http/router.h"
+
+namespace inferd::http {
+
+std::vector<std::string> SplitPath(const std::string& path) {
+  std::vector<std::string> parts;
+  std::string cur;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < path.size(); ++i) {
+    const char c = path[i];
+    if (c == '/') {
+      if (!cur.empty()) parts.push_back(std::move(cur));
+      cur.clear();
+    } else if (c == '%' && i + 2 < path.size() && hex(path[i + 1]) >= 0 && hex(path[i + 2]) >= 0) {
+      cur.push_back(static_cast<char>(hex(path[i + 1]) * 16 + hex(path[i + 2])));
+      i += 2;
+    } else {
+      cur.push_back(c);
+    }
+  }
+  if (!cur.empty()) parts.push_back(std::move(cur));
+  return parts;
+}
+
+Response JsonResponse(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+Handler MakeApiHandler(InferenceServer* server) {
+  return [server](Request&& req, Responder respond) {
+    std::vector<std::string> parts = SplitPath(req.path);
+    if (!parts.empty() && parts[0] == "v2") return HandleV2(server, std::move(req), parts, std::move(respond));
+    if (!parts.empty() && parts[0] == "v1") return HandleV1(server, std::move(req), parts, std::move(respond));
+    respond(ErrorResponse(Status::NotFound("no route for " + req.method + " " + req.path)));
+  };
+}
+
+Handler MakeMetricsHandler(const InferenceServer* server) {
+  return [server](Request&& req, Responder respond) {
+    if (req.path != "/metrics") return respond(ErrorResponse(Status::NotFound("no route for " + req.path + " (try /metrics)")));
+    if (req.method != "GET") {
+      Response r = ErrorResponse(Status::InvalidArgument("method " + req.method + " not allowed"));
+      r.status = 405;
+      return respond(std::move(r));
+    }
+    PrometheusWriter w;
+    server->WriteMetrics(w);
+    Response r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = w.Take();
+    respond(std::move(r));
+  };
+}
+
+}  // namespace inferd::http

@@ -1,0 +1,41 @@
+// The HTTP routes of inferd: KServe v2 and TF Serving v1 on the API port,
+// Prometheus on the metrics port. Routes translate and call the
+// InferenceServer; they hold no request logic of their own.
+//
+// Routes (API port):
+//   GET  /v2/health/live | /v2/health/ready
+//   GET  /v2
+//   GET  /v2/models/{m}[/versions/{v}]            metadata
+//   GET  /v2/models/{m}[/versions/{v}]/ready
+//   GET  /v2/models/{m}[/versions/{v}]/config
+//   GET  /v2/models[/{m}[/versions/{v}]]/stats
+//   POST /v2/models/{m}[/versions/{v}]/infer
+//   POST /v2/repository/index
+//   POST /v2/repository/models/{m}/load | /unload
+//   GET  /v1/models/{m}[/versions/{v}]            TF Serving status
+//   GET  /v1/models/{m}[/versions/{v}]/metadata
+//   POST /v1/models/{m}[/versions/{v}]:predict
+// Metrics port: GET /metrics
+//
+// Thread-safety: the returned handlers are thread-safe. `server` is not
+// owned and must outlive them.
+#pragma once
+
+#include "frontends/http/http_types.h"
+#include "server/inference_server.h"
+
+namespace inferd::http {
+
+Handler MakeApiHandler(InferenceServer* server);
+Handler MakeMetricsHandler(const InferenceServer* server);
+
+// Handlers per protocol (router.cc dispatches to them).
+void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond);
+void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond);
+
+// Splits "/a/b/c" into {"a","b","c"} with %XX decoding.
+std::vector<std::string> SplitPath(const std::string& path);
+
+Response JsonResponse(int status, std::string body);
+
+}  // namespace inferd::http

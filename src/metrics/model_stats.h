@@ -1,0 +1,93 @@
+// ModelStats: the counters and histograms of one model version. One object
+// feeds both the Prometheus endpoint and the KServe v2 statistics endpoint,
+// so the two never disagree.
+//
+// Thread-safety: all recording methods are lock-free or take a short
+// internal lock; safe from any thread. Owned by the server's model entry and
+// shared (shared_ptr) with its scheduler.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "metrics/histogram.h"
+
+namespace inferd {
+
+struct DurationStat {
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> ns{0};
+  void Add(uint64_t n) {
+    count.fetch_add(1, std::memory_order_relaxed);
+    ns.fetch_add(n, std::memory_order_relaxed);
+  }
+};
+
+enum class FailureReason : int { kRejected = 0, kInvalid, kBackend, kTimeout, kOther, kCount };
+const char* FailureReasonName(FailureReason r);
+
+class ModelStats {
+ public:
+  ModelStats(std::string model, std::string version, int max_batch_size);
+
+  const std::string& model() const { return model_; }
+  const std::string& version() const { return version_; }
+
+  // A request completed successfully; durations in nanoseconds.
+  void RecordSuccess(uint64_t request_ns, uint64_t queue_ns, uint64_t input_ns, uint64_t infer_ns,
+                     uint64_t output_ns, uint64_t now_ms);
+  void RecordFailure(FailureReason reason, uint64_t request_ns);
+  // A batch of `rows` rows (in `requests` requests) was executed.
+  void RecordExecution(int rows, uint64_t input_ns, uint64_t infer_ns, uint64_t output_ns);
+  void AddPending(int64_t delta) { pending_.fetch_add(delta, std::memory_order_relaxed); }
+
+  // Read side.
+  uint64_t last_inference_ms() const { return last_inference_ms_.load(std::memory_order_relaxed); }
+  uint64_t inference_count() const { return inference_count_.load(std::memory_order_relaxed); }
+  uint64_t execution_count() const { return execution_count_.load(std::memory_order_relaxed); }
+  int64_t pending() const { return pending_.load(std::memory_order_relaxed); }
+  uint64_t success_count() const { return success_.count.load(std::memory_order_relaxed); }
+  uint64_t failure_count(FailureReason r) const {
+    return failures_[static_cast<int>(r)].load(std::memory_order_relaxed);
+  }
+
+  const DurationStat& success() const { return success_; }
+  const DurationStat& fail() const { return fail_; }
+  const DurationStat& queue() const { return queue_; }
+  const DurationStat& compute_input() const { return compute_input_; }
+  const DurationStat& compute_infer() const { return compute_infer_; }
+  const DurationStat& compute_output() const { return compute_output_; }
+
+  struct BatchStat {
+    int batch_size;
+    uint64_t count, input_ns, infer_ns, output_ns;
+  };
+  std::vector<BatchStat> batch_stats() const;
+
+  const Histogram& request_us() const { return request_us_; }
+  const Histogram& queue_us() const { return queue_us_; }
+  const Histogram& compute_input_us() const { return compute_input_us_; }
+  const Histogram& compute_infer_us() const { return compute_infer_us_; }
+  const Histogram& compute_output_us() const { return compute_output_us_; }
+  const Histogram& batch_size() const { return batch_size_; }
+
+ private:
+  struct BatchAcc {
+    DurationStat input, infer, output;
+  };
+  std::string model_, version_;
+  std::atomic<uint64_t> last_inference_ms_{0};
+  std::atomic<uint64_t> inference_count_{0};
+  std::atomic<uint64_t> execution_count_{0};
+  std::atomic<int64_t> pending_{0};
+  DurationStat success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;
+  std::array<std::atomic<uint64_t>, static_cast<int>(FailureReason::kCount)> failures_{};
+  std::vector<BatchAcc> by_batch_;  // index = batch size (rows); fixed at construction
+  Histogram request_us_, queue_us_, compute_input_us_, compute_infer_us_, compute_output_us_, batch_size_;
+};
+
+}  // namespace inferd

@@ -1,0 +1,133 @@
+#include "repository/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include "repository/repository.h"
+
+namespace inferd {
+namespace {
+
+constexpr const char* kFull = R"pb(
+name: "m"
+platform: "pytorch_libtorch"
+max_batch_size: 8
+version_policy { latest { num_versions: 2 } }
+input [ { name: "a" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "b" data_type: TYPE_INT64 dims: [ -1 ] reshape { shape: [ -1 ] } } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape { shape: [ 4 ] } } ]
+dynamic_batching {
+  preferred_batch_size: [ 8, 4 ]
+  max_queue_delay_microseconds: 300
+  priority_levels: 3
+  default_priority_level: 2
+  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 5000 allow_timeout_override: true max_queue_size: 7 }
+}
+instance_group [ { count: 2 kind: KIND_CPU }, { kind: KIND_CPU } ]
+parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "3" } }
+)pb";
+
+TEST(ModelConfig, ParsesEverySupportedField) {
+  auto r = ParseModelConfig(kFull, "m", "m/config.pbtxt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const ModelSpec& s = *r;
+  EXPECT_EQ(s.backend, "pytorch");
+  EXPECT_EQ(s.max_batch_size, 8);
+  ASSERT_EQ(s.inputs.size(), 2u);
+  EXPECT_EQ(s.inputs[0].dtype, DataType::kFp32);
+  EXPECT_EQ(s.inputs[0].dims, (Shape{4}));
+  EXPECT_EQ(s.inputs[1].dtype, DataType::kInt64);
+  ASSERT_TRUE(s.outputs[0].reshape.has_value());
+  EXPECT_EQ(*s.outputs[0].reshape, (Shape{4}));
+  EXPECT_TRUE(s.batching.dynamic);
+  EXPECT_EQ(s.batching.preferred_batch_sizes, (std::vector<int>{4, 8}));
+  EXPECT_EQ(s.batching.max_queue_delay_us, 300u);
+  EXPECT_EQ(s.batching.priority_levels, 3u);
+  EXPECT_EQ(s.batching.default_priority_level, 2u);
+  EXPECT_TRUE(s.batching.queue.delay_on_timeout);
+  EXPECT_EQ(s.batching.queue.default_timeout_us, 5000u);
+  EXPECT_TRUE(s.batching.queue.allow_timeout_override);
+  EXPECT_EQ(s.batching.queue.max_queue_size, 7u);
+  EXPECT_EQ(s.instance_count, 3);
+  EXPECT_EQ(s.version_policy.kind, VersionPolicySpec::Kind::kLatest);
+  EXPECT_EQ(s.version_policy.latest_n, 2u);
+  EXPECT_EQ(s.parameters.at("INTRA_OP_THREAD_COUNT"), "3");
+  EXPECT_TRUE(ValidateSpec(s, "x").ok());
+}
+
+struct BadCase {
+  const char* text;
+  const char* must_mention;
+};
+
+class ModelConfigErrors : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ModelConfigErrors, NameTheFileAndField) {
+  auto r = ParseModelConfig(GetParam().text, "m", "repo/m/config.pbtxt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("repo/m/config.pbtxt"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find(GetParam().must_mention), std::string::npos) << r.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, ModelConfigErrors,
+    ::testing::Values(BadCase{"name: \"m\" bogus_field: 3", "bogus_field"},
+                      BadCase{"name: \"other\"", "name"},
+                      BadCase{"max_batch_size: -1", "max_batch_size"},
+                      BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 0 ] } ]", "dims"},
+                      BadCase{"input [ { name: \"a\" dims: [ 1 ] } ]", "data_type"},
+                      BadCase{"input [ { name: \"a\" data_type: TYPE_FLOAT dims: [ 1 ] } ]", "TYPE_FLOAT"},
+                      BadCase{"max_batch_size: 4 dynamic_batching { preferred_batch_size: [ 8 ] }", "preferred_batch_size"},
+                      BadCase{"dynamic_batching { }", "dynamic_batching"},
+                      BadCase{"instance_group [ { kind: KIND_GPU } ]", "KIND_GPU"},
+                      BadCase{"max_batch_size: 2 dynamic_batching { priority_levels: 2 default_priority_level: 3 }", "default_priority_level"},
+                      BadCase{"version_policy { latest { num_versions: 0 } }", "num_versions"},
+                      BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 3 ] } } ]", "reshape"},
+                      BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] ", "line"}));
+
+TEST(ModelConfig, ValidateSpecRejectsDuplicatesAndMissingInputs) {
+  auto r = ParseModelConfig("input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] }, { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] } ]", "m", "f");
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(ValidateSpec(*r, "f").message().find("duplicate input"), std::string::npos);
+  auto empty = ParseModelConfig("", "m", "f");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->name, "m");  // filled from the directory
+  EXPECT_FALSE(ValidateSpec(*empty, "f").ok());
+}
+
+TEST(ModelConfig, JsonConfigConvertsToText) {
+  auto t = ModelConfigJsonToText(R"({"name":"m","max_batch_size":4,"input":[{"name":"a","data_type":"TYPE_FP32","dims":[2]}]})");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  auto s = ParseModelConfig(*t, "m", "f");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->max_batch_size, 4);
+  EXPECT_EQ(s->inputs[0].dims, (Shape{2}));
+  EXPECT_FALSE(ModelConfigJsonToText("{\"nope\":1}").ok());
+}
+
+TEST(ModelConfig, RenderedJsonUsesNumbersForInt64Fields) {
+  auto s = ParseModelConfig(kFull, "m", "f");
+  ASSERT_TRUE(s.ok());
+  const std::string json = RenderModelConfigJson(kFull, *s);
+  EXPECT_NE(json.find("\"dims\":[4]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"max_queue_delay_microseconds\":300"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"max_batch_size\":8"), std::string::npos) << json;
+}
+
+TEST(VersionPolicy, SelectsVersions) {
+  const std::vector<int64_t> avail = {1, 2, 5, 9};
+  VersionPolicySpec latest;
+  latest.latest_n = 2;
+  EXPECT_EQ(ModelRepository::SelectVersions(latest, avail), (std::vector<int64_t>{5, 9}));
+  VersionPolicySpec all;
+  all.kind = VersionPolicySpec::Kind::kAll;
+  EXPECT_EQ(ModelRepository::SelectVersions(all, avail), avail);
+  VersionPolicySpec specific;
+  specific.kind = VersionPolicySpec::Kind::kSpecific;
+  specific.versions = {2, 3, 9};
+  EXPECT_EQ(ModelRepository::SelectVersions(specific, avail), (std::vector<int64_t>{2, 9}));
+  latest.latest_n = 10;
+  EXPECT_EQ(ModelRepository::SelectVersions(latest, avail), avail);
+}
+
+}  // namespace
+}  // namespace inferd

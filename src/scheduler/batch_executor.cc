@@ -1,0 +1,158 @@
+#include "scheduler/batch_executor.h"
+
+namespace inferd {
+namespace {
+
+uint64_t Ns(Duration d) { return static_cast<uint64_t>(std::max<int64_t>(0, d.count())); }
+
+uint64_t WallMillis() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Builds the backend's input tensors for the batch.
+Result<std::vector<Tensor>> GatherInputs(const ModelSpec& spec,
+                                         const std::vector<std::unique_ptr<PendingRequest>>& batch,
+                                         int64_t total_rows) {
+  std::vector<Tensor> inputs;
+  inputs.reserve(spec.inputs.size());
+  std::vector<const Tensor*> parts(batch.size());
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    for (size_t r = 0; r < batch.size(); ++r) parts[r] = &batch[r]->request->inputs[i];
+    INFERD_ASSIGN_OR_RETURN(Tensor t, ConcatRows(parts, spec.inputs[i].name));
+    if (spec.inputs[i].reshape) {
+      Shape s;
+      if (spec.max_batch_size > 0) s.push_back(total_rows);
+      s.insert(s.end(), spec.inputs[i].reshape->begin(), spec.inputs[i].reshape->end());
+      // Resolve a single -1 from the element count.
+      int64_t known = 1, unknown_at = -1;
+      for (size_t k = 0; k < s.size(); ++k) {
+        if (s[k] < 0) unknown_at = static_cast<int64_t>(k);
+        else known *= s[k];
+      }
+      if (unknown_at >= 0 && known > 0) s[static_cast<size_t>(unknown_at)] = t.element_count() / known;
+      t.shape = std::move(s);
+    }
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+Status CheckOutput(const ModelSpec& spec, const Tensor& out, int64_t total_rows) {
+  const TensorSpec* os = spec.FindOutput(out.name);
+  if (!spec.outputs.empty() && os == nullptr) return Status::OK();  // extra outputs are ignored later
+  if (os && os->dtype != out.dtype) {
+    return Status::Internal("model '" + spec.name + "' produced output '" + out.name + "' as " +
+                            std::string(DataTypeToWire(out.dtype)) + " but its config says " +
+                            std::string(DataTypeToWire(os->dtype)));
+  }
+  if (spec.max_batch_size > 0 && (out.shape.empty() || out.shape[0] != total_rows)) {
+    return Status::Internal("model '" + spec.name + "' output '" + out.name + "' has shape " +
+                            ShapeToString(out.shape) + ", expected batch dimension " + std::to_string(total_rows));
+  }
+  return out.Validate();
+}
+
+bool Wanted(const InferRequest& req, const std::string& name) {
+  if (req.outputs.empty()) return true;
+  for (const auto& o : req.outputs)
+    if (o.name == name) return true;
+  return false;
+}
+
+}  // namespace
+
+void FailRequest(PendingRequest& p, const Status& status, FailureReason reason, ModelStats* stats, Clock& clock) {
+  if (stats) {
+    stats->RecordFailure(reason, Ns(clock.Now() - p.arrival));
+    stats->AddPending(-1);
+  }
+  p.callback(status);
+}
+
+void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec,
+                  std::vector<std::unique_ptr<PendingRequest>>& batch, ModelStats* stats, Clock& clock) {
+  if (batch.empty()) return;
+  const TimePoint start = clock.Now();
+  int64_t total_rows = 0;
+  for (const auto& p : batch) total_rows += p->rows;
+
+  auto fail_all = [&](const Status& st, FailureReason reason) {
+    for (auto& p : batch) FailRequest(*p, st, reason, stats, clock);
+  };
+
+  auto inputs = GatherInputs(spec, batch, total_rows);
+  if (!inputs.ok()) return fail_all(inputs.status(), FailureReason::kOther);
+  const TimePoint infer_start = clock.Now();
+  auto outputs = instance.Execute(*inputs);
+  const TimePoint infer_end = clock.Now();
+  if (!outputs.ok()) return fail_all(outputs.status(), FailureReason::kBackend);
+  for (const Tensor& o : *outputs) {
+    Status st = CheckOutput(spec, o, total_rows);
+    if (!st.ok()) return fail_all(st, FailureReason::kBackend);
+  }
+
+  // Slice per request and complete. Responses are built before any callback
+  // so output time is measured for the whole batch.
+  std::vector<Result<InferResponse>> results;
+  results.reserve(batch.size());
+  int64_t offset = 0;
+  for (auto& p : batch) {
+    InferResponse resp;
+    resp.model_name = p->request->model_name;
+    resp.model_version = p->request->model_version;
+    resp.id = p->request->id;
+    Status st;
+    for (const Tensor& o : *outputs) {
+      if (!spec.outputs.empty() && spec.FindOutput(o.name) == nullptr) continue;
+      if (!Wanted(*p->request, o.name)) continue;
+      Tensor piece = o;
+      if (batch.size() > 1) {
+        auto sliced = o.SliceRows(offset, p->rows);
+        if (!sliced.ok()) {
+          st = sliced.status();
+          break;
+        }
+        piece = std::move(*sliced);
+      }
+      const TensorSpec* os = spec.FindOutput(o.name);
+      if (os && os->reshape && ElementCount(os->dims) > 0) {
+        Shape s;
+        if (spec.max_batch_size > 0) s.push_back(p->rows);
+        s.insert(s.end(), os->dims.begin(), os->dims.end());
+        piece.shape = std::move(s);
+      }
+      resp.outputs.push_back(std::move(piece));
+    }
+    for (const auto& want : p->request->outputs) {
+      bool found = false;
+      for (const auto& o : resp.outputs) found = found || o.name == want.name;
+      if (!found && st.ok()) st = Status::InvalidArgument("model '" + spec.name + "' produced no output named '" + want.name + "'");
+    }
+    offset += p->rows;
+    if (st.ok()) results.emplace_back(std::move(resp));
+    else results.emplace_back(st);
+  }
+  const TimePoint end = clock.Now();
+
+  const uint64_t input_ns = Ns(infer_start - start), infer_ns = Ns(infer_end - infer_start),
+                 output_ns = Ns(end - infer_end);
+  if (stats) stats->RecordExecution(static_cast<int>(spec.max_batch_size > 0 ? total_rows : 1), input_ns, infer_ns, output_ns);
+  const uint64_t now_ms = WallMillis();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    PendingRequest& p = *batch[i];
+    if (stats) {
+      if (results[i].ok()) {
+        stats->RecordSuccess(Ns(end - p.arrival), Ns(start - p.enqueued), input_ns, infer_ns, output_ns, now_ms);
+        stats->AddPending(-1);
+      } else {
+        stats->RecordFailure(FailureReason::kInvalid, Ns(end - p.arrival));
+        stats->AddPending(-1);
+      }
+    }
+    p.callback(std::move(results[i]));
+  }
+}
+
+}  // namespace inferd

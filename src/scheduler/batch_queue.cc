@@ -1,0 +1,165 @@
+#include "scheduler/batch_queue.h"
+
+#include <algorithm>
+
+namespace inferd {
+
+BatchPolicy BatchPolicy::FromSpec(const ModelSpec& spec, size_t default_max_queue_size) {
+  BatchPolicy p;
+  p.max_batch_size = spec.max_batch_size;
+  p.dynamic = spec.batching.dynamic && spec.max_batch_size > 0;
+  p.preferred_batch_sizes = spec.batching.preferred_batch_sizes;
+  p.max_queue_delay = std::chrono::microseconds(spec.batching.max_queue_delay_us);
+  p.priority_levels = spec.batching.priority_levels;
+  p.default_priority_level = spec.batching.default_priority_level;
+  p.queue = spec.batching.queue;
+  if (!spec.batching.dynamic) p.queue.allow_timeout_override = true;  // nothing to override: honour requests
+  p.max_queue_size = spec.batching.queue.max_queue_size > 0 ? spec.batching.queue.max_queue_size
+                                                            : std::max<size_t>(1, default_max_queue_size);
+  return p;
+}
+
+BatchQueue::BatchQueue(BatchPolicy policy) : policy_(std::move(policy)) {
+  const size_t levels = std::max<uint32_t>(1, policy_.priority_levels);
+  normal_.resize(levels);
+  delayed_.resize(levels);
+}
+
+Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
+  if (size_ >= policy_.max_queue_size) {
+    return Status::Unavailable("model '" + p->request->model_name + "' queue is full (max_queue_size " +
+                               std::to_string(policy_.max_queue_size) + ")");
+  }
+  uint32_t level = 0;
+  if (policy_.priority_levels > 0) {
+    uint32_t prio = p->request->priority == 0 ? policy_.default_priority_level : p->request->priority;
+    if (prio < 1 || prio > policy_.priority_levels) {
+      return Status::InvalidArgument("priority " + std::to_string(p->request->priority) +
+                                     " is out of range [1, " + std::to_string(policy_.priority_levels) + "]");
+    }
+    level = prio - 1;
+  }
+  uint64_t timeout_us = policy_.queue.default_timeout_us;
+  const uint64_t asked = p->request->timeout_us;
+  if (asked > 0 && policy_.queue.allow_timeout_override && (timeout_us == 0 || asked < timeout_us)) {
+    timeout_us = asked;
+  }
+  p->level = level;
+  p->enqueued = now;
+  p->deadline.reset();
+  if (timeout_us > 0) p->deadline = now + std::chrono::microseconds(timeout_us);
+  normal_[level].push_back(std::move(p));
+  ++size_;
+  return Status::OK();
+}
+
+void BatchQueue::Expire(TimePoint now, std::vector<std::unique_ptr<PendingRequest>>* expired) {
+  for (size_t l = 0; l < normal_.size(); ++l) {
+    Queue& q = normal_[l];
+    for (auto it = q.begin(); it != q.end();) {
+      if ((*it)->deadline && *(*it)->deadline <= now) {
+        if (policy_.queue.delay_on_timeout) {
+          (*it)->deadline.reset();
+          delayed_[l].push_back(std::move(*it));
+        } else {
+          expired->push_back(std::move(*it));
+          --size_;
+        }
+        it = q.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+std::vector<BatchQueue::Queue*> BatchQueue::Order() {
+  std::vector<Queue*> order;
+  for (auto& q : normal_) if (!q.empty()) order.push_back(&q);
+  for (auto& q : delayed_) if (!q.empty()) order.push_back(&q);
+  return order;
+}
+
+bool BatchQueue::Compatible(const PendingRequest& a, const PendingRequest& b) {
+  const auto& x = a.request->inputs;
+  const auto& y = b.request->inputs;
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i].name != y[i].name || x[i].dtype != y[i].dtype || x[i].shape.size() != y[i].shape.size()) return false;
+    if (!std::equal(x[i].shape.begin() + 1, x[i].shape.end(), y[i].shape.begin() + 1)) return false;
+  }
+  return true;
+}
+
+BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
+  Decision d;
+  Expire(now, &d.expired);
+  if (size_ == 0) return d;
+  std::vector<Queue*> order = Order();
+
+  auto pop = [&](size_t count) {
+    for (Queue* q : order) {
+      while (count > 0 && !q->empty()) {
+        d.batch.push_back(std::move(q->front()));
+        q->pop_front();
+        --size_;
+        --count;
+      }
+    }
+  };
+
+  if (!policy_.dynamic) {
+    pop(1);
+    return d;
+  }
+
+  // The longest compatible prefix that fits in max_batch_size.
+  const PendingRequest* head = order.front()->front().get();
+  const int64_t max_rows = policy_.max_batch_size;
+  std::vector<int64_t> cumulative;  // rows after each request of the prefix
+  int64_t rows = 0;
+  bool closed = false;
+  for (Queue* q : order) {
+    for (const auto& p : *q) {
+      if (p.get() != head && !Compatible(*head, *p)) closed = true;
+      else if (rows + p->rows > max_rows && !cumulative.empty()) closed = true;
+      if (closed) break;
+      rows += p->rows;
+      cumulative.push_back(rows);
+      if (rows >= max_rows) closed = true;
+      if (closed) break;
+    }
+    if (closed) break;
+  }
+
+  const auto& preferred = policy_.preferred_batch_sizes;
+  auto largest_preferred_prefix = [&]() -> size_t {
+    for (auto it = preferred.rbegin(); it != preferred.rend(); ++it) {
+      auto pos = std::find(cumulative.begin(), cumulative.end(), static_cast<int64_t>(*it));
+      if (pos != cumulative.end()) return static_cast<size_t>(pos - cumulative.begin()) + 1;
+    }
+    return cumulative.size();
+  };
+
+  if (closed || flush || policy_.max_queue_delay.count() == 0) {
+    pop(cumulative.size());
+    return d;
+  }
+  if (!preferred.empty() && rows >= preferred.back()) {
+    pop(largest_preferred_prefix());
+    return d;
+  }
+  const TimePoint send_at = head->enqueued + policy_.max_queue_delay;
+  if (now >= send_at) {
+    pop(largest_preferred_prefix());
+    return d;
+  }
+  TimePoint wake = send_at;
+  for (Queue* q : order)
+    for (const auto& p : *q)
+      if (p->deadline && *p->deadline < wake) wake = *p->deadline;
+  d.wake_at = wake;
+  return d;
+}
+
+}  // namespace inferd

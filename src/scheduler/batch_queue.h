@@ -1,0 +1,86 @@
+// BatchQueue: the dynamic-batching policy, without threads.
+//
+// Given the queued requests and the current time, Next() decides what to run
+// now (a batch), what to fail (requests whose queue timeout passed) and when
+// to look again. All time comes from the caller, so tests drive it with a
+// fake clock and no sleeps.
+//
+// PARAMETERS AND BEHAVIOR
+//  * max_batch_size 0, or no dynamic_batching: every request runs alone, in
+//    priority then arrival order.
+//  * dynamic batching: a batch is a prefix of the queue (priority level 1
+//    first, FIFO within a level; requests whose timeout passed under
+//    timeout_action DELAY come after all others). The prefix stops at the
+//    first request whose non-batch dims or datatypes differ from the head's,
+//    or that would overflow max_batch_size rows (a request with k rows
+//    counts k).
+//  * The batch is sent at once when it is full, when it cannot grow (next
+//    request incompatible), when there is no max_queue_delay, or when it
+//    reaches the largest preferred batch size. Otherwise the head waits up to
+//    max_queue_delay; then the largest prefix that equals a preferred size is
+//    sent, or the whole prefix if none does.
+//  * The queue holds at most max_queue_size requests: Push answers
+//    UNAVAILABLE beyond that.
+//
+// Thread-safety: none; the owner serializes access (DynamicBatcher holds its
+// mutex around every call).
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "core/status.h"
+#include "scheduler/pending_request.h"
+
+namespace inferd {
+
+struct BatchPolicy {
+  int max_batch_size = 0;   // 0 = the model does not batch
+  bool dynamic = false;     // batch several requests together
+  std::vector<int> preferred_batch_sizes;  // ascending
+  Duration max_queue_delay{0};
+  uint32_t priority_levels = 0;  // 0 = one level
+  uint32_t default_priority_level = 0;
+  QueuePolicySpec queue;
+  size_t max_queue_size = 0;  // effective bound (> 0)
+
+  // From a spec; `default_max_queue_size` applies where the config sets none.
+  static BatchPolicy FromSpec(const ModelSpec& spec, size_t default_max_queue_size);
+};
+
+class BatchQueue {
+ public:
+  explicit BatchQueue(BatchPolicy policy);
+
+  // Assigns level, enqueue time and deadline; takes ownership only on OK.
+  // UNAVAILABLE when full; INVALID_ARGUMENT for a priority out of range.
+  Status Push(std::unique_ptr<PendingRequest>& p, TimePoint now);
+
+  struct Decision {
+    std::vector<std::unique_ptr<PendingRequest>> batch;    // run these now (may be empty)
+    std::vector<std::unique_ptr<PendingRequest>> expired;  // fail these: timed out (REJECT)
+    std::optional<TimePoint> wake_at;  // when nothing is sent: when to call Next again
+  };
+  // `flush` sends whatever is queued without waiting (shutdown).
+  Decision Next(TimePoint now, bool flush = false);
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const BatchPolicy& policy() const { return policy_; }
+
+ private:
+  using Queue = std::deque<std::unique_ptr<PendingRequest>>;
+  void Expire(TimePoint now, std::vector<std::unique_ptr<PendingRequest>>* expired);
+  std::vector<Queue*> Order();
+  static bool Compatible(const PendingRequest& a, const PendingRequest& b);
+
+  BatchPolicy policy_;
+  std::vector<Queue> normal_;   // per level
+  std::vector<Queue> delayed_;  // per level: timed out under DELAY
+  size_t size_ = 0;
+};
+
+}  // namespace inferd

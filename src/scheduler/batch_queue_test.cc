@@ -1,0 +1,194 @@
+#include "scheduler/batch_queue.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/test_requests.h"
+
+namespace inferd {
+namespace {
+
+using std::chrono::microseconds;
+using testing::Pending;
+
+const TimePoint kT0 = TimePoint(std::chrono::seconds(100));
+
+BatchPolicy Dynamic(int max_bs, int64_t delay_us, std::vector<int> preferred = {}) {
+  BatchPolicy p;
+  p.max_batch_size = max_bs;
+  p.dynamic = true;
+  p.max_queue_delay = microseconds(delay_us);
+  p.preferred_batch_sizes = std::move(preferred);
+  p.max_queue_size = 100;
+  return p;
+}
+
+void Push(BatchQueue& q, std::unique_ptr<PendingRequest> p, TimePoint now = kT0) {
+  ASSERT_TRUE(q.Push(p, now).ok());
+}
+
+std::vector<int64_t> Rows(const BatchQueue::Decision& d) {
+  std::vector<int64_t> r;
+  for (const auto& p : d.batch) r.push_back(p->rows);
+  return r;
+}
+
+TEST(BatchQueue, WaitsForTheDelayThenSendsWhatIsThere) {
+  BatchQueue q(Dynamic(8, 1000));
+  Push(q, Pending(1));
+  Push(q, Pending(1));
+  auto d = q.Next(kT0);
+  EXPECT_TRUE(d.batch.empty());
+  ASSERT_TRUE(d.wake_at.has_value());
+  EXPECT_EQ(*d.wake_at, kT0 + microseconds(1000));
+  EXPECT_TRUE(q.Next(kT0 + microseconds(999)).batch.empty());
+  d = q.Next(kT0 + microseconds(1000));
+  EXPECT_EQ(Rows(d), (std::vector<int64_t>{1, 1}));
+  EXPECT_TRUE(q.empty());
+}
+
+TEST(BatchQueue, NoDelaySendsImmediately) {
+  BatchQueue q(Dynamic(8, 0));
+  Push(q, Pending(1));
+  Push(q, Pending(2));
+  EXPECT_EQ(Rows(q.Next(kT0)), (std::vector<int64_t>{1, 2}));
+}
+
+TEST(BatchQueue, FullBatchIsSentWithoutWaiting) {
+  BatchQueue q(Dynamic(4, 1000000));
+  for (int i = 0; i < 5; ++i) Push(q, Pending(1));
+  EXPECT_EQ(Rows(q.Next(kT0)), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(q.size(), 1u);
+}
+
+TEST(BatchQueue, MultiRowRequestsCountTheirRows) {
+  BatchQueue q(Dynamic(4, 1000000));
+  Push(q, Pending(3));
+  Push(q, Pending(2));  // would overflow: closes the batch
+  EXPECT_EQ(Rows(q.Next(kT0)), (std::vector<int64_t>{3}));
+  EXPECT_EQ(Rows(q.Next(kT0 + microseconds(1000000))), (std::vector<int64_t>{2}));
+}
+
+TEST(BatchQueue, ReachingTheLargestPreferredSizeSendsAtOnce) {
+  BatchQueue q(Dynamic(8, 1000000, {2, 4}));
+  for (int i = 0; i < 3; ++i) Push(q, Pending(1));
+  EXPECT_TRUE(q.Next(kT0).batch.empty());
+  Push(q, Pending(1));
+  EXPECT_EQ(Rows(q.Next(kT0)).size(), 4u);
+}
+
+TEST(BatchQueue, OnDelayExpirySendsTheLargestPreferredPrefix) {
+  BatchQueue q(Dynamic(8, 1000, {2, 4}));
+  for (int i = 0; i < 3; ++i) Push(q, Pending(1));
+  auto d = q.Next(kT0 + microseconds(1000));
+  EXPECT_EQ(Rows(d).size(), 2u);  // 3 rows: the largest preferred prefix is 2
+  EXPECT_EQ(q.size(), 1u);
+}
+
+TEST(BatchQueue, IncompatibleShapesAreNotBatchedTogether) {
+  BatchQueue q(Dynamic(8, 1000000));
+  Push(q, Pending(1, /*width=*/2));
+  Push(q, Pending(1, /*width=*/3));
+  Push(q, Pending(1, /*width=*/2));
+  auto d = q.Next(kT0);  // the batch cannot grow past the width-3 request: sent now
+  ASSERT_EQ(d.batch.size(), 1u);
+  EXPECT_EQ(d.batch[0]->request->inputs[0].shape[1], 2);
+  d = q.Next(kT0);
+  ASSERT_EQ(d.batch.size(), 1u);
+  EXPECT_EQ(d.batch[0]->request->inputs[0].shape[1], 3);
+}
+
+TEST(BatchQueue, QueueFullIsUnavailableAndKeepsOwnership) {
+  BatchPolicy p = Dynamic(8, 1000);
+  p.max_queue_size = 2;
+  BatchQueue q(p);
+  Push(q, Pending(1));
+  Push(q, Pending(1));
+  auto third = Pending(1);
+  Status st = q.Push(third, kT0);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(third, nullptr);
+  EXPECT_EQ(q.size(), 2u);
+}
+
+TEST(BatchQueue, TimedOutRequestsAreRejected) {
+  BatchPolicy p = Dynamic(8, 1000000);
+  p.queue.default_timeout_us = 100;
+  BatchQueue q(p);
+  Push(q, Pending(1));
+  auto d = q.Next(kT0 + microseconds(50));
+  EXPECT_TRUE(d.expired.empty());
+  EXPECT_EQ(*d.wake_at, kT0 + microseconds(100));  // woken for the deadline, not the delay
+  d = q.Next(kT0 + microseconds(100));
+  EXPECT_EQ(d.expired.size(), 1u);
+  EXPECT_TRUE(q.empty());
+}
+
+TEST(BatchQueue, RequestTimeoutOverridesOnlyDownwardsWhenAllowed) {
+  BatchPolicy p = Dynamic(8, 1000000);
+  p.queue.default_timeout_us = 1000;
+  p.queue.allow_timeout_override = true;
+  BatchQueue q(p);
+  Push(q, Pending(1, 2, 0, /*timeout_us=*/10));
+  Push(q, Pending(1, 2, 0, /*timeout_us=*/5000));  // cannot extend past the default
+  auto d = q.Next(kT0 + microseconds(10));
+  EXPECT_EQ(d.expired.size(), 1u);
+  d = q.Next(kT0 + microseconds(1000));
+  EXPECT_EQ(d.expired.size(), 1u);
+
+  p.queue.allow_timeout_override = false;
+  BatchQueue strict(p);
+  Push(strict, Pending(1, 2, 0, /*timeout_us=*/10));
+  EXPECT_TRUE(strict.Next(kT0 + microseconds(10)).expired.empty());
+}
+
+TEST(BatchQueue, DelayActionKeepsTimedOutRequestsBehindOthers) {
+  BatchPolicy p;
+  p.max_batch_size = 8;
+  p.dynamic = false;
+  p.max_queue_size = 10;
+  p.queue.default_timeout_us = 100;
+  p.queue.delay_on_timeout = true;
+  BatchQueue q(p);
+  Push(q, Pending(1));
+  Push(q, Pending(2), kT0 + microseconds(90));
+  auto d = q.Next(kT0 + microseconds(100));  // first one timed out: delayed, not failed
+  EXPECT_TRUE(d.expired.empty());
+  EXPECT_EQ(Rows(d), (std::vector<int64_t>{2}));
+  EXPECT_EQ(Rows(q.Next(kT0 + microseconds(100))), (std::vector<int64_t>{1}));
+}
+
+TEST(BatchQueue, HigherPriorityGoesFirst) {
+  BatchPolicy p = Dynamic(2, 0);
+  p.priority_levels = 2;
+  p.default_priority_level = 2;
+  BatchQueue q(p);
+  Push(q, Pending(1, 2, /*priority=*/0));  // default level 2
+  Push(q, Pending(1, 2, /*priority=*/2));
+  Push(q, Pending(1, 2, /*priority=*/1));
+  auto d = q.Next(kT0);
+  ASSERT_EQ(d.batch.size(), 2u);
+  EXPECT_EQ(d.batch[0]->level, 0u);  // the priority-1 request, though it came last
+  EXPECT_EQ(d.batch[1]->level, 1u);
+  auto bad = Pending(1, 2, /*priority=*/3);
+  EXPECT_EQ(q.Push(bad, kT0).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(BatchQueue, WithoutDynamicBatchingEachRequestRunsAlone) {
+  BatchPolicy p;
+  p.max_batch_size = 8;
+  p.max_queue_size = 10;
+  BatchQueue q(p);
+  Push(q, Pending(2));
+  Push(q, Pending(3));
+  EXPECT_EQ(Rows(q.Next(kT0)), (std::vector<int64_t>{2}));
+  EXPECT_EQ(Rows(q.Next(kT0)), (std::vector<int64_t>{3}));
+}
+
+TEST(BatchQueue, FlushSendsWithoutWaiting) {
+  BatchQueue q(Dynamic(8, 1000000));
+  Push(q, Pending(1));
+  EXPECT_EQ(q.Next(kT0, /*flush=*/true).batch.size(), 1u);
+}
+
+}  // namespace
+}  // namespace inferd

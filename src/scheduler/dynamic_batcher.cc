@@ -1,0 +1,66 @@
+#include "scheduler/dynamic_batcher.h"
+
+#include "scheduler/batch_executor.h"
+
+namespace inferd {
+
+DynamicBatcher::DynamicBatcher(Options options, const ModelSpec& spec,
+                               std::vector<std::unique_ptr<ModelInstance>> instances)
+    : options_(std::move(options)), spec_(spec), instances_(std::move(instances)), queue_(options_.policy) {
+  workers_.reserve(instances_.size());
+  for (auto& inst : instances_) workers_.emplace_back([this, p = inst.get()] { WorkerLoop(p); });
+}
+
+DynamicBatcher::~DynamicBatcher() { Shutdown(); }
+
+Status DynamicBatcher::Enqueue(std::unique_ptr<PendingRequest>& pending) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (stopping_) return Status::Unavailable("model '" + spec_.name + "' is shutting down");
+    INFERD_RETURN_IF_ERROR(queue_.Push(pending, options_.clock->Now()));
+  }
+  if (options_.stats) options_.stats->AddPending(1);
+  cv_.notify_one();
+  return Status::OK();
+}
+
+size_t DynamicBatcher::QueueSize() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return queue_.size();
+}
+
+void DynamicBatcher::Shutdown() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : workers_)
+    if (t.joinable()) t.join();
+}
+
+void DynamicBatcher::WorkerLoop(ModelInstance* instance) {
+  instance->OnWorkerThreadStart();
+  Clock& clock = *options_.clock;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    BatchQueue::Decision d = queue_.Next(clock.Now(), stopping_);
+    if (!d.batch.empty() || !d.expired.empty()) {
+      const bool more = !queue_.empty();
+      lock.unlock();
+      if (more) cv_.notify_one();  // another idle instance may take the rest
+      for (auto& p : d.expired) {
+        FailRequest(*p, Status::Unavailable("request timed out in the queue of model '" + spec_.name + "'"),
+                    FailureReason::kTimeout, options_.stats.get(), clock);
+      }
+      ExecuteBatch(*instance, spec_, d.batch, options_.stats.get(), clock);
+      lock.lock();
+      continue;
+    }
+    if (stopping_ && queue_.empty()) return;
+    if (d.wake_at) clock.WaitUntil(cv_, lock, *d.wake_at);
+    else cv_.wait(lock);
+  }
+}
+
+}  // namespace inferd

@@ -1,0 +1,63 @@
+// DynamicBatcher: the Scheduler for one model version. It owns the model's
+// instances and one worker thread per instance; each idle worker asks the
+// BatchQueue for the next batch and executes it, so model code never runs on
+// the caller's (network) threads and batches only form when an instance is
+// free to run them.
+//
+// Time comes from the injected Clock: with a FakeClock, a test advances time
+// to expire max_queue_delay or queue timeouts without sleeping.
+//
+// Thread-safety: thread-safe. Shutdown drains: queued requests are sent at
+// once (no waiting for the delay), in-flight ones finish, workers join.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/clock.h"
+#include "core/model_spec.h"
+#include "metrics/model_stats.h"
+#include "scheduler/batch_queue.h"
+#include "scheduler/scheduler.h"
+
+namespace inferd {
+
+class DynamicBatcher final : public Scheduler {
+ public:
+  struct Options {
+    BatchPolicy policy;
+    Clock* clock = nullptr;                // not owned; outlives the batcher
+    std::shared_ptr<ModelStats> stats;     // may be null
+  };
+
+  // `spec` must outlive the batcher. Starts one worker per instance.
+  DynamicBatcher(Options options, const ModelSpec& spec,
+                 std::vector<std::unique_ptr<ModelInstance>> instances);
+  ~DynamicBatcher() override;
+
+  DynamicBatcher(const DynamicBatcher&) = delete;
+  DynamicBatcher& operator=(const DynamicBatcher&) = delete;
+
+  Status Enqueue(std::unique_ptr<PendingRequest>& pending) override;
+  size_t QueueSize() const override;
+  void Shutdown() override;
+
+ private:
+  void WorkerLoop(ModelInstance* instance);
+
+  Options options_;
+  const ModelSpec& spec_;
+  std::vector<std::unique_ptr<ModelInstance>> instances_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  BatchQueue queue_;      // guarded by mu_
+  bool stopping_ = false; // guarded by mu_
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace inferd

@@ -1,0 +1,121 @@
+#include "scheduler/dynamic_batcher.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "testing/fake_clock.h"
+#include "testing/recording_instance.h"
+
+namespace inferd {
+namespace {
+
+using testing::F32;
+using testing::FakeClock;
+using testing::RecordingInstance;
+
+ModelSpec Spec(int max_bs, bool dynamic, uint64_t delay_us) {
+  ModelSpec s;
+  s.name = "m";
+  s.max_batch_size = max_bs;
+  s.batching.dynamic = dynamic;
+  s.batching.max_queue_delay_us = delay_us;
+  s.inputs.push_back({"x", DataType::kFp32, {-1}});
+  s.outputs.push_back({"y", DataType::kFp32, {-1}});
+  return s;
+}
+
+struct Harness {
+  explicit Harness(const ModelSpec& s, int instances = 1) : spec(s) {
+    DynamicBatcher::Options o;
+    o.policy = BatchPolicy::FromSpec(spec, 100);
+    o.clock = &clock;
+    o.stats = stats;
+    std::vector<std::unique_ptr<ModelInstance>> inst;
+    for (int i = 0; i < instances; ++i) inst.push_back(std::make_unique<RecordingInstance>(&log));
+    batcher = std::make_unique<DynamicBatcher>(std::move(o), spec, std::move(inst));
+  }
+
+  std::future<Result<InferResponse>> Send(int64_t rows, float value) {
+    auto promise = std::make_shared<std::promise<Result<InferResponse>>>();
+    auto fut = promise->get_future();
+    auto p = std::make_unique<PendingRequest>();
+    p->request = std::make_unique<InferRequest>();
+    p->request->model_name = "m";
+    p->request->inputs.push_back(F32("x", {rows, 3}, {value}));
+    p->rows = rows;
+    p->arrival = clock.Now();
+    p->callback = [promise](Result<InferResponse> r) { promise->set_value(std::move(r)); };
+    Status st = batcher->Enqueue(p);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return fut;
+  }
+
+  ModelSpec spec;
+  FakeClock clock;
+  RecordingInstance::Log log;
+  std::shared_ptr<ModelStats> stats = std::make_shared<ModelStats>("m", "1", 8);
+  std::unique_ptr<DynamicBatcher> batcher;
+};
+
+TEST(DynamicBatcher, BatchesConcurrentRequestsAfterTheDelayAndSplitsOutputs) {
+  Harness h(Spec(8, true, 1000));
+  auto a = h.Send(1, 1.f);
+  auto b = h.Send(2, 5.f);
+  h.clock.AwaitWaitCalls(1);  // the worker is waiting for the delay to expire
+  EXPECT_EQ(a.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  h.clock.Advance(std::chrono::microseconds(1000));
+  auto ra = a.get();
+  auto rb = b.get();
+  ASSERT_TRUE(ra.ok()) << ra.status().ToString();
+  ASSERT_TRUE(rb.ok()) << rb.status().ToString();
+  EXPECT_EQ(ra->outputs[0].shape, (Shape{1, 3}));
+  EXPECT_EQ(testing::ToFloats(ra->outputs[0]), (std::vector<float>{2, 2, 2}));
+  EXPECT_EQ(rb->outputs[0].shape, (Shape{2, 3}));
+  EXPECT_EQ(testing::ToFloats(rb->outputs[0]), (std::vector<float>(6, 10.f)));
+  std::lock_guard<std::mutex> g(h.log.mu);
+  EXPECT_EQ(h.log.batch_rows, (std::vector<int64_t>{3}));
+  EXPECT_EQ(h.stats->execution_count(), 1u);
+  EXPECT_EQ(h.stats->inference_count(), 3u);
+  EXPECT_EQ(h.stats->success_count(), 2u);
+}
+
+TEST(DynamicBatcher, ShutdownRunsQueuedRequestsWithoutWaitingForTheDelay) {
+  Harness h(Spec(8, true, 1000000));
+  auto a = h.Send(1, 3.f);
+  h.batcher->Shutdown();
+  auto r = a.get();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(testing::ToFloats(r->outputs[0])[0], 6.f);
+  auto p = testing::Pending(1);
+  EXPECT_EQ(h.batcher->Enqueue(p).code(), StatusCode::kUnavailable);
+}
+
+TEST(DynamicBatcher, QueueTimeoutFailsTheRequest) {
+  ModelSpec s = Spec(8, true, 1000000);
+  s.batching.queue.default_timeout_us = 50;
+  Harness h(s);
+  auto a = h.Send(1, 1.f);
+  h.clock.AwaitWaitCalls(1);
+  h.clock.Advance(std::chrono::microseconds(50));
+  auto r = a.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(h.stats->failure_count(FailureReason::kTimeout), 1u);
+}
+
+TEST(DynamicBatcher, ManyConcurrentRequestsGetTheirOwnAnswers) {
+  Harness h(Spec(8, true, 0), /*instances=*/2);
+  std::vector<std::future<Result<InferResponse>>> futures;
+  for (int i = 0; i < 200; ++i) futures.push_back(h.Send(1 + i % 3, static_cast<float>(i)));
+  for (int i = 0; i < 200; ++i) {
+    auto r = futures[static_cast<size_t>(i)].get();
+    ASSERT_TRUE(r.ok());
+    const auto v = testing::ToFloats(r->outputs[0]);
+    ASSERT_EQ(v.size(), static_cast<size_t>(3 * (1 + i % 3)));
+    for (float f : v) ASSERT_EQ(f, 2.f * static_cast<float>(i));
+  }
+}
+
+}  // namespace
+}  // namespace inferd

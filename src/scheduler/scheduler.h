@@ -1,0 +1,27 @@
+// Scheduler: what the server hands accepted requests to. One per loaded
+// model version.
+//
+// Ownership moves only on success: Enqueue leaves `pending` untouched when it
+// returns an error, so the caller can answer the client itself.
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <memory>
+
+#include "core/status.h"
+#include "scheduler/pending_request.h"
+
+namespace inferd {
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual Status Enqueue(std::unique_ptr<PendingRequest>& pending) = 0;
+  // Requests queued, not yet running.
+  virtual size_t QueueSize() const = 0;
+  // Stops accepting (Enqueue answers UNAVAILABLE), runs everything already
+  // accepted to completion, then joins the workers. Idempotent.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace inferd

@@ -1,0 +1,180 @@
+#include "server/inference_server.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include "backends/identity/identity_backend.h"
+#include "testing/test_requests.h"
+
+namespace inferd {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::F32;
+
+class InferenceServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("inferd_server_test_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    Write("echo/config.pbtxt", R"(backend: "identity" max_batch_size: 8
+      input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] } ] output [ { name: "y" data_type: TYPE_FP32 dims: [ 2 ] } ]
+      dynamic_batching { })");
+    fs::create_directories(root_ / "echo/1");
+    fs::create_directories(root_ / "echo/2");
+    Write("broken/config.pbtxt", "backend: \"identity\" max_batch_size: 2 not_a_field: 1");
+    fs::create_directories(root_ / "broken/1");
+    backends_.Register(MakeIdentityBackend());
+  }
+  void TearDown() override {
+    server_.reset();
+    fs::remove_all(root_);
+  }
+
+  void Write(const std::string& rel, const std::string& text) {
+    fs::create_directories((root_ / rel).parent_path());
+    std::ofstream(root_ / rel) << text;
+  }
+
+  void Start(ModelControlMode mode = ModelControlMode::kNone, std::vector<std::string> load = {}) {
+    ServerOptions o;
+    o.model_repository = root_.string();
+    o.control_mode = mode;
+    o.startup_models = std::move(load);
+    server_ = std::make_unique<InferenceServer>(o, &backends_, &clock_);
+    ASSERT_TRUE(server_->Start().ok());
+  }
+
+  Result<InferResponse> Infer(std::unique_ptr<InferRequest> r) {
+    std::promise<Result<InferResponse>> p;
+    auto f = p.get_future();
+    server_->InferAsync(std::move(r), [&p](Result<InferResponse> res) { p.set_value(std::move(res)); });
+    return f.get();
+  }
+
+  static std::unique_ptr<InferRequest> Req(std::string model, Tensor t, std::string version = "") {
+    auto r = std::make_unique<InferRequest>();
+    r->model_name = std::move(model);
+    r->model_version = std::move(version);
+    r->inputs.push_back(std::move(t));
+    return r;
+  }
+
+  fs::path root_;
+  BackendRegistry backends_;
+  SteadyClock clock_;
+  std::unique_ptr<InferenceServer> server_;
+};
+
+TEST_F(InferenceServerTest, ServesGoodModelsAndReportsBrokenOnes) {
+  Start();
+  EXPECT_TRUE(server_->IsReady());
+  auto md = server_->GetModelMetadata("echo", "");
+  ASSERT_TRUE(md.ok());
+  EXPECT_EQ(md->versions, (std::vector<std::string>{"2"}));  // latest 1 by default
+  EXPECT_EQ(md->inputs[0].shape, (Shape{-1, 2}));
+  auto index = server_->RepositoryIndex(false);
+  ASSERT_TRUE(index.ok());
+  bool saw_broken = false;
+  for (const auto& e : *index) {
+    if (e.name != "broken") continue;
+    saw_broken = true;
+    EXPECT_EQ(e.state, "UNAVAILABLE");
+    EXPECT_NE(e.reason.find("config.pbtxt"), std::string::npos) << e.reason;
+    EXPECT_NE(e.reason.find("not_a_field"), std::string::npos) << e.reason;
+  }
+  EXPECT_TRUE(saw_broken);
+  EXPECT_EQ(server_->GetModelMetadata("broken", "").status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(server_->GetModelMetadata("nope", "").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(InferenceServerTest, InfersAndValidates) {
+  Start();
+  auto ok = Infer(Req("echo", F32("x", {3, 2}, {1, 2, 3, 4, 5, 6})));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->model_version, "2");
+  EXPECT_EQ(testing::ToFloats(ok->outputs[0]), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+
+  struct Case {
+    std::unique_ptr<InferRequest> req;
+    StatusCode code;
+    const char* text;
+  };
+  std::vector<Case> cases;
+  cases.push_back({Req("echo", F32("x", {1, 3}, {1})), StatusCode::kInvalidArgument, "unexpected shape"});
+  cases.push_back({Req("echo", F32("z", {1, 2}, {1})), StatusCode::kInvalidArgument, "unexpected inference input"});
+  cases.push_back({Req("echo", F32("x", {9, 2}, {1})), StatusCode::kInvalidArgument, "batch-size"});
+  cases.push_back({Req("echo", F32("x", {1, 2}, {1}), "7"), StatusCode::kNotFound, "version 7"});
+  cases.push_back({Req("echo", F32("x", {1, 2}, {1}), "abc"), StatusCode::kInvalidArgument, "invalid model version"});
+  cases.push_back({Req("nope", F32("x", {1, 2}, {1})), StatusCode::kNotFound, "unknown model"});
+  auto wrong_type = Req("echo", F32("x", {1, 2}, {1}));
+  wrong_type->inputs[0].dtype = DataType::kInt32;
+  cases.push_back({std::move(wrong_type), StatusCode::kInvalidArgument, "data-type"});
+  auto missing = Req("echo", F32("x", {1, 2}, {1}));
+  missing->inputs.clear();
+  cases.push_back({std::move(missing), StatusCode::kInvalidArgument, "missing input"});
+  auto unknown_out = Req("echo", F32("x", {1, 2}, {1}));
+  unknown_out->outputs.push_back({"nope"});
+  cases.push_back({std::move(unknown_out), StatusCode::kInvalidArgument, "unexpected inference output"});
+  auto bad_prio = Req("echo", F32("x", {1, 2}, {1}));
+  bad_prio->parameters["priority"] = std::string("high");
+  cases.push_back({std::move(bad_prio), StatusCode::kInvalidArgument, "priority"});
+  for (auto& c : cases) {
+    auto r = Infer(std::move(c.req));
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_EQ(r.status().code(), c.code) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(c.text), std::string::npos) << r.status().message();
+  }
+  auto stats = server_->GetStatistics("echo", "2");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ((*stats)[0].success.count, 1u);
+  EXPECT_GE((*stats)[0].fail.count, 6u);
+}
+
+TEST_F(InferenceServerTest, ExplicitModeLoadsAndUnloadsOnRequest) {
+  Start(ModelControlMode::kExplicit, {});
+  EXPECT_EQ(server_->GetModelMetadata("echo", "").status().code(), StatusCode::kUnavailable);
+  ASSERT_TRUE(server_->LoadModel("echo").ok());
+  EXPECT_TRUE(Infer(Req("echo", F32("x", {1, 2}, {1}))).ok());
+  ASSERT_TRUE(server_->UnloadModel("echo").ok());
+  EXPECT_EQ(Infer(Req("echo", F32("x", {1, 2}, {1}))).status().code(), StatusCode::kUnavailable);
+  // A load with a JSON config override.
+  ASSERT_TRUE(server_->LoadModel("echo", std::string(R"({"backend":"identity","max_batch_size":0,
+      "input":[{"name":"x","data_type":"TYPE_FP32","dims":[3]}],"output":[{"name":"y","data_type":"TYPE_FP32","dims":[3]}]})")).ok());
+  EXPECT_TRUE(Infer(Req("echo", F32("x", {3}, {1}))).ok());
+  EXPECT_FALSE(server_->LoadModel("broken").ok());
+  EXPECT_EQ(server_->UnloadModel("ghost").code(), StatusCode::kNotFound);
+}
+
+TEST_F(InferenceServerTest, NoneModeRefusesLoadCalls) {
+  Start();
+  EXPECT_EQ(server_->LoadModel("echo").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(server_->UnloadModel("echo").code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(InferenceServerTest, MetricsExposeTritonNamesAndHistograms) {
+  Start();
+  ASSERT_TRUE(Infer(Req("echo", F32("x", {2, 2}, {1}))).ok());
+  PrometheusWriter w;
+  server_->WriteMetrics(w);
+  const std::string& t = w.text();
+  EXPECT_NE(t.find("nv_inference_request_success{model=\"echo\",version=\"2\"} 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("nv_inference_count{model=\"echo\",version=\"2\"} 2"), std::string::npos);
+  EXPECT_NE(t.find("inferd_batch_size_bucket{model=\"echo\",version=\"2\",le=\"2\"} 1"), std::string::npos);
+  EXPECT_NE(t.find("nv_inference_request_failure{model=\"echo\",version=\"2\",reason=\"REJECTED\"} 0"), std::string::npos);
+  EXPECT_NE(t.find("process_resident_memory_bytes"), std::string::npos);
+}
+
+TEST_F(InferenceServerTest, ShutdownRejectsNewRequests) {
+  Start();
+  server_->Shutdown();
+  EXPECT_FALSE(server_->IsReady());
+  EXPECT_EQ(Infer(Req("echo", F32("x", {1, 2}, {1}))).status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace inferd

@@ -1,0 +1,57 @@
+// ModelVersion: one loaded, immutable model version: its spec, backend model,
+// scheduler (which owns the instances and their threads) and statistics.
+//
+// Lifetime: shared_ptr. Front-end calls copy the pointer while they use it;
+// destruction drains the scheduler (every accepted request completes) before
+// the backend model is released.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backends/backend.h"
+#include "core/clock.h"
+#include "core/model_spec.h"
+#include "metrics/model_stats.h"
+#include "scheduler/scheduler.h"
+
+namespace inferd {
+
+class ModelVersion {
+ public:
+  struct Options {
+    size_t default_max_queue_size = 1024;
+    int default_intra_op_threads = 1;
+    Clock* clock = nullptr;  // not owned
+  };
+
+  // Auto-completes (when the spec has no inputs), validates, loads and starts
+  // the instances. `config_text` is the original config for rendering.
+  static Result<std::shared_ptr<ModelVersion>> Load(Backend& backend, ModelSpec spec, int64_t version,
+                                                    const std::string& version_dir,
+                                                    const std::string& config_text,
+                                                    const std::string& config_source, const Options& options);
+  ~ModelVersion();
+
+  int64_t version() const { return version_; }
+  const std::string& version_string() const { return version_str_; }
+  const ModelSpec& spec() const { return spec_; }
+  const std::string& config_json() const { return config_json_; }
+  Scheduler& scheduler() { return *scheduler_; }
+  const std::shared_ptr<ModelStats>& stats() const { return stats_; }
+
+  // Stops accepting and waits for everything accepted to finish.
+  void Drain() { scheduler_->Shutdown(); }
+
+ private:
+  ModelVersion() = default;
+  int64_t version_ = 0;
+  std::string version_str_;
+  ModelSpec spec_;
+  std::string config_json_;
+  std::shared_ptr<ModelStats> stats_;
+  std::unique_ptr<LoadedModel> model_;       // destroyed after scheduler_
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+}  // namespace inferd

@@ -1,0 +1,53 @@
+// Plain result types of the InferenceServer facade, shared by front ends.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "metrics/model_stats.h"
+
+namespace inferd {
+
+struct TensorMetadata {
+  std::string name;
+  DataType dtype;
+  Shape shape;  // as clients send it: -1 = variable (batch dim included when batching)
+};
+
+struct ModelMetadata {
+  std::string name;
+  std::vector<std::string> versions;  // loaded versions, ascending
+  std::string platform;
+  std::string resolved_version;       // the version this metadata describes
+  int max_batch_size = 0;
+  std::vector<TensorMetadata> inputs;
+  std::vector<TensorMetadata> outputs;
+};
+
+struct ServerMetadata {
+  std::string name;
+  std::string version;
+  std::vector<std::string> extensions;
+};
+
+struct RepositoryIndexEntry {
+  std::string name;
+  std::string version;  // "" when the model has no loaded version
+  std::string state;    // READY | UNAVAILABLE | LOADING | UNLOADING
+  std::string reason;
+};
+
+struct DurationSnapshot {
+  uint64_t count = 0, ns = 0;
+};
+
+struct ModelStatsSnapshot {
+  std::string name, version;
+  uint64_t last_inference_ms = 0, inference_count = 0, execution_count = 0;
+  DurationSnapshot success, fail, queue, compute_input, compute_infer, compute_output;
+  std::vector<ModelStats::BatchStat> batch_stats;
+};
+
+}  // namespace inferd

@@ -1,0 +1,133 @@
+"""A small test harness: starts the real inferd binary and talks to it.
+
+Standard library only (http.client, json, struct, gzip) plus numpy for
+tensors. The server is started on free ports (--http-port 0); its log is read
+to learn the ports, and drained in the background so it never blocks.
+"""
+import gzip
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+
+import numpy as np
+
+WIRE = {
+    "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
+    "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "FP16": np.float16,
+    "FP32": np.float32, "FP64": np.float64,
+}
+
+
+def wire_type(arr):
+    for k, v in WIRE.items():
+        if arr.dtype == np.dtype(v):
+            return k
+    raise ValueError(arr.dtype)
+
+
+class Server:
+    def __init__(self, binary, repo, *extra):
+        self.log = []
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--model-repository", repo, "--http-port", "0", "--metrics-port", "0",
+             "--host", "127.0.0.1", *extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        ports = {}
+        for line in self.proc.stderr:
+            self.log.append(line)
+            m = re.search(r"(HTTP|Metrics) service listening on [\d.]+:(\d+)", line)
+            if m:
+                ports[m.group(1)] = int(m.group(2))
+            if len(ports) == 2:
+                break
+        if len(ports) != 2:
+            raise RuntimeError("inferd did not start:\n" + "".join(self.log))
+        self.port, self.metrics_port = ports["HTTP"], ports["Metrics"]
+        self._drain = threading.Thread(target=self._read_rest, daemon=True)
+        self._drain.start()
+
+    def _read_rest(self):
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    def conn(self, timeout=60):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout=timeout)
+        self._drain.join(timeout=10)
+        return rc
+
+    # --- requests -------------------------------------------------------
+    def request(self, method, path, body=None, headers=None, conn=None, port=None):
+        c = conn or http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=120)
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        if conn is None:
+            c.close()
+        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+
+    def get_json(self, path):
+        status, _, data = self.request("GET", path)
+        return status, (json.loads(data) if data else None)
+
+    def post_json(self, path, obj, headers=None, conn=None):
+        status, hdrs, data = self.request("POST", path, json.dumps(obj).encode(), headers, conn)
+        return status, (json.loads(data) if data else None)
+
+    def metrics(self):
+        _, _, data = self.request("GET", "/metrics", port=self.metrics_port)
+        return data.decode()
+
+
+def v2_json_request(inputs, outputs=None, params=None):
+    """inputs: {name: ndarray}. Returns the JSON body (dict)."""
+    body = {"inputs": [{"name": n, "shape": list(a.shape), "datatype": wire_type(a), "data": a.flatten().tolist()}
+                       for n, a in inputs.items()]}
+    if outputs is not None:
+        body["outputs"] = outputs
+    if params:
+        body["parameters"] = params
+    return body
+
+
+def v2_binary_request(inputs, binary_output=True):
+    """Returns (body bytes, header length) with every input as binary data."""
+    header = {"inputs": [], "parameters": {"binary_data_output": binary_output}}
+    raw = b""
+    for n, a in inputs.items():
+        b = np.ascontiguousarray(a).tobytes()
+        header["inputs"].append({"name": n, "shape": list(a.shape), "datatype": wire_type(a),
+                                 "parameters": {"binary_data_size": len(b)}})
+        raw += b
+    h = json.dumps(header).encode()
+    return h + raw, len(h)
+
+
+def decode_v2_response(headers, data):
+    """Returns {name: ndarray} from a JSON or binary v2 infer response."""
+    hlen = headers.get("inference-header-content-length")
+    if headers.get("content-encoding") == "gzip":
+        data = gzip.decompress(data)
+    if hlen is None:
+        js, rest = json.loads(data), b""
+    else:
+        hlen = int(hlen)
+        js, rest = json.loads(data[:hlen]), data[hlen:]
+    out, off = {}, 0
+    for o in js["outputs"]:
+        dt = WIRE[o["datatype"]]
+        if "data" in o:
+            out[o["name"]] = np.array(o["data"], dtype=dt).reshape(o["shape"])
+        else:
+            size = o["parameters"]["binary_data_size"]
+            out[o["name"]] = np.frombuffer(rest[off:off + size], dtype=dt).reshape(o["shape"])
+            off += size
+    return js, out

@@ -1,0 +1,441 @@
+#!/usr/bin/python3
+"""Integration tests: the real inferd binary against a generated repository.
+
+Every numerical answer is compared with the same TorchScript file run by
+PyTorch in this process (abs tol 1e-5). No sleeps: tests wait on responses,
+on the server's own counters, or on a socket closing.
+
+Usage: run_tests.py --inferd PATH --workdir DIR [unittest args]
+"""
+import argparse
+import gzip
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import unittest
+import zlib
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import inferd_client as ic  # noqa: E402
+import make_fixtures  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ARGS = None
+SERVER = None
+REPO = None
+TOL = 1e-5
+torch.set_num_threads(1)
+
+
+def module(name, version=1):
+    return torch.jit.load(os.path.join(REPO, name, str(version), "model.pt"))
+
+
+def torch_ref(name, *arrays):
+    with torch.no_grad():
+        out = module(name)(*[torch.from_numpy(np.ascontiguousarray(a)) for a in arrays])
+    if isinstance(out, dict):
+        return {k: v.numpy() for k, v in out.items()}
+    if isinstance(out, (tuple, list)):
+        return [v.numpy() for v in out]
+    return out.numpy()
+
+
+def setUpModule():
+    global SERVER, REPO
+    REPO = os.path.join(ARGS.workdir, "repository")
+    make_fixtures.main(REPO, ROOT)
+    SERVER = ic.Server(ARGS.inferd, REPO, "--http-read-timeout-ms", "1500", "--http-max-body-bytes", "8388608")
+
+
+def tearDownModule():
+    if SERVER:
+        rc = SERVER.stop()
+        if rc != 0:
+            print("".join(SERVER.log))
+        assert rc == 0, "inferd exited with %d" % rc
+
+
+class Infer(unittest.TestCase):
+    def assert_close(self, got, want, tol=TOL):
+        self.assertEqual(tuple(got.shape), tuple(want.shape))
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), atol=tol, rtol=0)
+
+    def three_ways(self, model, name, x, out_name, want, tol=TOL):
+        """v2 JSON, v2 binary and v1 (row and columnar) give the PyTorch answer."""
+        st, js = SERVER.post_json("/v2/models/%s/infer" % model, ic.v2_json_request({name: x}))
+        self.assertEqual(st, 200, js)
+        self.assert_close(np.array(js["outputs"][0]["data"], np.float32).reshape(js["outputs"][0]["shape"]), want, tol)
+        body, hlen = ic.v2_binary_request({name: x})
+        st, hdrs, data = SERVER.request("POST", "/v2/models/%s/infer" % model, body,
+                                        {"Inference-Header-Content-Length": str(hlen)})
+        self.assertEqual(st, 200, data[:300])
+        _, outs = ic.decode_v2_response(hdrs, data)
+        self.assert_close(outs[out_name], want, tol)
+        st, js = SERVER.post_json("/v1/models/%s:predict" % model, {"instances": x.tolist()})
+        self.assertEqual(st, 200, js)
+        self.assert_close(np.array(js["predictions"], np.float32), want, tol)
+        st, js = SERVER.post_json("/v1/models/%s/versions/1:predict" % model, {"inputs": {name: x.tolist()}})
+        self.assertEqual(st, 200, js)
+        self.assert_close(np.array(js["outputs"], np.float32), want, tol)
+
+    def test_example_tiny_mlp(self):
+        x = np.random.default_rng(1).standard_normal((3, 16)).astype(np.float32)
+        self.three_ways("tiny_mlp", "input", x, "output", torch_ref("tiny_mlp", x))
+
+    def test_example_digits_classifier(self):
+        from sklearn.datasets import load_digits
+        d = load_digits()
+        x = (d.data[:5] / 16.0).astype(np.float32)
+        want = torch_ref("digits", x)
+        self.three_ways("digits", "pixels", x, "probabilities", want)
+        st, js = SERVER.post_json("/v2/models/digits/infer", ic.v2_json_request({"pixels": x}))
+        pred = np.array(js["outputs"][0]["data"]).reshape(5, 10).argmax(1)
+        self.assertEqual(pred.tolist(), d.target[:5].tolist())
+
+    def test_example_resnet18(self):
+        x = np.random.default_rng(2).standard_normal((1, 3, 224, 224)).astype(np.float32)
+        self.three_ways("resnet18", "image", x, "logits", torch_ref("resnet18", x), tol=1e-4)
+
+    def test_every_datatype(self):
+        ins = {
+            "b": np.array([[True, False, True]]), "i8": np.array([[-128, 5, 63]], np.int8),
+            "u8": np.array([[0, 7, 254]], np.uint8), "i16": np.array([[-300, 0, 300]], np.int16),
+            "i32": np.array([[-5, 0, 2 ** 30]], np.int32), "i64": np.array([[-(2 ** 40), 1, 2 ** 50]], np.int64),
+            "f16": np.array([[0.5, -1.25, 3.0]], np.float16), "f64": np.array([[0.1, 1e-300, -7.5]], np.float64),
+        }
+        want = torch_ref("dtypes", *ins.values())
+        for binary in (False, True):
+            if binary:
+                body, hlen = ic.v2_binary_request(ins)
+                st, hdrs, data = SERVER.request("POST", "/v2/models/dtypes/infer", body,
+                                                {"Inference-Header-Content-Length": str(hlen)})
+            else:
+                body = json.dumps(ic.v2_json_request(ins)).encode()
+                st, hdrs, data = SERVER.request("POST", "/v2/models/dtypes/infer", body)
+            self.assertEqual(st, 200, data[:300])
+            js, outs = ic.decode_v2_response(hdrs, data)
+            for k, v in want.items():
+                self.assertEqual(outs[k].dtype, v.dtype, k)
+                np.testing.assert_array_equal(outs[k], v, err_msg=k)
+            self.assertEqual({o["name"]: o["datatype"] for o in js["outputs"]}["f16_out"], "FP16")
+
+    def test_tuple_outputs_by_index_name_and_positional_inputs(self):
+        a = np.arange(8, dtype=np.float32).reshape(2, 4)
+        b = np.full((2, 4), 3, np.float32)
+        s, p = torch_ref("multi_io", a, b)
+        st, js = SERVER.post_json("/v2/models/multi_io/infer", ic.v2_json_request({"INPUT__0": a, "INPUT__1": b}))
+        self.assertEqual(st, 200, js)
+        outs = {o["name"]: np.array(o["data"], np.float32).reshape(o["shape"]) for o in js["outputs"]}
+        self.assert_close(outs["OUTPUT__0"], s)
+        self.assert_close(outs["OUTPUT__1"], p)
+        # Only the requested output comes back.
+        st, js = SERVER.post_json("/v2/models/multi_io/infer",
+                                  ic.v2_json_request({"INPUT__1": b, "INPUT__0": a}, outputs=[{"name": "OUTPUT__1"}]))
+        self.assertEqual([o["name"] for o in js["outputs"]], ["OUTPUT__1"])
+        st, js = SERVER.post_json("/v1/models/multi_io:predict", {"instances": [{"INPUT__0": a[0].tolist(), "INPUT__1": b[0].tolist()}]})
+        self.assertEqual(st, 200, js)
+        self.assert_close(np.array(js["predictions"][0]["OUTPUT__1"], np.float32), p[0])
+
+    def test_auto_completed_config(self):
+        st, md = SERVER.get_json("/v2/models/auto")
+        self.assertEqual(st, 200, md)
+        self.assertEqual(md["inputs"][0]["name"], "x")
+        self.assertEqual(md["platform"], "pytorch_libtorch")
+        x = np.array([[1.5, 2.0]], np.float32)
+        st, js = SERVER.post_json("/v2/models/auto/infer", ic.v2_json_request({"x": x}))
+        self.assertEqual(st, 200, js)
+        self.assert_close(np.array(js["outputs"][0]["data"], np.float32).reshape(1, 2), torch_ref("auto", x))
+
+    def test_reshape_and_unbatched_model(self):
+        x = np.arange(32, dtype=np.float32).reshape(2, 16)
+        st, js = SERVER.post_json("/v2/models/reshape/infer", ic.v2_json_request({"x": x}))
+        self.assertEqual(st, 200, js)
+        self.assert_close(np.array(js["outputs"][0]["data"], np.float32).reshape(js["outputs"][0]["shape"]),
+                          torch_ref("reshape", x.reshape(2, 4, 4)))
+        x = np.random.default_rng(3).standard_normal((5, 8)).astype(np.float32)
+        st, js = SERVER.post_json("/v2/models/mlp_nobatch/infer", ic.v2_json_request({"x": x}))
+        self.assertEqual(st, 200, js)
+        self.assert_close(np.array(js["outputs"][0]["data"], np.float32).reshape(5, 3), torch_ref("mlp_nobatch", x))
+
+    def test_bytes_round_trip(self):
+        words = ["hello", "", "quote\"and\\slash", "ünïcode"]
+        st, js = SERVER.post_json("/v2/models/echo_bytes/infer",
+                                  {"inputs": [{"name": "text", "shape": [4], "datatype": "BYTES", "data": words}]})
+        self.assertEqual(st, 200, js)
+        self.assertEqual(js["outputs"][0]["data"], words)
+        raw = b"".join(len(w.encode()).to_bytes(4, "little") + w.encode() for w in words)
+        header = json.dumps({"inputs": [{"name": "text", "shape": [4], "datatype": "BYTES",
+                                         "parameters": {"binary_data_size": len(raw)}}],
+                             "outputs": [{"name": "text_out", "parameters": {"binary_data": True}}]}).encode()
+        st, hdrs, data = SERVER.request("POST", "/v2/models/echo_bytes/infer", header + raw,
+                                        {"Inference-Header-Content-Length": str(len(header))})
+        self.assertEqual(st, 200, data)
+        self.assertEqual(data[int(hdrs["inference-header-content-length"]):], raw)
+
+    def test_gzip_request_and_response(self):
+        x = np.random.default_rng(4).standard_normal((2, 16)).astype(np.float32)
+        body = json.dumps(ic.v2_json_request({"input": x})).encode()
+        for enc, packed in (("gzip", gzip.compress(body)), ("deflate", zlib.compress(body))):
+            st, hdrs, data = SERVER.request("POST", "/v2/models/tiny_mlp/infer", packed,
+                                            {"Content-Encoding": enc, "Accept-Encoding": "gzip"})
+            self.assertEqual(st, 200, data[:200])
+            self.assertEqual(hdrs.get("content-encoding"), "gzip")
+            _, outs = ic.decode_v2_response(hdrs, data)
+            self.assert_close(outs["output"], torch_ref("tiny_mlp", x))
+
+    def test_concurrent_clients_get_their_own_answers_batched(self):
+        mlp = module("mlp")
+        errors, lock = [], threading.Lock()
+
+        def client(seed):
+            rng = np.random.default_rng(100 + seed)
+            conn = SERVER.conn()
+            for _ in range(25):
+                x = rng.standard_normal((int(rng.integers(1, 4)), 8)).astype(np.float32)
+                st, js = SERVER.post_json("/v2/models/mlp/infer", ic.v2_json_request({"x": x}), conn=conn)
+                with torch.no_grad():
+                    want = mlp(torch.from_numpy(x)).numpy()
+                got = np.array(js["outputs"][0]["data"], np.float32).reshape(js["outputs"][0]["shape"]) if st == 200 else None
+                if st != 200 or got.shape != want.shape or np.abs(got - want).max() > TOL:
+                    with lock:
+                        errors.append((st, js))
+            conn.close()
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        st, stats = SERVER.get_json("/v2/models/mlp/stats")
+        s = stats["model_stats"][0]
+        self.assertEqual(s["inference_stats"]["success"]["count"], 400)
+        self.assertLess(s["execution_count"], 400, "no two requests were ever batched together")
+        self.assertTrue(any(b["batch_size"] > 3 for b in s["batch_stats"]), s["batch_stats"])
+
+
+class Protocol(unittest.TestCase):
+    def test_health_metadata_config(self):
+        for path in ("/v2/health/live", "/v2/health/ready", "/v2/models/mlp/ready", "/v2/models/mlp/versions/1/ready"):
+            self.assertEqual(SERVER.request("GET", path)[0], 200, path)
+        st, md = SERVER.get_json("/v2")
+        self.assertEqual(md["name"], "inferd")
+        self.assertIn("binary_tensor_data", md["extensions"])
+        st, md = SERVER.get_json("/v2/models/resnet18")
+        self.assertEqual(md["inputs"], [{"name": "image", "datatype": "FP32", "shape": [-1, 3, 224, 224]}])
+        self.assertEqual(md["versions"], ["1"])
+        st, cfg = SERVER.get_json("/v2/models/resnet18/config")
+        self.assertEqual(cfg["max_batch_size"], 8)
+        self.assertEqual(cfg["input"][0]["dims"], [3, 224, 224])
+        self.assertEqual(cfg["dynamic_batching"]["preferred_batch_size"], [4, 8])
+        st, status = SERVER.get_json("/v1/models/mlp")
+        self.assertEqual(status["model_version_status"][0]["state"], "AVAILABLE")
+        st, meta = SERVER.get_json("/v1/models/mlp/metadata")
+        sig = meta["metadata"]["signature_def"]["signature_def"]["serving_default"]
+        self.assertEqual(sig["inputs"]["x"]["dtype"], "DT_FLOAT")
+
+    def test_repository_index_reports_the_broken_model(self):
+        st, index = SERVER.post_json("/v2/repository/index", {})
+        self.assertEqual(st, 200)
+        by_name = {e["name"]: e for e in index}
+        self.assertEqual(by_name["mlp"]["state"], "READY")
+        self.assertEqual(by_name["broken"]["state"], "UNAVAILABLE")
+        self.assertIn("config.pbtxt", by_name["broken"]["reason"])
+        self.assertIn("max_batch_sise", by_name["broken"]["reason"])
+        st, ready = SERVER.post_json("/v2/repository/index", {"ready": True})
+        self.assertNotIn("broken", [e["name"] for e in ready])
+        st, js = SERVER.post_json("/v2/repository/models/mlp/unload", {})
+        self.assertEqual(st, 400)  # control mode none
+        self.assertIn("not allowed", js["error"])
+
+    def test_keep_alive_serves_many_requests_on_one_connection(self):
+        conn = SERVER.conn()
+        x = np.ones((1, 16), np.float32)
+        for _ in range(20):
+            st, js = SERVER.post_json("/v2/models/tiny_mlp/infer", ic.v2_json_request({"input": x}), conn=conn)
+            self.assertEqual(st, 200)
+        conn.close()
+
+    def test_metrics_and_statistics(self):
+        x = np.ones((2, 16), np.float32)
+        SERVER.post_json("/v2/models/tiny_mlp/infer", ic.v2_json_request({"input": x}))
+        text = SERVER.metrics()
+        for family in ("nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
+                       "nv_inference_exec_count", "nv_inference_pending_request_count",
+                       "inferd_request_duration_us_bucket", "inferd_queue_duration_us_bucket",
+                       "inferd_compute_infer_duration_us_bucket", "inferd_batch_size_bucket",
+                       "process_resident_memory_bytes", "inferd_model_versions_loaded"):
+            self.assertIn(family, text)
+        st, stats = SERVER.get_json("/v2/models/tiny_mlp/versions/1/stats")
+        s = stats["model_stats"][0]
+        for key in ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output"):
+            self.assertIn(key, s["inference_stats"])
+        self.assertGreaterEqual(s["inference_count"], 2)
+        line = [l for l in text.splitlines() if l.startswith('nv_inference_count{model="tiny_mlp",version="1"}')][0]
+        self.assertGreaterEqual(float(line.split()[-1]), s["inference_count"] - 1)
+
+
+class BadInput(unittest.TestCase):
+    def assert_error(self, status, path, body, headers=None, want=400, text=None):
+        st, hdrs, data = SERVER.request("POST", path, body, headers or {})
+        self.assertEqual(st, want, data[:300])
+        if data:
+            err = json.loads(data)["error"]
+            self.assertTrue(err)
+            if text:
+                self.assertIn(text, err)
+        # The server still answers correctly afterwards.
+        x = np.arange(16, dtype=np.float32).reshape(1, 16)
+        st, js = SERVER.post_json("/v2/models/tiny_mlp/infer", ic.v2_json_request({"input": x}))
+        self.assertEqual(st, 200)
+        np.testing.assert_allclose(np.array(js["outputs"][0]["data"]).reshape(1, 4), torch_ref("tiny_mlp", x), atol=TOL)
+
+    def test_bad_requests_get_clear_4xx(self):
+        good = ic.v2_json_request({"input": np.ones((1, 16), np.float32)})
+        p = "/v2/models/tiny_mlp/infer"
+
+        def mutate(fn):
+            b = json.loads(json.dumps(good))
+            fn(b)
+            return json.dumps(b).encode()
+
+        cases = [
+            (p, b"{not json", None, 400, "malformed JSON"),
+            (p, mutate(lambda b: b["inputs"][0].update(datatype="INT32", data=[1] * 16)), None, 400, "data-type"),
+            (p, mutate(lambda b: b["inputs"][0].update(shape=[1, 15], data=[1.0] * 15)), None, 400, "unexpected shape"),
+            (p, mutate(lambda b: b["inputs"][0].update(name="nope")), None, 400, "nope"),
+            (p, mutate(lambda b: b.update(inputs=[])), None, 400, "missing input"),
+            (p, mutate(lambda b: b["inputs"][0].update(data=[1.0] * 3)), None, 400, "elements"),
+            (p, mutate(lambda b: b["inputs"][0].update(datatype="FLOAT")), None, 400, "datatype"),
+            ("/v2/models/nope/infer", json.dumps(good).encode(), None, 404, "unknown model"),
+            ("/v2/models/tiny_mlp/versions/9/infer", json.dumps(good).encode(), None, 404, "version 9"),
+            (p, b"\x1f\x8b\x08garbage", {"Content-Encoding": "gzip"}, 400, "gzip"),
+            (p, json.dumps(good).encode(), {"Content-Encoding": "br"}, 415, "Content-Encoding"),
+            ("/v2/models/tiny_mlp/frobnicate", b"{}", None, 404, "no route"),
+            ("/v1/models/tiny_mlp:predict", b'{"instances": [[1,2]], "inputs": [[1]]}', None, 400, "exactly one"),
+            ("/v1/models/tiny_mlp:predict", b'{"instances": [[1,2]]}', None, 400, "unexpected shape"),
+        ]
+        for path, body, headers, want, text in cases:
+            with self.subTest(path=path, text=text):
+                self.assert_error(None, path, body, headers, want, text)
+
+    def test_binary_payload_errors(self):
+        body, hlen = ic.v2_binary_request({"input": np.ones((1, 16), np.float32)})
+        p = "/v2/models/tiny_mlp/infer"
+        self.assert_error(None, p, body[:-5], {"Inference-Header-Content-Length": str(hlen)}, 400, "byte size")
+        self.assert_error(None, p, body, {"Inference-Header-Content-Length": str(hlen - 3)}, 400, "JSON")
+        self.assert_error(None, p, body, {"Inference-Header-Content-Length": str(len(body) + 10)}, 400, "exceeds")
+        self.assert_error(None, p, body, {"Inference-Header-Content-Length": "abc"}, 400, "Inference-Header-Content-Length")
+
+    def test_oversized_body_is_413(self):
+        # Announce a body over the limit: the server answers 413 without reading it.
+        s = socket.create_connection(("127.0.0.1", SERVER.port), timeout=30)
+        s.sendall(b"POST /v2/models/tiny_mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (9 << 20))
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            reply += chunk
+        s.close()
+        self.assertTrue(reply.startswith(b"HTTP/1.1 413"), reply[:200])
+        # Chunked bodies have no length up front: the limit stops them while reading.
+        s = socket.create_connection(("127.0.0.1", SERVER.port), timeout=30)
+        s.sendall(b"POST /v2/models/tiny_mlp/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        reply = b""
+        try:
+            for _ in range(20):
+                s.sendall(b"%x\r\n%s\r\n" % (1 << 20, b" " * (1 << 20)))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        try:
+            reply = s.recv(4096)
+        except ConnectionResetError:
+            pass
+        s.close()
+        self.assertTrue(reply == b"" or reply.startswith(b"HTTP/1.1 413"), reply[:200])
+        bomb = gzip.compress(b" " * (20 << 20))
+        self.assert_error(None, "/v2/models/tiny_mlp/infer", bomb, {"Content-Encoding": "gzip"}, 413, "limit")
+
+    def test_stalled_client_is_disconnected(self):
+        s = socket.create_connection(("127.0.0.1", SERVER.port), timeout=30)
+        s.sendall(b"POST /v2/models/tiny_mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"inp")
+        # The server closes the connection once --http-read-timeout-ms passes:
+        # recv returns b"" (or the peer resets); a 30 s socket timeout bounds the wait.
+        try:
+            data = s.recv(1024)
+        except ConnectionResetError:
+            data = b""
+        s.close()
+        self.assertEqual(data, b"")
+        self.assert_error(None, "/v2/models/nope/infer", b"{}", None, 404)
+
+    def test_full_queue_answers_503(self):
+        x = {"x": np.ones((1, 256), np.float32)}
+        results, lock = [], threading.Lock()
+
+        def send():
+            st, js = SERVER.post_json("/v2/models/slow/infer", ic.v2_json_request(x))
+            with lock:
+                results.append((st, js))
+
+        threads = [threading.Thread(target=send) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        codes = sorted(st for st, _ in results)
+        self.assertIn(200, codes)
+        self.assertIn(503, codes, results)
+        self.assertTrue(set(codes) <= {200, 503}, codes)
+        for st, js in results:
+            if st == 503:
+                self.assertIn("queue is full", js["error"])
+
+
+class Shutdown(unittest.TestCase):
+    def test_sigterm_finishes_in_flight_requests(self):
+        server = ic.Server(ARGS.inferd, REPO)
+        try:
+            result = {}
+            x = {"x": np.ones((1, 256), np.float32)}
+
+            def send():
+                result["r"] = server.post_json("/v2/models/slow/infer", ic.v2_json_request(x))
+
+            t = threading.Thread(target=send)
+            t.start()
+            # Wait until the server holds the request (its own pending gauge), then stop it.
+            while 'nv_inference_pending_request_count{model="slow",version="1"} 1' not in server.metrics():
+                self.assertTrue(t.is_alive())
+            server.proc.send_signal(signal.SIGTERM)
+            t.join(60)
+            self.assertEqual(result["r"][0], 200, result)
+            self.assertEqual(server.proc.wait(60), 0)
+        finally:
+            server.stop()
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--inferd", required=True)
+    parser.add_argument("--workdir", required=True)
+    ARGS, rest = parser.parse_known_args()
+    os.makedirs(ARGS.workdir, exist_ok=True)
+    prog = unittest.main(module=__name__, argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
+    r = prog.result
+    failed = len(r.failures) + len(r.errors)
+    print("%d passed, %d failed, %d skipped" % (r.testsRun - failed - len(r.skipped), failed, len(r.skipped)))
+    sys.exit(0 if r.wasSuccessful() else 1)
+
+
+if __name__ == "__main__":
+    main()
