@@ -23,8 +23,7 @@ class FakeClock final : public Clock {
     return now_;
   }
 
-  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
-                 TimePoint deadline) override {
+  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, TimePoint deadline) override {
     Waiter w{lock.mutex(), &cv};
     {
       std::lock_guard<std::mutex> g(mu_);

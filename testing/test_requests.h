@@ -15,7 +15,8 @@ namespace inferd::testing {
 inline Tensor F32(std::string name, Shape shape, std::vector<float> values) {
   const int64_t n = ElementCount(shape);
   std::vector<float> data(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) data[static_cast<size_t>(i)] = values.empty() ? 0.f : values[static_cast<size_t>(i) % values.size()];
+  for (int64_t i = 0; i < n; ++i)
+    data[static_cast<size_t>(i)] = values.empty() ? 0.f : values[static_cast<size_t>(i) % values.size()];
   return Tensor::Copy(std::move(name), DataType::kFp32, std::move(shape),
                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size() * 4));
 }
@@ -27,8 +28,9 @@ inline std::vector<float> ToFloats(const Tensor& t) {
 }
 
 // A pending request for model "m" with one FP32 input "x" of [rows, width].
-inline std::unique_ptr<PendingRequest> Pending(int64_t rows, int64_t width = 2, uint32_t priority = 0,
-                                               uint64_t timeout_us = 0, InferCallback cb = [](Result<InferResponse>) {}) {
+inline std::unique_ptr<PendingRequest> Pending(
+    int64_t rows, int64_t width = 2, uint32_t priority = 0, uint64_t timeout_us = 0,
+    InferCallback cb = [](Result<InferResponse>) {}) {
   auto p = std::make_unique<PendingRequest>();
   p->request = std::make_unique<InferRequest>();
   p->request->model_name = "m";

@@ -1,6 +1,5 @@
 // inferd: a model server. `inferd --help` lists the subcommands.
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <iostream>
 

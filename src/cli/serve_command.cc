@@ -118,41 +118,53 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--model-repository", flags->repository, "Triton-layout model repository directory")->required();
   cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--http-port", flags->http_port, "HTTP port (KServe v2 + TF Serving REST); 0 = any free port")
-      ->capture_default_str()->check(CLI::Range(0, 65535));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--metrics-port", flags->metrics_port, "Prometheus metrics port; 0 = any free port")
-      ->capture_default_str()->check(CLI::Range(0, 65535));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--allow-metrics", flags->allow_metrics, "Serve /metrics on the metrics port")->capture_default_str();
   cmd->add_option("--http-threads", flags->http_threads, "HTTP I/O threads (model code never runs on them)")
-      ->capture_default_str()->check(CLI::Range(1, 256));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--intra-op-threads", flags->intra_op_threads,
                   "Default intra-op threads per model instance for models without INTRA_OP_THREAD_COUNT "
                   "(0 = cores minus HTTP threads, at least 1)")
-      ->capture_default_str()->check(CLI::Range(0, 1024));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   cmd->add_option("--max-queue-size", flags->max_queue_size,
                   "Queue bound per model when its config sets no max_queue_size; beyond it requests get 503")
-      ->capture_default_str()->check(CLI::Range(1, 10000000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000000));
   cmd->add_option("--http-max-body-bytes", flags->max_body_bytes,
                   "Largest request body accepted, also after decompression (413 beyond)")
-      ->capture_default_str()->check(CLI::Range(1024, 1 << 30));
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 1 << 30));
   cmd->add_option("--http-idle-timeout-ms", flags->idle_timeout_ms,
                   "Close a connection that sends no complete request header for this long")
-      ->capture_default_str()->check(CLI::Range(1, 86400000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400000));
   cmd->add_option("--http-read-timeout-ms", flags->read_timeout_ms,
                   "Close a connection whose request body does not arrive within this long after its header")
-      ->capture_default_str()->check(CLI::Range(1, 86400000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400000));
   cmd->add_option("--shutdown-grace-ms", flags->shutdown_grace_ms,
                   "On SIGINT/SIGTERM, wait at most this long for in-flight responses to be written")
-      ->capture_default_str()->check(CLI::Range(0, 3600000));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600000));
   cmd->add_option("--model-control-mode", flags->control_mode,
                   "none: load every model at start, load/unload calls fail; explicit: load only --load-model "
                   "models and what load/unload calls ask for")
-      ->capture_default_str()->check(CLI::IsMember({"none", "explicit"}));
-  cmd->add_option("--load-model", flags->load_models, "With explicit control: a model to load at start ('*' = all); repeatable");
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "explicit"}));
+  cmd->add_option("--load-model", flags->load_models,
+                  "With explicit control: a model to load at start ('*' = all); repeatable");
   cmd->add_option("--strict-readiness", flags->strict_readiness,
                   "Report /v2/health/ready only when every model in the repository is READY")
       ->capture_default_str();
   cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|critical|off")
-      ->capture_default_str()->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   cmd->callback([flags, run] { *run = [flags] { return Serve(*flags); }; });
 }
 

@@ -22,16 +22,14 @@ class Clock {
   // Blocks on `cv` (with `lock` held, as std::condition_variable_any would)
   // until notified or until Now() >= deadline. Spurious wake-ups allowed:
   // callers re-check their condition.
-  virtual void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
-                         TimePoint deadline) = 0;
+  virtual void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, TimePoint deadline) = 0;
 };
 
 // The real monotonic clock.
 class SteadyClock final : public Clock {
  public:
   TimePoint Now() const override { return std::chrono::steady_clock::now(); }
-  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
-                 TimePoint deadline) override {
+  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, TimePoint deadline) override {
     cv.wait_until(lock, deadline);
   }
 };

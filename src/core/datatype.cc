@@ -96,7 +96,7 @@ uint16_t FloatToHalf(float f) {
     return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
   }
   if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (absx < 0x38800000u) {  // subnormal half or zero
+  if (absx < 0x38800000u) {                                               // subnormal half or zero
     if (absx < 0x33000000u) return static_cast<uint16_t>(sign);
     const uint32_t e = absx >> 23;
     const uint32_t m = (absx & 0x7fffffu) | 0x800000u;

@@ -24,7 +24,7 @@ using Parameters = std::map<std::string, Parameter, std::less<>>;
 
 struct RequestedOutput {
   std::string name;
-  bool binary = false;  // return as binary tensor data (HTTP binary extension)
+  bool binary = false;      // return as binary tensor data (HTTP binary extension)
   bool binary_set = false;  // `binary` was given explicitly for this output
 };
 
@@ -38,8 +38,8 @@ struct InferRequest {
   bool binary_data_output = false;       // request-level binary_data_output
 
   // Scheduling hints (from parameters "priority" and "timeout").
-  uint32_t priority = 0;       // 0 = the model's default level
-  uint64_t timeout_us = 0;     // 0 = the model's default
+  uint32_t priority = 0;    // 0 = the model's default level
+  uint64_t timeout_us = 0;  // 0 = the model's default
 };
 
 struct InferResponse {

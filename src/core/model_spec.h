@@ -22,21 +22,21 @@ struct TensorSpec {
   Shape dims;                    // without the batch dimension; -1 = variable
   std::optional<Shape> reshape;  // shape the backend sees (without batch dim)
   bool optional = false;
-  bool any_rank = false;         // auto-completed: rank unknown, any shape accepted
+  bool any_rank = false;  // auto-completed: rank unknown, any shape accepted
 };
 
 struct QueuePolicySpec {
-  bool delay_on_timeout = false;  // timeout_action DELAY (else REJECT)
+  bool delay_on_timeout = false;    // timeout_action DELAY (else REJECT)
   uint64_t default_timeout_us = 0;  // 0 = no timeout
   bool allow_timeout_override = false;
   uint32_t max_queue_size = 0;  // 0 = the server's default bound
 };
 
 struct BatchingSpec {
-  bool dynamic = false;  // dynamic_batching present (and max_batch_size > 0)
+  bool dynamic = false;                    // dynamic_batching present (and max_batch_size > 0)
   std::vector<int> preferred_batch_sizes;  // ascending
   uint64_t max_queue_delay_us = 0;
-  uint32_t priority_levels = 0;        // 0 = priorities off
+  uint32_t priority_levels = 0;  // 0 = priorities off
   uint32_t default_priority_level = 0;
   QueuePolicySpec queue;
   bool preserve_ordering = false;

@@ -17,14 +17,14 @@ namespace inferd {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // the caller sent something malformed (HTTP 400)
-  kNotFound,           // unknown model / version / route (HTTP 404)
-  kUnavailable,        // overloaded or not ready: retry later (HTTP 503)
-  kInternal,           // a bug or a backend failure (HTTP 500)
-  kUnimplemented,      // a feature this server does not offer (HTTP 501)
-  kDeadlineExceeded,   // request timed out in the queue (HTTP 503 like Triton)
-  kFailedPrecondition, // the operation is not allowed in this state (HTTP 400)
-  kResourceExhausted,  // a size limit was exceeded (HTTP 413 where relevant)
+  kInvalidArgument,     // the caller sent something malformed (HTTP 400)
+  kNotFound,            // unknown model / version / route (HTTP 404)
+  kUnavailable,         // overloaded or not ready: retry later (HTTP 503)
+  kInternal,            // a bug or a backend failure (HTTP 500)
+  kUnimplemented,       // a feature this server does not offer (HTTP 501)
+  kDeadlineExceeded,    // request timed out in the queue (HTTP 503 like Triton)
+  kFailedPrecondition,  // the operation is not allowed in this state (HTTP 400)
+  kResourceExhausted,   // a size limit was exceeded (HTTP 413 where relevant)
   kAlreadyExists,
 };
 
@@ -33,8 +33,7 @@ std::string_view StatusCodeName(StatusCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(StatusCode code, std::string message)
-      : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status OK() { return Status(); }
   static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
@@ -66,7 +65,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = Status::Internal("Result constructed from OK status without a value");
   }
@@ -94,10 +93,10 @@ class [[nodiscard]] Result {
 #define INFERD_CONCAT_INNER(a, b) a##b
 #define INFERD_CONCAT(a, b) INFERD_CONCAT_INNER(a, b)
 
-#define INFERD_RETURN_IF_ERROR(expr)              \
-  do {                                            \
-    ::inferd::Status _inferd_st = (expr);         \
-    if (!_inferd_st.ok()) return _inferd_st;      \
+#define INFERD_RETURN_IF_ERROR(expr)         \
+  do {                                       \
+    ::inferd::Status _inferd_st = (expr);    \
+    if (!_inferd_st.ok()) return _inferd_st; \
   } while (0)
 
 #define INFERD_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -25,8 +25,7 @@ std::string ShapeToString(const Shape& shape) {
   return s;
 }
 
-Tensor Tensor::Allocate(std::string name, DataType dtype, Shape shape, size_t bytes,
-                        std::byte** out) {
+Tensor Tensor::Allocate(std::string name, DataType dtype, Shape shape, size_t bytes, std::byte** out) {
   // make_shared<byte[]> value-initialises (zeroes) the array.
   auto buf = std::make_shared<std::byte[]>(bytes == 0 ? 1 : bytes);
   *out = buf.get();
@@ -40,8 +39,7 @@ Tensor Tensor::Allocate(std::string name, DataType dtype, Shape shape, size_t by
   return t;
 }
 
-Tensor Tensor::Copy(std::string name, DataType dtype, Shape shape,
-                    std::span<const std::byte> src) {
+Tensor Tensor::Copy(std::string name, DataType dtype, Shape shape, std::span<const std::byte> src) {
   std::byte* dst;
   Tensor t = Allocate(std::move(name), dtype, std::move(shape), src.size(), &dst);
   if (!src.empty()) std::memcpy(dst, src.data(), src.size());
@@ -73,8 +71,8 @@ Status Tensor::Validate() const {
 
 namespace {
 uint32_t ReadLen(const std::byte* p) {
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
 }
 }  // namespace
 

@@ -41,12 +41,13 @@ struct Tensor {
   int64_t element_count() const { return ElementCount(shape); }
 
   template <typename T>
-  const T* as() const { return reinterpret_cast<const T*>(data); }
+  const T* as() const {
+    return reinterpret_cast<const T*>(data);
+  }
 
   // A tensor owning a fresh zero-initialised buffer of `bytes` bytes; the
   // writable pointer is returned through `out`.
-  static Tensor Allocate(std::string name, DataType dtype, Shape shape, size_t bytes,
-                         std::byte** out);
+  static Tensor Allocate(std::string name, DataType dtype, Shape shape, size_t bytes, std::byte** out);
 
   // A tensor holding a copy of `src`.
   static Tensor Copy(std::string name, DataType dtype, Shape shape, std::span<const std::byte> src);

@@ -29,7 +29,8 @@ TEST(Tensor, BytesElementsAndSlices) {
   Tensor bad = t;
   bad.shape = {5};
   EXPECT_FALSE(bad.Validate().ok());
-  EXPECT_FALSE(SplitBytesElements(std::span<const std::byte>(reinterpret_cast<const std::byte*>("\x05\0\0\0ab"), 6)).ok());
+  EXPECT_FALSE(
+      SplitBytesElements(std::span<const std::byte>(reinterpret_cast<const std::byte*>("\x05\0\0\0ab"), 6)).ok());
 }
 
 TEST(Tensor, ConcatAndSliceRoundTrip) {

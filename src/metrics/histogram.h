@@ -33,7 +33,7 @@ class Histogram {
  private:
   std::vector<double> bounds_;
   std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // bounds_.size() + 1
-  std::atomic<uint64_t> sum_bits_{0};                 // double, updated by CAS
+  std::atomic<uint64_t> sum_bits_{0};                // double, updated by CAS
   std::atomic<uint64_t> count_{0};
 };
 

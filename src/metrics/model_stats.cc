@@ -4,12 +4,17 @@ namespace inferd {
 
 const char* FailureReasonName(FailureReason r) {
   switch (r) {
-    case FailureReason::kRejected: return "REJECTED";
-    case FailureReason::kInvalid: return "INVALID";
-    case FailureReason::kBackend: return "BACKEND";
-    case FailureReason::kTimeout: return "TIMEOUT";
+    case FailureReason::kRejected:
+      return "REJECTED";
+    case FailureReason::kInvalid:
+      return "INVALID";
+    case FailureReason::kBackend:
+      return "BACKEND";
+    case FailureReason::kTimeout:
+      return "TIMEOUT";
     case FailureReason::kOther:
-    case FailureReason::kCount: break;
+    case FailureReason::kCount:
+      break;
   }
   return "OTHER";
 }

@@ -38,8 +38,8 @@ class ModelStats {
   const std::string& version() const { return version_; }
 
   // A request completed successfully; durations in nanoseconds.
-  void RecordSuccess(uint64_t request_ns, uint64_t queue_ns, uint64_t input_ns, uint64_t infer_ns,
-                     uint64_t output_ns, uint64_t now_ms);
+  void RecordSuccess(uint64_t request_ns, uint64_t queue_ns, uint64_t input_ns, uint64_t infer_ns, uint64_t output_ns,
+                     uint64_t now_ms);
   void RecordFailure(FailureReason reason, uint64_t request_ns);
   // A batch of `rows` rows (in `requests` requests) was executed.
   void RecordExecution(int rows, uint64_t input_ns, uint64_t infer_ns, uint64_t output_ns);

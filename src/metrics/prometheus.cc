@@ -24,10 +24,14 @@ std::string EscapeLabelValue(std::string_view v) {
   std::string o;
   o.reserve(v.size());
   for (char c : v) {
-    if (c == '\\') o += "\\\\";
-    else if (c == '"') o += "\\\"";
-    else if (c == '\n') o += "\\n";
-    else o += c;
+    if (c == '\\')
+      o += "\\\\";
+    else if (c == '"')
+      o += "\\\"";
+    else if (c == '\n')
+      o += "\\n";
+    else
+      o += c;
   }
   return o;
 }
@@ -74,13 +78,14 @@ void PrometheusWriter::Sample(std::string_view name, const Labels& labels, doubl
   out_ += '\n';
 }
 
-void PrometheusWriter::HistogramSamples(std::string_view name, const Labels& labels,
-                                        const Histogram::Snapshot& s) {
+void PrometheusWriter::HistogramSamples(std::string_view name, const Labels& labels, const Histogram::Snapshot& s) {
   const std::string bucket = std::string(name) + "_bucket";
   for (size_t i = 0; i <= s.bounds.size(); ++i) {
     std::string le;
-    if (i < s.bounds.size()) AppendNumber(&le, s.bounds[i]);
-    else le = "+Inf";
+    if (i < s.bounds.size())
+      AppendNumber(&le, s.bounds[i]);
+    else
+      le = "+Inf";
     out_ += bucket;
     AppendLabels(labels, "le", le);
     out_ += ' ';

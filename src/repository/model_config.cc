@@ -3,7 +3,6 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
-
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -35,27 +34,31 @@ Status Bad(std::string_view source, const std::string& field, const std::string&
   return Status::InvalidArgument(std::string(source) + ": field '" + field + "': " + why);
 }
 
-Result<TensorSpec> ToTensorSpec(std::string_view source, const std::string& field,
-                                const std::string& name, config::DataType dt,
-                                const pb::RepeatedField<int64_t>& dims,
+Result<TensorSpec> ToTensorSpec(std::string_view source, const std::string& field, const std::string& name,
+                                config::DataType dt, const pb::RepeatedField<int64_t>& dims,
                                 const config::ModelTensorReshape* reshape, bool has_reshape) {
   TensorSpec t;
   t.name = name;
   if (name.empty()) return Bad(source, field + ".name", "must not be empty");
-  if (dt == config::TYPE_INVALID) return Bad(source, field + ".data_type", "missing or TYPE_INVALID for '" + name + "'");
+  if (dt == config::TYPE_INVALID)
+    return Bad(source, field + ".data_type", "missing or TYPE_INVALID for '" + name + "'");
   t.dtype = static_cast<DataType>(dt);
   for (int64_t d : dims) {
-    if (d < -1 || d == 0) return Bad(source, field + ".dims", "dimension " + std::to_string(d) + " of '" + name + "' must be >= 1 or -1");
+    if (d < -1 || d == 0)
+      return Bad(source, field + ".dims", "dimension " + std::to_string(d) + " of '" + name + "' must be >= 1 or -1");
     t.dims.push_back(d);
   }
   if (has_reshape) {
     Shape r(reshape->shape().begin(), reshape->shape().end());
     for (int64_t d : r)
-      if (d < -1 || d == 0) return Bad(source, field + ".reshape", "dimension " + std::to_string(d) + " of '" + name + "' must be >= 1 or -1");
+      if (d < -1 || d == 0)
+        return Bad(source, field + ".reshape",
+                   "dimension " + std::to_string(d) + " of '" + name + "' must be >= 1 or -1");
     const int64_t a = ElementCount(t.dims), b = ElementCount(r);
     if (a >= 0 && b >= 0 && a != b) {
-      return Bad(source, field + ".reshape", "reshape " + ShapeToString(r) + " of '" + name +
-                                                 "' has a different element count than dims " + ShapeToString(t.dims));
+      return Bad(source, field + ".reshape",
+                 "reshape " + ShapeToString(r) + " of '" + name + "' has a different element count than dims " +
+                     ShapeToString(t.dims));
     }
     t.reshape = std::move(r);
   }
@@ -81,16 +84,20 @@ void Int64ToNumbers(const pb::Descriptor* d, rapidjson::Value& v) {
     if (!f) continue;
     auto fix_scalar = [&](rapidjson::Value& x) {
       if (!x.IsString()) return;
-      if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_INT64) x.SetInt64(std::strtoll(x.GetString(), nullptr, 10));
-      else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_UINT64) x.SetUint64(std::strtoull(x.GetString(), nullptr, 10));
+      if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_INT64)
+        x.SetInt64(std::strtoll(x.GetString(), nullptr, 10));
+      else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_UINT64)
+        x.SetUint64(std::strtoull(x.GetString(), nullptr, 10));
     };
     if (f->is_map()) {
       const pb::FieldDescriptor* value_field = f->message_type()->FindFieldByName("value");
       if (value_field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE && m.value.IsObject())
         for (auto& e : m.value.GetObject()) Int64ToNumbers(value_field->message_type(), e.value);
     } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
-      if (m.value.IsArray()) for (auto& e : m.value.GetArray()) Int64ToNumbers(f->message_type(), e);
-      else Int64ToNumbers(f->message_type(), m.value);
+      if (m.value.IsArray())
+        for (auto& e : m.value.GetArray()) Int64ToNumbers(f->message_type(), e);
+      else
+        Int64ToNumbers(f->message_type(), m.value);
     } else if (m.value.IsArray()) {
       for (auto& e : m.value.GetArray()) fix_scalar(e);
     } else {
@@ -101,8 +108,7 @@ void Int64ToNumbers(const pb::Descriptor* d, rapidjson::Value& v) {
 
 }  // namespace
 
-Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model_name,
-                                   std::string_view source) {
+Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model_name, std::string_view source) {
   config::ModelConfig c;
   pb::TextFormat::Parser parser;
   CollectErrors errors;
@@ -114,7 +120,8 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
   ModelSpec s;
   s.name = c.name().empty() ? std::string(model_name) : c.name();
   if (s.name != model_name) {
-    return Bad(source, "name", "'" + c.name() + "' does not match the model directory '" + std::string(model_name) + "'");
+    return Bad(source, "name",
+               "'" + c.name() + "' does not match the model directory '" + std::string(model_name) + "'");
   }
   s.platform = c.platform();
   s.backend = ResolveBackend(c);
@@ -165,7 +172,8 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
                  "must be in [1, priority_levels=" + std::to_string(s.batching.priority_levels) + "]");
     }
     if (db.priority_queue_policy_size() > 0) {
-      return Bad(source, "dynamic_batching.priority_queue_policy", "per-priority queue policies are not supported; use default_queue_policy");
+      return Bad(source, "dynamic_batching.priority_queue_policy",
+                 "per-priority queue policies are not supported; use default_queue_policy");
     }
     const auto& q = db.default_queue_policy();
     s.batching.queue.delay_on_timeout = q.timeout_action() == config::ModelQueuePolicy::DELAY;
@@ -197,7 +205,8 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
         if (v < 1) return Bad(source, "version_policy.specific.versions", "versions must be >= 1");
         s.version_policy.versions.push_back(v);
       }
-      if (s.version_policy.versions.empty()) return Bad(source, "version_policy.specific.versions", "must list at least one version");
+      if (s.version_policy.versions.empty())
+        return Bad(source, "version_policy.specific.versions", "must list at least one version");
     } else if (vp.has_latest()) {
       if (vp.latest().num_versions() < 1) return Bad(source, "version_policy.latest.num_versions", "must be >= 1");
       s.version_policy.latest_n = vp.latest().num_versions();

@@ -21,8 +21,7 @@ namespace inferd {
 // differs is an error, an empty one is filled in. `source` names the file in
 // error messages. Inputs may be left empty for backends to auto-complete;
 // call ValidateSpec after completion.
-Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model_name,
-                                   std::string_view source);
+Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model_name, std::string_view source);
 
 // Converts a JSON ModelConfig (KServe load "parameters.config") to text format.
 Result<std::string> ModelConfigJsonToText(std::string_view json);

@@ -8,21 +8,45 @@ namespace inferd {
 namespace {
 
 constexpr const char* kFull = R"pb(
-name: "m"
-platform: "pytorch_libtorch"
-max_batch_size: 8
-version_policy { latest { num_versions: 2 } }
-input [ { name: "a" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "b" data_type: TYPE_INT64 dims: [ -1 ] reshape { shape: [ -1 ] } } ]
-output [ { name: "y" data_type: TYPE_FP32 dims: [ 2, 2 ] reshape { shape: [ 4 ] } } ]
-dynamic_batching {
-  preferred_batch_size: [ 8, 4 ]
-  max_queue_delay_microseconds: 300
-  priority_levels: 3
-  default_priority_level: 2
-  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 5000 allow_timeout_override: true max_queue_size: 7 }
-}
-instance_group [ { count: 2 kind: KIND_CPU }, { kind: KIND_CPU } ]
-parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "3" } }
+  name: "m"
+  platform: "pytorch_libtorch"
+  max_batch_size: 8
+  version_policy { latest { num_versions: 2 } } input
+  [ {
+    name: "a"
+    data_type: TYPE_FP32
+    dims: [ 4 ]
+  }
+    , {
+      name: "b"
+      data_type: TYPE_INT64
+      dims: [ -1 ]
+      reshape { shape: [ -1 ] }
+    }] output
+  [ {
+    name: "y"
+    data_type: TYPE_FP32
+    dims: [ 2, 2 ]
+    reshape { shape: [ 4 ] }
+  }]
+  dynamic_batching {
+    preferred_batch_size: [ 8, 4 ]
+    max_queue_delay_microseconds: 300
+    priority_levels: 3
+    default_priority_level: 2
+    default_queue_policy {
+      timeout_action: DELAY
+      default_timeout_microseconds: 5000
+      allow_timeout_override: true
+      max_queue_size: 7
+    }
+  } instance_group
+  [ { count: 2 kind: KIND_CPU }
+    , { kind: KIND_CPU }]
+  parameters {
+    key: "INTRA_OP_THREAD_COUNT"
+    value: { string_value: "3" }
+  }
 )pb";
 
 TEST(ModelConfig, ParsesEverySupportedField) {
@@ -70,22 +94,25 @@ TEST_P(ModelConfigErrors, NameTheFileAndField) {
 
 INSTANTIATE_TEST_SUITE_P(
     All, ModelConfigErrors,
-    ::testing::Values(BadCase{"name: \"m\" bogus_field: 3", "bogus_field"},
-                      BadCase{"name: \"other\"", "name"},
-                      BadCase{"max_batch_size: -1", "max_batch_size"},
-                      BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 0 ] } ]", "dims"},
-                      BadCase{"input [ { name: \"a\" dims: [ 1 ] } ]", "data_type"},
-                      BadCase{"input [ { name: \"a\" data_type: TYPE_FLOAT dims: [ 1 ] } ]", "TYPE_FLOAT"},
-                      BadCase{"max_batch_size: 4 dynamic_batching { preferred_batch_size: [ 8 ] }", "preferred_batch_size"},
-                      BadCase{"dynamic_batching { }", "dynamic_batching"},
-                      BadCase{"instance_group [ { kind: KIND_GPU } ]", "KIND_GPU"},
-                      BadCase{"max_batch_size: 2 dynamic_batching { priority_levels: 2 default_priority_level: 3 }", "default_priority_level"},
-                      BadCase{"version_policy { latest { num_versions: 0 } }", "num_versions"},
-                      BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 3 ] } } ]", "reshape"},
-                      BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] ", "line"}));
+    ::testing::Values(
+        BadCase{"name: \"m\" bogus_field: 3", "bogus_field"}, BadCase{"name: \"other\"", "name"},
+        BadCase{"max_batch_size: -1", "max_batch_size"},
+        BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 0 ] } ]", "dims"},
+        BadCase{"input [ { name: \"a\" dims: [ 1 ] } ]", "data_type"},
+        BadCase{"input [ { name: \"a\" data_type: TYPE_FLOAT dims: [ 1 ] } ]", "TYPE_FLOAT"},
+        BadCase{"max_batch_size: 4 dynamic_batching { preferred_batch_size: [ 8 ] }", "preferred_batch_size"},
+        BadCase{"dynamic_batching { }", "dynamic_batching"},
+        BadCase{"instance_group [ { kind: KIND_GPU } ]", "KIND_GPU"},
+        BadCase{"max_batch_size: 2 dynamic_batching { priority_levels: 2 default_priority_level: 3 }",
+                "default_priority_level"},
+        BadCase{"version_policy { latest { num_versions: 0 } }", "num_versions"},
+        BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 3 ] } } ]", "reshape"},
+        BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] ", "line"}));
 
 TEST(ModelConfig, ValidateSpecRejectsDuplicatesAndMissingInputs) {
-  auto r = ParseModelConfig("input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] }, { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] } ]", "m", "f");
+  auto r = ParseModelConfig(
+      "input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] }, { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] } ]",
+      "m", "f");
   ASSERT_TRUE(r.ok());
   EXPECT_NE(ValidateSpec(*r, "f").message().find("duplicate input"), std::string::npos);
   auto empty = ParseModelConfig("", "m", "f");
@@ -95,7 +122,8 @@ TEST(ModelConfig, ValidateSpecRejectsDuplicatesAndMissingInputs) {
 }
 
 TEST(ModelConfig, JsonConfigConvertsToText) {
-  auto t = ModelConfigJsonToText(R"({"name":"m","max_batch_size":4,"input":[{"name":"a","data_type":"TYPE_FP32","dims":[2]}]})");
+  auto t = ModelConfigJsonToText(
+      R"({"name":"m","max_batch_size":4,"input":[{"name":"a","data_type":"TYPE_FP32","dims":[2]}]})");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   auto s = ParseModelConfig(*t, "m", "f");
   ASSERT_TRUE(s.ok());

@@ -23,8 +23,8 @@ struct ModelSource {
   std::string dir;          // <root>/<name>
   std::string config_path;  // <dir>/config.pbtxt (may not exist)
   bool has_config = false;
-  std::string config_text;  // protobuf text (empty when there is no config)
-  ModelSpec spec;           // parsed; inputs may be empty until auto-complete
+  std::string config_text;                  // protobuf text (empty when there is no config)
+  ModelSpec spec;                           // parsed; inputs may be empty until auto-complete
   std::vector<int64_t> available_versions;  // ascending
 };
 
@@ -43,8 +43,7 @@ class ModelRepository {
                                 const std::optional<std::string>& config_override_text = {}) const;
 
   // The versions the policy selects among `available` (ascending).
-  static std::vector<int64_t> SelectVersions(const VersionPolicySpec& policy,
-                                             const std::vector<int64_t>& available);
+  static std::vector<int64_t> SelectVersions(const VersionPolicySpec& policy, const std::vector<int64_t>& available);
 
  private:
   std::string root_;

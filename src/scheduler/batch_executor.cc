@@ -6,9 +6,9 @@ namespace {
 uint64_t Ns(Duration d) { return static_cast<uint64_t>(std::max<int64_t>(0, d.count())); }
 
 uint64_t WallMillis() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
 // Builds the backend's input tensors for the batch.
@@ -28,8 +28,10 @@ Result<std::vector<Tensor>> GatherInputs(const ModelSpec& spec,
       // Resolve a single -1 from the element count.
       int64_t known = 1, unknown_at = -1;
       for (size_t k = 0; k < s.size(); ++k) {
-        if (s[k] < 0) unknown_at = static_cast<int64_t>(k);
-        else known *= s[k];
+        if (s[k] < 0)
+          unknown_at = static_cast<int64_t>(k);
+        else
+          known *= s[k];
       }
       if (unknown_at >= 0 && known > 0) s[static_cast<size_t>(unknown_at)] = t.element_count() / known;
       t.shape = std::move(s);
@@ -71,8 +73,8 @@ void FailRequest(PendingRequest& p, const Status& status, FailureReason reason, 
   p.callback(status);
 }
 
-void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec,
-                  std::vector<std::unique_ptr<PendingRequest>>& batch, ModelStats* stats, Clock& clock) {
+void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<std::unique_ptr<PendingRequest>>& batch,
+                  ModelStats* stats, Clock& clock) {
   if (batch.empty()) return;
   const TimePoint start = clock.Now();
   int64_t total_rows = 0;
@@ -128,17 +130,21 @@ void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec,
     for (const auto& want : p->request->outputs) {
       bool found = false;
       for (const auto& o : resp.outputs) found = found || o.name == want.name;
-      if (!found && st.ok()) st = Status::InvalidArgument("model '" + spec.name + "' produced no output named '" + want.name + "'");
+      if (!found && st.ok())
+        st = Status::InvalidArgument("model '" + spec.name + "' produced no output named '" + want.name + "'");
     }
     offset += p->rows;
-    if (st.ok()) results.emplace_back(std::move(resp));
-    else results.emplace_back(st);
+    if (st.ok())
+      results.emplace_back(std::move(resp));
+    else
+      results.emplace_back(st);
   }
   const TimePoint end = clock.Now();
 
   const uint64_t input_ns = Ns(infer_start - start), infer_ns = Ns(infer_end - infer_start),
                  output_ns = Ns(end - infer_end);
-  if (stats) stats->RecordExecution(static_cast<int>(spec.max_batch_size > 0 ? total_rows : 1), input_ns, infer_ns, output_ns);
+  if (stats)
+    stats->RecordExecution(static_cast<int>(spec.max_batch_size > 0 ? total_rows : 1), input_ns, infer_ns, output_ns);
   const uint64_t now_ms = WallMillis();
   for (size_t i = 0; i < batch.size(); ++i) {
     PendingRequest& p = *batch[i];

@@ -18,11 +18,10 @@
 
 namespace inferd {
 
-void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec,
-                  std::vector<std::unique_ptr<PendingRequest>>& batch, ModelStats* stats, Clock& clock);
+void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<std::unique_ptr<PendingRequest>>& batch,
+                  ModelStats* stats, Clock& clock);
 
 // Fails one request: callback with `status`, stats updated.
-void FailRequest(PendingRequest& p, const Status& status, FailureReason reason, ModelStats* stats,
-                 Clock& clock);
+void FailRequest(PendingRequest& p, const Status& status, FailureReason reason, ModelStats* stats, Clock& clock);
 
 }  // namespace inferd

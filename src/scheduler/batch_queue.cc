@@ -34,8 +34,8 @@ Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
   if (policy_.priority_levels > 0) {
     uint32_t prio = p->request->priority == 0 ? policy_.default_priority_level : p->request->priority;
     if (prio < 1 || prio > policy_.priority_levels) {
-      return Status::InvalidArgument("priority " + std::to_string(p->request->priority) +
-                                     " is out of range [1, " + std::to_string(policy_.priority_levels) + "]");
+      return Status::InvalidArgument("priority " + std::to_string(p->request->priority) + " is out of range [1, " +
+                                     std::to_string(policy_.priority_levels) + "]");
     }
     level = prio - 1;
   }
@@ -75,8 +75,10 @@ void BatchQueue::Expire(TimePoint now, std::vector<std::unique_ptr<PendingReques
 
 std::vector<BatchQueue::Queue*> BatchQueue::Order() {
   std::vector<Queue*> order;
-  for (auto& q : normal_) if (!q.empty()) order.push_back(&q);
-  for (auto& q : delayed_) if (!q.empty()) order.push_back(&q);
+  for (auto& q : normal_)
+    if (!q.empty()) order.push_back(&q);
+  for (auto& q : delayed_)
+    if (!q.empty()) order.push_back(&q);
   return order;
 }
 
@@ -121,8 +123,10 @@ BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
   bool closed = false;
   for (Queue* q : order) {
     for (const auto& p : *q) {
-      if (p.get() != head && !Compatible(*head, *p)) closed = true;
-      else if (rows + p->rows > max_rows && !cumulative.empty()) closed = true;
+      if (p.get() != head && !Compatible(*head, *p))
+        closed = true;
+      else if (rows + p->rows > max_rows && !cumulative.empty())
+        closed = true;
       if (closed) break;
       rows += p->rows;
       cumulative.push_back(rows);

@@ -38,8 +38,8 @@
 namespace inferd {
 
 struct BatchPolicy {
-  int max_batch_size = 0;   // 0 = the model does not batch
-  bool dynamic = false;     // batch several requests together
+  int max_batch_size = 0;                  // 0 = the model does not batch
+  bool dynamic = false;                    // batch several requests together
   std::vector<int> preferred_batch_sizes;  // ascending
   Duration max_queue_delay{0};
   uint32_t priority_levels = 0;  // 0 = one level
@@ -62,7 +62,7 @@ class BatchQueue {
   struct Decision {
     std::vector<std::unique_ptr<PendingRequest>> batch;    // run these now (may be empty)
     std::vector<std::unique_ptr<PendingRequest>> expired;  // fail these: timed out (REJECT)
-    std::optional<TimePoint> wake_at;  // when nothing is sent: when to call Next again
+    std::optional<TimePoint> wake_at;                      // when nothing is sent: when to call Next again
   };
   // `flush` sends whatever is queued without waiting (shutdown).
   Decision Next(TimePoint now, bool flush = false);

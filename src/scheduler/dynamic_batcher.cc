@@ -58,8 +58,10 @@ void DynamicBatcher::WorkerLoop(ModelInstance* instance) {
       continue;
     }
     if (stopping_ && queue_.empty()) return;
-    if (d.wake_at) clock.WaitUntil(cv_, lock, *d.wake_at);
-    else cv_.wait(lock);
+    if (d.wake_at)
+      clock.WaitUntil(cv_, lock, *d.wake_at);
+    else
+      cv_.wait(lock);
   }
 }
 

@@ -30,13 +30,12 @@ class DynamicBatcher final : public Scheduler {
  public:
   struct Options {
     BatchPolicy policy;
-    Clock* clock = nullptr;                // not owned; outlives the batcher
-    std::shared_ptr<ModelStats> stats;     // may be null
+    Clock* clock = nullptr;             // not owned; outlives the batcher
+    std::shared_ptr<ModelStats> stats;  // may be null
   };
 
   // `spec` must outlive the batcher. Starts one worker per instance.
-  DynamicBatcher(Options options, const ModelSpec& spec,
-                 std::vector<std::unique_ptr<ModelInstance>> instances);
+  DynamicBatcher(Options options, const ModelSpec& spec, std::vector<std::unique_ptr<ModelInstance>> instances);
   ~DynamicBatcher() override;
 
   DynamicBatcher(const DynamicBatcher&) = delete;
@@ -55,8 +54,8 @@ class DynamicBatcher final : public Scheduler {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  BatchQueue queue_;      // guarded by mu_
-  bool stopping_ = false; // guarded by mu_
+  BatchQueue queue_;       // guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
   std::vector<std::thread> workers_;
 };
 

@@ -14,11 +14,11 @@ struct PendingRequest {
   // Inputs are in ModelSpec::inputs order and validated against the spec.
   std::unique_ptr<InferRequest> request;
   InferCallback callback;
-  int64_t rows = 1;        // batch-dimension size (1 when the model does not batch)
-  TimePoint arrival{};     // when the server received it (start of request duration)
-  TimePoint enqueued{};    // set by the queue
+  int64_t rows = 1;                   // batch-dimension size (1 when the model does not batch)
+  TimePoint arrival{};                // when the server received it (start of request duration)
+  TimePoint enqueued{};               // set by the queue
   std::optional<TimePoint> deadline;  // queue timeout, if any
-  uint32_t level = 0;      // priority queue index (0 = highest)
+  uint32_t level = 0;                 // priority queue index (0 = highest)
 };
 
 }  // namespace inferd

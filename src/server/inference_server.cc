@@ -66,8 +66,10 @@ Status InferenceServer::Start() {
   }
   for (const auto& n : to_load) {
     Status st = LoadModel(n);
-    if (!st.ok()) spdlog::error("failed to load model '{}': {}", n, st.message());
-    else spdlog::info("loaded model '{}'", n);
+    if (!st.ok())
+      spdlog::error("failed to load model '{}': {}", n, st.message());
+    else
+      spdlog::info("loaded model '{}'", n);
   }
   started_ = true;
   return Status::OK();
@@ -96,10 +98,10 @@ bool InferenceServer::IsReady() const {
 }
 
 ServerMetadata InferenceServer::GetServerMetadata() const {
-  return {kServerName,
-          kServerVersion,
-          {"model_repository", "schedule_policy", "model_configuration", "binary_tensor_data", "parameters",
-           "statistics"}};
+  return {
+      kServerName,
+      kServerVersion,
+      {"model_repository", "schedule_policy", "model_configuration", "binary_tensor_data", "parameters", "statistics"}};
 }
 
 Result<std::shared_ptr<ModelVersion>> InferenceServer::FindVersion(const std::string& name,
@@ -155,7 +157,7 @@ Result<std::string> InferenceServer::GetModelConfigJson(const std::string& name,
 }
 
 Result<std::vector<ModelStatsSnapshot>> InferenceServer::GetStatistics(const std::string& name,
-                                                                      const std::string& version) const {
+                                                                       const std::string& version) const {
   std::vector<std::shared_ptr<ModelVersion>> versions;
   if (name.empty()) {
     std::shared_lock<std::shared_mutex> g(mu_);

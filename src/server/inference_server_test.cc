@@ -143,8 +143,10 @@ TEST_F(InferenceServerTest, ExplicitModeLoadsAndUnloadsOnRequest) {
   ASSERT_TRUE(server_->UnloadModel("echo").ok());
   EXPECT_EQ(Infer(Req("echo", F32("x", {1, 2}, {1}))).status().code(), StatusCode::kUnavailable);
   // A load with a JSON config override.
-  ASSERT_TRUE(server_->LoadModel("echo", std::string(R"({"backend":"identity","max_batch_size":0,
-      "input":[{"name":"x","data_type":"TYPE_FP32","dims":[3]}],"output":[{"name":"y","data_type":"TYPE_FP32","dims":[3]}]})")).ok());
+  ASSERT_TRUE(server_
+                  ->LoadModel("echo", std::string(R"({"backend":"identity","max_batch_size":0,
+      "input":[{"name":"x","data_type":"TYPE_FP32","dims":[3]}],"output":[{"name":"y","data_type":"TYPE_FP32","dims":[3]}]})"))
+                  .ok());
   EXPECT_TRUE(Infer(Req("echo", F32("x", {3}, {1}))).ok());
   EXPECT_FALSE(server_->LoadModel("broken").ok());
   EXPECT_EQ(server_->UnloadModel("ghost").code(), StatusCode::kNotFound);
@@ -165,7 +167,8 @@ TEST_F(InferenceServerTest, MetricsExposeTritonNamesAndHistograms) {
   EXPECT_NE(t.find("nv_inference_request_success{model=\"echo\",version=\"2\"} 1"), std::string::npos) << t;
   EXPECT_NE(t.find("nv_inference_count{model=\"echo\",version=\"2\"} 2"), std::string::npos);
   EXPECT_NE(t.find("inferd_batch_size_bucket{model=\"echo\",version=\"2\",le=\"2\"} 1"), std::string::npos);
-  EXPECT_NE(t.find("nv_inference_request_failure{model=\"echo\",version=\"2\",reason=\"REJECTED\"} 0"), std::string::npos);
+  EXPECT_NE(t.find("nv_inference_request_failure{model=\"echo\",version=\"2\",reason=\"REJECTED\"} 0"),
+            std::string::npos);
   EXPECT_NE(t.find("process_resident_memory_bytes"), std::string::npos);
 }
 

@@ -82,7 +82,8 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
     const Histogram& (ModelStats::*get)() const;
   };
   static const HistDef kHists[] = {
-      {"inferd_request_duration_us", "End-to-end request duration of successful requests (us)", &ModelStats::request_us},
+      {"inferd_request_duration_us", "End-to-end request duration of successful requests (us)",
+       &ModelStats::request_us},
       {"inferd_queue_duration_us", "Time requests spent queued (us)", &ModelStats::queue_us},
       {"inferd_compute_input_duration_us", "Batch input preparation time (us)", &ModelStats::compute_input_us},
       {"inferd_compute_infer_duration_us", "Model execution time per batch (us)", &ModelStats::compute_infer_us},

@@ -6,10 +6,8 @@
 namespace inferd {
 
 Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, ModelSpec spec, int64_t version,
-                                                         const std::string& version_dir,
-                                                         const std::string& config_text,
-                                                         const std::string& config_source,
-                                                         const Options& options) {
+                                                         const std::string& version_dir, const std::string& config_text,
+                                                         const std::string& config_source, const Options& options) {
   if (spec.inputs.empty()) {
     INFERD_RETURN_IF_ERROR(backend.AutoComplete(version_dir, &spec).WithPrefix(config_source));
   }

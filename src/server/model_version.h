@@ -28,8 +28,7 @@ class ModelVersion {
   // Auto-completes (when the spec has no inputs), validates, loads and starts
   // the instances. `config_text` is the original config for rendering.
   static Result<std::shared_ptr<ModelVersion>> Load(Backend& backend, ModelSpec spec, int64_t version,
-                                                    const std::string& version_dir,
-                                                    const std::string& config_text,
+                                                    const std::string& version_dir, const std::string& config_text,
                                                     const std::string& config_source, const Options& options);
   ~ModelVersion();
 
@@ -50,7 +49,7 @@ class ModelVersion {
   ModelSpec spec_;
   std::string config_json_;
   std::shared_ptr<ModelStats> stats_;
-  std::unique_ptr<LoadedModel> model_;       // destroyed after scheduler_
+  std::unique_ptr<LoadedModel> model_;  // destroyed after scheduler_
   std::unique_ptr<Scheduler> scheduler_;
 };
 

@@ -25,9 +25,12 @@ Status ApplySchedulingParameters(InferRequest* r) {
   for (const auto& [key, value] : r->parameters) {
     if (key != "priority" && key != "timeout") continue;
     int64_t v = 0;
-    if (const auto* i = std::get_if<int64_t>(&value)) v = *i;
-    else if (const auto* d = std::get_if<double>(&value); d && *d == static_cast<double>(static_cast<int64_t>(*d))) v = static_cast<int64_t>(*d);
-    else return Status::InvalidArgument("request parameter '" + key + "' must be an integer");
+    if (const auto* i = std::get_if<int64_t>(&value))
+      v = *i;
+    else if (const auto* d = std::get_if<double>(&value); d && *d == static_cast<double>(static_cast<int64_t>(*d)))
+      v = static_cast<int64_t>(*d);
+    else
+      return Status::InvalidArgument("request parameter '" + key + "' must be an integer");
     if (v < 0) return Status::InvalidArgument("request parameter '" + key + "' must be >= 0");
     if (key == "priority") {
       if (v > UINT32_MAX) return Status::InvalidArgument("request parameter 'priority' is too large");
@@ -44,7 +47,8 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
   std::vector<Tensor> ordered(spec.inputs.size());
   std::vector<bool> seen(spec.inputs.size(), false);
   for (Tensor& t : r->inputs) {
-    auto it = std::find_if(spec.inputs.begin(), spec.inputs.end(), [&](const TensorSpec& s) { return s.name == t.name; });
+    auto it =
+        std::find_if(spec.inputs.begin(), spec.inputs.end(), [&](const TensorSpec& s) { return s.name == t.name; });
     if (it == spec.inputs.end()) {
       return Status::InvalidArgument("unexpected inference input '" + t.name + "' for model '" + model + "'");
     }
@@ -66,11 +70,13 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
     const Tensor& t = ordered[i];
     if (t.dtype != s.dtype) {
       return Status::InvalidArgument("inference input '" + t.name + "' data-type is '" +
-                                     std::string(DataTypeToWire(t.dtype)) + "', but model '" + model +
-                                     "' expects '" + std::string(DataTypeToWire(s.dtype)) + "'");
+                                     std::string(DataTypeToWire(t.dtype)) + "', but model '" + model + "' expects '" +
+                                     std::string(DataTypeToWire(s.dtype)) + "'");
     }
     for (int64_t d : t.shape)
-      if (d < 0) return Status::InvalidArgument("input '" + t.name + "' has a negative dimension in shape " + ShapeToString(t.shape));
+      if (d < 0)
+        return Status::InvalidArgument("input '" + t.name + "' has a negative dimension in shape " +
+                                       ShapeToString(t.shape));
     if (!s.any_rank) {
       const size_t offset = spec.max_batch_size > 0 ? 1 : 0;
       if (!DimsMatch(s.dims, t.shape, offset)) {
@@ -80,7 +86,8 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
     }
     if (spec.max_batch_size > 0) {
       if (t.shape.empty()) return Status::InvalidArgument("input '" + t.name + "' needs a batch dimension");
-      if (i == 0) rows = t.shape[0];
+      if (i == 0)
+        rows = t.shape[0];
       else if (t.shape[0] != rows) {
         return Status::InvalidArgument("inputs of model '" + model + "' disagree on the batch size: '" +
                                        ordered[0].name + "' has " + std::to_string(rows) + ", '" + t.name + "' has " +

@@ -20,7 +20,7 @@ struct ModelMetadata {
   std::string name;
   std::vector<std::string> versions;  // loaded versions, ascending
   std::string platform;
-  std::string resolved_version;       // the version this metadata describes
+  std::string resolved_version;  // the version this metadata describes
   int max_batch_size = 0;
   std::vector<TensorMetadata> inputs;
   std::vector<TensorMetadata> outputs;

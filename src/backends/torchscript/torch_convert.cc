@@ -4,33 +4,55 @@ namespace inferd::torchscript {
 
 std::optional<at::ScalarType> ToTorchType(DataType dt) {
   switch (dt) {
-    case DataType::kBool: return at::kBool;
-    case DataType::kUint8: return at::kByte;
-    case DataType::kInt8: return at::kChar;
-    case DataType::kInt16: return at::kShort;
-    case DataType::kInt32: return at::kInt;
-    case DataType::kInt64: return at::kLong;
-    case DataType::kFp16: return at::kHalf;
-    case DataType::kBf16: return at::kBFloat16;
-    case DataType::kFp32: return at::kFloat;
-    case DataType::kFp64: return at::kDouble;
-    default: return std::nullopt;
+    case DataType::kBool:
+      return at::kBool;
+    case DataType::kUint8:
+      return at::kByte;
+    case DataType::kInt8:
+      return at::kChar;
+    case DataType::kInt16:
+      return at::kShort;
+    case DataType::kInt32:
+      return at::kInt;
+    case DataType::kInt64:
+      return at::kLong;
+    case DataType::kFp16:
+      return at::kHalf;
+    case DataType::kBf16:
+      return at::kBFloat16;
+    case DataType::kFp32:
+      return at::kFloat;
+    case DataType::kFp64:
+      return at::kDouble;
+    default:
+      return std::nullopt;
   }
 }
 
 std::optional<DataType> FromTorchType(at::ScalarType st) {
   switch (st) {
-    case at::kBool: return DataType::kBool;
-    case at::kByte: return DataType::kUint8;
-    case at::kChar: return DataType::kInt8;
-    case at::kShort: return DataType::kInt16;
-    case at::kInt: return DataType::kInt32;
-    case at::kLong: return DataType::kInt64;
-    case at::kHalf: return DataType::kFp16;
-    case at::kBFloat16: return DataType::kBf16;
-    case at::kFloat: return DataType::kFp32;
-    case at::kDouble: return DataType::kFp64;
-    default: return std::nullopt;
+    case at::kBool:
+      return DataType::kBool;
+    case at::kByte:
+      return DataType::kUint8;
+    case at::kChar:
+      return DataType::kInt8;
+    case at::kShort:
+      return DataType::kInt16;
+    case at::kInt:
+      return DataType::kInt32;
+    case at::kLong:
+      return DataType::kInt64;
+    case at::kHalf:
+      return DataType::kFp16;
+    case at::kBFloat16:
+      return DataType::kBf16;
+    case at::kFloat:
+      return DataType::kFp32;
+    case at::kDouble:
+      return DataType::kFp64;
+    default:
+      return std::nullopt;
   }
 }
 

@@ -27,7 +27,8 @@ Result<std::shared_ptr<torch::jit::Module>> LoadModule(const std::string& path) 
     m->eval();
     return m;
   } catch (const std::exception& e) {
-    return Status::InvalidArgument("cannot load TorchScript file '" + path + "': " + std::string(e.what()).substr(0, 500));
+    return Status::InvalidArgument("cannot load TorchScript file '" + path +
+                                   "': " + std::string(e.what()).substr(0, 500));
   }
 }
 
@@ -67,8 +68,8 @@ class TorchInstance final : public ModelInstance {
 
 class TorchModel final : public LoadedModel {
  public:
-  TorchModel(ModelSpec spec, std::shared_ptr<torch::jit::Module> module, std::vector<size_t> arg_index,
-             size_t num_args, int intra_op_threads)
+  TorchModel(ModelSpec spec, std::shared_ptr<torch::jit::Module> module, std::vector<size_t> arg_index, size_t num_args,
+             int intra_op_threads)
       : spec_(std::move(spec)),
         module_(std::move(module)),
         arg_index_(std::move(arg_index)),
@@ -153,7 +154,8 @@ Result<std::vector<Tensor>> TorchInstance::ConvertOutputs(const c10::IValue& res
     auto dict = result.toGenericDict();
     if (outs.empty()) {
       for (const auto& kv : dict) {
-        if (!kv.key().isString() || !kv.value().isTensor()) return Status::Internal("model returned a dict that is not Dict[str, Tensor]");
+        if (!kv.key().isString() || !kv.value().isTensor())
+          return Status::Internal("model returned a dict that is not Dict[str, Tensor]");
         INFERD_ASSIGN_OR_RETURN(Tensor t, FromTorch(kv.value().toTensor(), kv.key().toStringRef()));
         produced.push_back(std::move(t));
       }
@@ -169,7 +171,8 @@ Result<std::vector<Tensor>> TorchInstance::ConvertOutputs(const c10::IValue& res
     }
     return produced;
   }
-  return Status::Internal("model returned " + result.tagKind() + "; expected a tensor, a tuple/list of tensors or a Dict[str, Tensor]");
+  return Status::Internal("model returned " + result.tagKind() +
+                          "; expected a tensor, a tuple/list of tensors or a Dict[str, Tensor]");
 }
 
 int ParseThreads(const ModelSpec& spec) {
@@ -253,10 +256,12 @@ class TorchScriptBackend final : public Backend {
         }
       }
       if (spec.inputs.size() != args.size()) {
-        return Status::InvalidArgument("model '" + spec.name + "': inputs mapped by name must cover every forward() argument");
+        return Status::InvalidArgument("model '" + spec.name +
+                                       "': inputs mapped by name must cover every forward() argument");
       }
     }
-    return std::unique_ptr<LoadedModel>(new TorchModel(spec, std::move(module), std::move(index), num_args, ParseThreads(spec)));
+    return std::unique_ptr<LoadedModel>(
+        new TorchModel(spec, std::move(module), std::move(index), num_args, ParseThreads(spec)));
   }
 };
 

@@ -47,9 +47,12 @@ Encoding NegotiateEncoding(std::string_view header) {
       if (params.rfind("q=", 0) == 0) q = std::atof(std::string(params.substr(2)).c_str());
     }
     Encoding e;
-    if (item == "gzip" || item == "x-gzip") e = Encoding::kGzip;
-    else if (item == "deflate") e = Encoding::kDeflate;
-    else continue;
+    if (item == "gzip" || item == "x-gzip")
+      e = Encoding::kGzip;
+    else if (item == "deflate")
+      e = Encoding::kDeflate;
+    else
+      continue;
     if (q > best_q) {
       best_q = q;
       best = e;
@@ -60,9 +63,12 @@ Encoding NegotiateEncoding(std::string_view header) {
 
 std::string_view EncodingName(Encoding e) {
   switch (e) {
-    case Encoding::kGzip: return "gzip";
-    case Encoding::kDeflate: return "deflate";
-    case Encoding::kIdentity: break;
+    case Encoding::kGzip:
+      return "gzip";
+    case Encoding::kDeflate:
+      return "deflate";
+    case Encoding::kIdentity:
+      break;
   }
   return "identity";
 }
@@ -104,7 +110,8 @@ Result<std::string> Decompress(std::string_view in, Encoding e, size_t max_outpu
   const size_t produced = zs.total_out;
   inflateEnd(&zs);
   if (produced > max_output) {
-    return Status::ResourceExhausted("decompressed request body exceeds the limit of " + std::to_string(max_output) + " bytes");
+    return Status::ResourceExhausted("decompressed request body exceeds the limit of " + std::to_string(max_output) +
+                                     " bytes");
   }
   if (rc != Z_STREAM_END) {
     return Status::InvalidArgument(std::string("invalid ") + std::string(EncodingName(e)) + " request body");

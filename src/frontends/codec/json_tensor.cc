@@ -26,9 +26,11 @@ Status ReadInt(const rapidjson::Value& v, T* out) {
   if (v.IsInt64()) {
     const int64_t x = v.GetInt64();
     if constexpr (std::is_signed_v<T>) {
-      if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) return Status::InvalidArgument("value out of range");
+      if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max())
+        return Status::InvalidArgument("value out of range");
     } else {
-      if (x < 0 || static_cast<uint64_t>(x) > std::numeric_limits<T>::max()) return Status::InvalidArgument("value out of range");
+      if (x < 0 || static_cast<uint64_t>(x) > std::numeric_limits<T>::max())
+        return Status::InvalidArgument("value out of range");
     }
     *out = static_cast<T>(x);
     return Status::OK();
@@ -69,12 +71,12 @@ Status ReadElement(const rapidjson::Value& v, DataType dt, std::string* buf, boo
       if (!v.IsBool()) return Status::InvalidArgument("expected true or false");
       Put<uint8_t>(buf, v.GetBool() ? 1 : 0);
       return Status::OK();
-#define INFERD_INT_CASE(DT, T)                   \
-  case DT: {                                     \
-    T x;                                         \
-    INFERD_RETURN_IF_ERROR(ReadInt<T>(v, &x));   \
-    Put<T>(buf, x);                              \
-    return Status::OK();                         \
+#define INFERD_INT_CASE(DT, T)                 \
+  case DT: {                                   \
+    T x;                                       \
+    INFERD_RETURN_IF_ERROR(ReadInt<T>(v, &x)); \
+    Put<T>(buf, x);                            \
+    return Status::OK();                       \
   }
       INFERD_INT_CASE(DataType::kUint8, uint8_t)
       INFERD_INT_CASE(DataType::kUint16, uint16_t)
@@ -91,10 +93,14 @@ Status ReadElement(const rapidjson::Value& v, DataType dt, std::string* buf, boo
     case DataType::kFp64: {
       double d;
       INFERD_RETURN_IF_ERROR(ReadDouble(v, &d));
-      if (dt == DataType::kFp64) Put<double>(buf, d);
-      else if (dt == DataType::kFp32) Put<float>(buf, static_cast<float>(d));
-      else if (dt == DataType::kFp16) Put<uint16_t>(buf, FloatToHalf(static_cast<float>(d)));
-      else Put<uint16_t>(buf, FloatToBf16(static_cast<float>(d)));
+      if (dt == DataType::kFp64)
+        Put<double>(buf, d);
+      else if (dt == DataType::kFp32)
+        Put<float>(buf, static_cast<float>(d));
+      else if (dt == DataType::kFp16)
+        Put<uint16_t>(buf, FloatToHalf(static_cast<float>(d)));
+      else
+        Put<uint16_t>(buf, FloatToBf16(static_cast<float>(d)));
       return Status::OK();
     }
     case DataType::kBytes: {
@@ -103,7 +109,8 @@ Status ReadElement(const rapidjson::Value& v, DataType dt, std::string* buf, boo
         return Status::OK();
       }
       if (b64 && v.IsObject() && v.MemberCount() == 1 && v.HasMember("b64") && v["b64"].IsString()) {
-        INFERD_ASSIGN_OR_RETURN(std::string raw, Base64Decode(std::string_view(v["b64"].GetString(), v["b64"].GetStringLength())));
+        INFERD_ASSIGN_OR_RETURN(std::string raw,
+                                Base64Decode(std::string_view(v["b64"].GetString(), v["b64"].GetStringLength())));
         AppendBytesElement(buf, raw);
         return Status::OK();
       }
@@ -132,19 +139,36 @@ void AppendElements(std::string* out, const Tensor& t, int64_t first, int64_t co
   auto num = [](std::string* o, auto v) { AppendNumber(o, v); };
   switch (t.dtype) {
     case DataType::kBool:
-      return AppendRange<uint8_t>(out, t, first, count, [](std::string* o, uint8_t v) { o->append(v ? "true" : "false"); });
-    case DataType::kUint8: return AppendRange<uint8_t>(out, t, first, count, [](std::string* o, uint8_t v) { AppendNumber(o, static_cast<unsigned>(v)); });
-    case DataType::kUint16: return AppendRange<uint16_t>(out, t, first, count, num);
-    case DataType::kUint32: return AppendRange<uint32_t>(out, t, first, count, num);
-    case DataType::kUint64: return AppendRange<uint64_t>(out, t, first, count, num);
-    case DataType::kInt8: return AppendRange<int8_t>(out, t, first, count, [](std::string* o, int8_t v) { AppendNumber(o, static_cast<int>(v)); });
-    case DataType::kInt16: return AppendRange<int16_t>(out, t, first, count, num);
-    case DataType::kInt32: return AppendRange<int32_t>(out, t, first, count, num);
-    case DataType::kInt64: return AppendRange<int64_t>(out, t, first, count, num);
-    case DataType::kFp16: return AppendRange<uint16_t>(out, t, first, count, [](std::string* o, uint16_t v) { AppendNumber(o, HalfToFloat(v)); });
-    case DataType::kBf16: return AppendRange<uint16_t>(out, t, first, count, [](std::string* o, uint16_t v) { AppendNumber(o, Bf16ToFloat(v)); });
-    case DataType::kFp32: return AppendRange<float>(out, t, first, count, num);
-    case DataType::kFp64: return AppendRange<double>(out, t, first, count, num);
+      return AppendRange<uint8_t>(out, t, first, count,
+                                  [](std::string* o, uint8_t v) { o->append(v ? "true" : "false"); });
+    case DataType::kUint8:
+      return AppendRange<uint8_t>(out, t, first, count,
+                                  [](std::string* o, uint8_t v) { AppendNumber(o, static_cast<unsigned>(v)); });
+    case DataType::kUint16:
+      return AppendRange<uint16_t>(out, t, first, count, num);
+    case DataType::kUint32:
+      return AppendRange<uint32_t>(out, t, first, count, num);
+    case DataType::kUint64:
+      return AppendRange<uint64_t>(out, t, first, count, num);
+    case DataType::kInt8:
+      return AppendRange<int8_t>(out, t, first, count,
+                                 [](std::string* o, int8_t v) { AppendNumber(o, static_cast<int>(v)); });
+    case DataType::kInt16:
+      return AppendRange<int16_t>(out, t, first, count, num);
+    case DataType::kInt32:
+      return AppendRange<int32_t>(out, t, first, count, num);
+    case DataType::kInt64:
+      return AppendRange<int64_t>(out, t, first, count, num);
+    case DataType::kFp16:
+      return AppendRange<uint16_t>(out, t, first, count,
+                                   [](std::string* o, uint16_t v) { AppendNumber(o, HalfToFloat(v)); });
+    case DataType::kBf16:
+      return AppendRange<uint16_t>(out, t, first, count,
+                                   [](std::string* o, uint16_t v) { AppendNumber(o, Bf16ToFloat(v)); });
+    case DataType::kFp32:
+      return AppendRange<float>(out, t, first, count, num);
+    case DataType::kFp64:
+      return AppendRange<double>(out, t, first, count, num);
     case DataType::kBytes:
       for (int64_t i = 0; i < count; ++i) {
         if (i) out->push_back(',');
@@ -232,8 +256,8 @@ void AppendFlatData(std::string* out, const Tensor& t) {
     if (r.ok()) bytes = std::move(*r);
   }
   out->push_back('[');
-  AppendElements(out, t, 0, t.dtype == DataType::kBytes ? static_cast<int64_t>(bytes.size()) : t.element_count(),
-                 false, &bytes);
+  AppendElements(out, t, 0, t.dtype == DataType::kBytes ? static_cast<int64_t>(bytes.size()) : t.element_count(), false,
+                 &bytes);
   out->push_back(']');
 }
 
@@ -252,7 +276,8 @@ std::string Base64Encode(std::string_view in) {
   out.reserve((in.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
-    const uint32_t n = (static_cast<uint8_t>(in[i]) << 16) | (static_cast<uint8_t>(in[i + 1]) << 8) | static_cast<uint8_t>(in[i + 2]);
+    const uint32_t n =
+        (static_cast<uint8_t>(in[i]) << 16) | (static_cast<uint8_t>(in[i + 1]) << 8) | static_cast<uint8_t>(in[i + 2]);
     out += kAlphabet[(n >> 18) & 63];
     out += kAlphabet[(n >> 12) & 63];
     out += kAlphabet[(n >> 6) & 63];

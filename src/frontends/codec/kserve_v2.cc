@@ -14,11 +14,16 @@ Status ParseParameters(const rapidjson::Value& v, Parameters* out, std::string_v
   for (const auto& m : v.GetObject()) {
     std::string key(m.name.GetString(), m.name.GetStringLength());
     const auto& val = m.value;
-    if (val.IsBool()) (*out)[key] = val.GetBool();
-    else if (val.IsInt64()) (*out)[key] = val.GetInt64();
-    else if (val.IsNumber()) (*out)[key] = val.GetDouble();
-    else if (val.IsString()) (*out)[key] = std::string(val.GetString(), val.GetStringLength());
-    else return Status::InvalidArgument(std::string(where) + " parameter '" + key + "' must be a bool, number or string");
+    if (val.IsBool())
+      (*out)[key] = val.GetBool();
+    else if (val.IsInt64())
+      (*out)[key] = val.GetInt64();
+    else if (val.IsNumber())
+      (*out)[key] = val.GetDouble();
+    else if (val.IsString())
+      (*out)[key] = std::string(val.GetString(), val.GetStringLength());
+    else
+      return Status::InvalidArgument(std::string(where) + " parameter '" + key + "' must be a bool, number or string");
   }
   return Status::OK();
 }
@@ -45,8 +50,8 @@ const rapidjson::Value* Member(const rapidjson::Value& obj, const char* key) {
 }  // namespace
 
 Result<std::unique_ptr<InferRequest>> ParseInferRequest(std::shared_ptr<const std::string> body,
-                                                        std::optional<size_t> header_length,
-                                                        std::string model_name, std::string model_version) {
+                                                        std::optional<size_t> header_length, std::string model_name,
+                                                        std::string model_version) {
   const size_t json_len = header_length.value_or(body->size());
   if (json_len > body->size()) {
     return Status::InvalidArgument("Inference-Header-Content-Length " + std::to_string(json_len) +
@@ -98,7 +103,8 @@ Result<std::unique_ptr<InferRequest>> ParseInferRequest(std::shared_ptr<const st
     if (const auto* p = Member(in, "parameters")) {
       if (!p->IsObject()) return Status::InvalidArgument("input '" + n + "': 'parameters' must be an object");
       if (const auto* bs = Member(*p, "binary_data_size")) {
-        if (!bs->IsUint64()) return Status::InvalidArgument("input '" + n + "': 'binary_data_size' must be a non-negative integer");
+        if (!bs->IsUint64())
+          return Status::InvalidArgument("input '" + n + "': 'binary_data_size' must be a non-negative integer");
         binary_size = bs->GetUint64();
       }
     }
@@ -106,7 +112,8 @@ Result<std::unique_ptr<InferRequest>> ParseInferRequest(std::shared_ptr<const st
     if (binary_size) {
       if (data) return Status::InvalidArgument("input '" + n + "' has both 'data' and 'binary_data_size'");
       if (!header_length) {
-        return Status::InvalidArgument("input '" + n + "' uses binary_data_size but the request has no Inference-Header-Content-Length header");
+        return Status::InvalidArgument(
+            "input '" + n + "' uses binary_data_size but the request has no Inference-Header-Content-Length header");
       }
       if (*binary_size > body->size() - binary_offset) {
         return Status::InvalidArgument("unexpected total byte size: input '" + n + "' needs " +
@@ -130,7 +137,8 @@ Result<std::unique_ptr<InferRequest>> ParseInferRequest(std::shared_ptr<const st
     }
   }
   if (binary_offset != body->size()) {
-    return Status::InvalidArgument("unexpected total byte size: the body has " + std::to_string(body->size() - binary_offset) +
+    return Status::InvalidArgument("unexpected total byte size: the body has " +
+                                   std::to_string(body->size() - binary_offset) +
                                    " bytes of binary data that no input claims");
   }
 

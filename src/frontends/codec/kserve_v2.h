@@ -20,8 +20,8 @@ namespace inferd::v2 {
 // `header_length` bytes are JSON and binary tensors follow. Binary tensor
 // views share `body` (no copy).
 Result<std::unique_ptr<InferRequest>> ParseInferRequest(std::shared_ptr<const std::string> body,
-                                                        std::optional<size_t> header_length,
-                                                        std::string model_name, std::string model_version);
+                                                        std::optional<size_t> header_length, std::string model_name,
+                                                        std::string model_version);
 
 // How the client wants outputs: saved from the request before it is handed to
 // the server.

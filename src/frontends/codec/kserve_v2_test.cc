@@ -38,7 +38,8 @@ std::string Dump(const Result<std::unique_ptr<InferRequest>>& r) {
     json::AppendFlatData(&data, t);
     o << "input " << t.name << " " << DataTypeToWire(t.dtype) << " " << ShapeToString(t.shape) << " " << data << "\n";
   }
-  for (const auto& out : q.outputs) o << "output " << out.name << " binary=" << out.binary << " set=" << out.binary_set << "\n";
+  for (const auto& out : q.outputs)
+    o << "output " << out.name << " binary=" << out.binary << " set=" << out.binary_set << "\n";
   return o.str();
 }
 
@@ -70,10 +71,10 @@ TEST(KServeV2Binary, ParsesBinaryTensorsWithoutCopying) {
   std::string bin(reinterpret_cast<const char*>(f), sizeof f);
   bin += std::string("\x02\x00\x00\x00hi", 6);
   size_t hl;
-  auto body = BinaryBody(
-      R"({"inputs":[{"name":"a","shape":[3],"datatype":"FP32","parameters":{"binary_data_size":12}},)"
-      R"({"name":"s","shape":[1],"datatype":"BYTES","parameters":{"binary_data_size":6}}]})",
-      bin, &hl);
+  auto body =
+      BinaryBody(R"({"inputs":[{"name":"a","shape":[3],"datatype":"FP32","parameters":{"binary_data_size":12}},)"
+                 R"({"name":"s","shape":[1],"datatype":"BYTES","parameters":{"binary_data_size":6}}]})",
+                 bin, &hl);
   auto r = v2::ParseInferRequest(body, hl, "m", "1");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const Tensor& a = (*r)->inputs[0];
@@ -84,7 +85,8 @@ TEST(KServeV2Binary, ParsesBinaryTensorsWithoutCopying) {
 
 TEST(KServeV2Binary, RejectsSizeMismatches) {
   size_t hl;
-  const std::string j = R"({"inputs":[{"name":"a","shape":[2],"datatype":"FP32","parameters":{"binary_data_size":8}}]})";
+  const std::string j =
+      R"({"inputs":[{"name":"a","shape":[2],"datatype":"FP32","parameters":{"binary_data_size":8}}]})";
   auto short_body = BinaryBody(j, std::string(4, '\0'), &hl);
   auto r = v2::ParseInferRequest(short_body, hl, "m", "");
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
@@ -93,8 +95,9 @@ TEST(KServeV2Binary, RejectsSizeMismatches) {
   auto extra = BinaryBody(j, std::string(12, '\0'), &hl);
   EXPECT_FALSE(v2::ParseInferRequest(extra, hl, "m", "").ok());
 
-  auto wrong_shape = BinaryBody(R"({"inputs":[{"name":"a","shape":[3],"datatype":"FP32","parameters":{"binary_data_size":8}}]})",
-                                std::string(8, '\0'), &hl);
+  auto wrong_shape =
+      BinaryBody(R"({"inputs":[{"name":"a","shape":[3],"datatype":"FP32","parameters":{"binary_data_size":8}}]})",
+                 std::string(8, '\0'), &hl);
   EXPECT_FALSE(v2::ParseInferRequest(wrong_shape, hl, "m", "").ok());
 
   auto body = std::make_shared<const std::string>(j + std::string(8, '\0'));
@@ -116,9 +119,10 @@ TEST(KServeV2Encode, JsonAndBinaryOutputs) {
                                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(i), sizeof i)));
   auto json = v2::EncodeInferResponse(resp, {});
   EXPECT_FALSE(json.header_length.has_value());
-  EXPECT_EQ(json.body,
-            R"({"model_name":"m","model_version":"3","id":"x\"1","outputs":[{"name":"y","datatype":"FP32","shape":[1,2],"data":[0.1,2]},)"
-            R"({"name":"z","datatype":"INT64","shape":[1],"data":[-5]}]})");
+  EXPECT_EQ(
+      json.body,
+      R"({"model_name":"m","model_version":"3","id":"x\"1","outputs":[{"name":"y","datatype":"FP32","shape":[1,2],"data":[0.1,2]},)"
+      R"({"name":"z","datatype":"INT64","shape":[1],"data":[-5]}]})");
 
   v2::OutputOptions opts;
   opts.binary_data_output = true;
@@ -126,15 +130,15 @@ TEST(KServeV2Encode, JsonAndBinaryOutputs) {
   auto bin = v2::EncodeInferResponse(resp, opts);
   ASSERT_TRUE(bin.header_length.has_value());
   const std::string header = bin.body.substr(0, *bin.header_length);
-  EXPECT_NE(header.find(R"("name":"y","datatype":"FP32","shape":[1,2],"parameters":{"binary_data_size":8})"), std::string::npos) << header;
+  EXPECT_NE(header.find(R"("name":"y","datatype":"FP32","shape":[1,2],"parameters":{"binary_data_size":8})"),
+            std::string::npos)
+      << header;
   EXPECT_NE(header.find(R"("data":[-5])"), std::string::npos);
   ASSERT_EQ(bin.body.size(), *bin.header_length + 8);
   EXPECT_EQ(std::memcmp(bin.body.data() + *bin.header_length, f, 8), 0);
 }
 
-TEST(KServeV2Encode, ErrorBodyIsEscaped) {
-  EXPECT_EQ(v2::EncodeError("bad \"x\"\n"), R"({"error":"bad \"x\"\n"})");
-}
+TEST(KServeV2Encode, ErrorBodyIsEscaped) { EXPECT_EQ(v2::EncodeError("bad \"x\"\n"), R"({"error":"bad \"x\"\n"})"); }
 
 }  // namespace
 }  // namespace inferd

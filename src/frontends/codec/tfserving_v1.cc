@@ -19,7 +19,8 @@ const InputInfo* FindInput(const std::vector<InputInfo>& inputs, std::string_vie
 
 // Row format: stack each input's per-instance values along a new dim 0.
 Result<std::vector<Tensor>> ParseInstances(const rapidjson::Value& instances, const std::vector<InputInfo>& inputs) {
-  if (!instances.IsArray() || instances.Empty()) return Status::InvalidArgument("'instances' must be a non-empty array");
+  if (!instances.IsArray() || instances.Empty())
+    return Status::InvalidArgument("'instances' must be a non-empty array");
   const auto& arr = instances.GetArray();
   const bool named = arr[0].IsObject() && !IsB64(arr[0]);
   if (!named && inputs.size() != 1) {
@@ -33,18 +34,21 @@ Result<std::vector<Tensor>> ParseInstances(const rapidjson::Value& instances, co
     for (rapidjson::SizeType i = 0; i < arr.Size(); ++i) {
       const rapidjson::Value* v = &arr[i];
       if (named) {
-        if (!v->IsObject() || IsB64(*v)) return Status::InvalidArgument("instance " + std::to_string(i) + " must be an object");
+        if (!v->IsObject() || IsB64(*v))
+          return Status::InvalidArgument("instance " + std::to_string(i) + " must be an object");
         auto it = v->FindMember(info.name.c_str());
         if (it == v->MemberEnd()) {
-          return Status::InvalidArgument("instance " + std::to_string(i) + " has no value for input '" + info.name + "'");
+          return Status::InvalidArgument("instance " + std::to_string(i) + " has no value for input '" + info.name +
+                                         "'");
         }
         v = &it->value;
       }
       INFERD_ASSIGN_OR_RETURN(Shape s, json::InferShape(*v));
-      if (i == 0) row_shape = s;
+      if (i == 0)
+        row_shape = s;
       else if (s != row_shape) {
-        return Status::InvalidArgument("instances disagree on the shape of input '" + info.name + "': " +
-                                       ShapeToString(row_shape) + " vs " + ShapeToString(s));
+        return Status::InvalidArgument("instances disagree on the shape of input '" + info.name +
+                                       "': " + ShapeToString(row_shape) + " vs " + ShapeToString(s));
       }
       Shape full = {1};
       full.insert(full.end(), s.begin(), s.end());
@@ -114,7 +118,8 @@ Result<PredictRequest> ParsePredictRequest(std::string_view body, const std::vec
   }
   const bool has_instances = doc.HasMember("instances"), has_inputs = doc.HasMember("inputs");
   if (has_instances == has_inputs) {
-    return Status::InvalidArgument("request must have exactly one of 'instances' (row format) or 'inputs' (columnar format)");
+    return Status::InvalidArgument(
+        "request must have exactly one of 'instances' (row format) or 'inputs' (columnar format)");
   }
   PredictRequest pr;
   pr.request = std::make_unique<InferRequest>();
@@ -151,7 +156,9 @@ Result<std::string> EncodePredictResponse(const InferResponse& resp, Format form
   }
   int64_t rows = -1;
   for (const auto& t : outs) {
-    if (t.shape.empty()) return Status::InvalidArgument("output '" + t.name + "' has no batch dimension: use the columnar ('inputs') format");
+    if (t.shape.empty())
+      return Status::InvalidArgument("output '" + t.name +
+                                     "' has no batch dimension: use the columnar ('inputs') format");
     if (rows >= 0 && t.shape[0] != rows) return Status::Internal("outputs disagree on the batch size");
     rows = t.shape[0];
   }

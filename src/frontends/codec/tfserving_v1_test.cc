@@ -41,9 +41,9 @@ TEST(TfServingV1, ColumnarFormat) {
 }
 
 TEST(TfServingV1, Errors) {
-  for (const char* bad : {R"({"instances":[[1],[2]],"inputs":[[1]]})", R"({})", R"({"instances":[]})",
-                          R"({"instances":[[1,2],[3]]})", R"({"instances":[["a"]]})", R"([1])", R"({"instances":)",
-                          R"({"inputs":{"nope":[1]}})"}) {
+  for (const char* bad :
+       {R"({"instances":[[1],[2]],"inputs":[[1]]})", R"({})", R"({"instances":[]})", R"({"instances":[[1,2],[3]]})",
+        R"({"instances":[["a"]]})", R"([1])", R"({"instances":)", R"({"inputs":{"nope":[1]}})"}) {
     auto r = v1::ParsePredictRequest(bad, kOne, "m", "");
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
   }
@@ -61,7 +61,8 @@ TEST(TfServingV1, EncodesPredictionsAndOutputs) {
   int32_t k[2] = {7, 8};
   resp.outputs.push_back(Tensor::Copy("k", DataType::kInt32, {2},
                                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(k), sizeof k)));
-  EXPECT_EQ(*v1::EncodePredictResponse(resp, v1::Format::kRow), R"({"predictions":[{"y":[1,2],"k":7},{"y":[3,4],"k":8}]})");
+  EXPECT_EQ(*v1::EncodePredictResponse(resp, v1::Format::kRow),
+            R"({"predictions":[{"y":[1,2],"k":7},{"y":[3,4],"k":8}]})");
   EXPECT_EQ(*v1::EncodePredictResponse(resp, v1::Format::kColumnar), R"({"outputs":{"y":[[1,2],[3,4]],"k":[7,8]}})");
 }
 

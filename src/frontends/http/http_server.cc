@@ -75,8 +75,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return OnReadError(ec);
     auto& req = parser_->get();
     if (auto cl = parser_->content_length(); cl && *cl > server_->options.max_body_bytes) {
-      return SendError(413, "request body of " + std::to_string(*cl) + " bytes exceeds the limit of " +
-                                std::to_string(server_->options.max_body_bytes) + " bytes (--http-max-body-bytes)",
+      return SendError(413,
+                       "request body of " + std::to_string(*cl) + " bytes exceeds the limit of " +
+                           std::to_string(server_->options.max_body_bytes) + " bytes (--http-max-body-bytes)",
                        false);
     }
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
@@ -99,8 +100,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnReadError(beast::error_code ec) {
     if (ec == bhttp::error::body_limit) {
-      return SendError(413, "request body exceeds the limit of " + std::to_string(server_->options.max_body_bytes) +
-                                " bytes (--http-max-body-bytes)", false);
+      return SendError(413,
+                       "request body exceeds the limit of " + std::to_string(server_->options.max_body_bytes) +
+                           " bytes (--http-max-body-bytes)",
+                       false);
     }
     if (ec == bhttp::error::header_limit) return SendError(431, "request headers are too large", false);
     if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
@@ -152,9 +155,8 @@ class Session : public std::enable_shared_from_this<Session> {
     server_->RequestStarted();
     auto self = shared_from_this();
     server_->handler(std::move(req), [self](Response r) {
-      net::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
-        self->Write(std::move(r), self->keep_alive_, /*counted=*/true);
-      });
+      net::post(self->stream_.get_executor(),
+                [self, r = std::move(r)]() mutable { self->Write(std::move(r), self->keep_alive_, /*counted=*/true); });
     });
   }
 
@@ -165,7 +167,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write(Response r, bool keep_alive, bool counted) {
-    auto res = std::make_shared<bhttp::response<bhttp::string_body>>(static_cast<bhttp::status>(r.status), version_ ? version_ : 11);
+    auto res = std::make_shared<bhttp::response<bhttp::string_body>>(static_cast<bhttp::status>(r.status),
+                                                                     version_ ? version_ : 11);
     res->set(bhttp::field::server, "inferd");
     if (!r.content_type.empty()) res->set(bhttp::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res->set(k, v);
@@ -180,11 +183,12 @@ class Session : public std::enable_shared_from_this<Session> {
     res->keep_alive(keep_alive);
     res->prepare_payload();
     stream_.expires_after(server_->options.write_timeout);
-    bhttp::async_write(stream_, *res, [self = shared_from_this(), res, keep_alive, counted](beast::error_code ec, size_t) {
-      if (counted) self->server_->RequestFinished();
-      if (ec || !keep_alive) return self->Close();
-      self->ReadHeader();
-    });
+    bhttp::async_write(stream_, *res,
+                       [self = shared_from_this(), res, keep_alive, counted](beast::error_code ec, size_t) {
+                         if (counted) self->server_->RequestFinished();
+                         if (ec || !keep_alive) return self->Close();
+                         self->ReadHeader();
+                       });
   }
 
   void Close() {

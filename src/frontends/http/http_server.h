@@ -35,7 +35,7 @@ struct HttpServerOptions {
   std::chrono::milliseconds idle_timeout{60000};   // waiting for / reading a request header
   std::chrono::milliseconds read_timeout{30000};   // reading a request body
   std::chrono::milliseconds write_timeout{30000};  // writing a response
-  bool compress_responses = true;  // honour Accept-Encoding: gzip/deflate
+  bool compress_responses = true;                  // honour Accept-Encoding: gzip/deflate
 };
 
 class HttpServer {
@@ -55,7 +55,7 @@ class HttpServer {
   // closes all connections and joins the threads. Idempotent.
   void Stop(std::chrono::milliseconds grace);
 
- struct Impl;  // implementation detail (http_server.cc)
+  struct Impl;  // implementation detail (http_server.cc)
 
  private:
   std::unique_ptr<Impl> impl_;

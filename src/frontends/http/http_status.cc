@@ -5,16 +5,25 @@ namespace inferd::http {
 
 int HttpStatusOf(const Status& st) {
   switch (st.code()) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kDeadlineExceeded: return 503;
-    case StatusCode::kInternal: return 500;
-    case StatusCode::kUnimplemented: return 501;
-    case StatusCode::kResourceExhausted: return 413;
-    case StatusCode::kAlreadyExists: return 409;
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kDeadlineExceeded:
+      return 503;
+    case StatusCode::kInternal:
+      return 500;
+    case StatusCode::kUnimplemented:
+      return 501;
+    case StatusCode::kResourceExhausted:
+      return 413;
+    case StatusCode::kAlreadyExists:
+      return 409;
     case StatusCode::kInvalidArgument:
-    case StatusCode::kFailedPrecondition: return 400;
+    case StatusCode::kFailedPrecondition:
+      return 400;
   }
   return 400;
 }

@@ -132,7 +132,8 @@ Result<bool> ReadyOnlyFlag(const Request& req) {
   if (!req.body || req.body->empty()) return false;
   rapidjson::Document doc;
   doc.Parse(req.body->data(), req.body->size());
-  if (doc.HasParseError() || !doc.IsObject()) return Status::InvalidArgument("repository index body must be a JSON object");
+  if (doc.HasParseError() || !doc.IsObject())
+    return Status::InvalidArgument("repository index body must be a JSON object");
   auto it = doc.FindMember("ready");
   if (it == doc.MemberEnd()) return false;
   if (!it->value.IsBool()) return Status::InvalidArgument("'ready' must be a bool");
@@ -150,10 +151,12 @@ Result<std::optional<std::string>> LoadConfigParam(const Request& req) {
   for (const auto& m : params->value.GetObject()) {
     const std::string key(m.name.GetString(), m.name.GetStringLength());
     if (key == "config") {
-      if (!m.value.IsString()) return Status::InvalidArgument("parameter 'config' must be a string holding a JSON model config");
+      if (!m.value.IsString())
+        return Status::InvalidArgument("parameter 'config' must be a string holding a JSON model config");
       return std::optional<std::string>(std::string(m.value.GetString(), m.value.GetStringLength()));
     }
-    if (key.rfind("file:", 0) == 0) return Status::Unimplemented("loading model files from the request ('" + key + "') is not supported");
+    if (key.rfind("file:", 0) == 0)
+      return Status::Unimplemented("loading model files from the request ('" + key + "') is not supported");
   }
   return std::optional<std::string>();
 }
@@ -175,17 +178,18 @@ void Infer(InferenceServer* server, Request&& req, std::string model, std::strin
     return respond(ErrorResponse(ready.ok() ? parsed.status() : ready.status()));
   }
   v2::OutputOptions opts = v2::OutputOptionsOf(**parsed);
-  server->InferAsync(std::move(*parsed), [respond = std::move(respond), opts = std::move(opts)](Result<InferResponse> r) {
-    if (!r.ok()) return respond(ErrorResponse(r.status()));
-    v2::EncodedResponse enc = v2::EncodeInferResponse(*r, opts);
-    Response resp;
-    resp.body = std::move(enc.body);
-    if (enc.header_length) {
-      resp.content_type = "application/octet-stream";
-      resp.headers.emplace_back("Inference-Header-Content-Length", std::to_string(*enc.header_length));
-    }
-    respond(std::move(resp));
-  });
+  server->InferAsync(
+      std::move(*parsed), [respond = std::move(respond), opts = std::move(opts)](Result<InferResponse> r) {
+        if (!r.ok()) return respond(ErrorResponse(r.status()));
+        v2::EncodedResponse enc = v2::EncodeInferResponse(*r, opts);
+        Response resp;
+        resp.body = std::move(enc.body);
+        if (enc.header_length) {
+          resp.content_type = "application/octet-stream";
+          resp.headers.emplace_back("Inference-Header-Content-Length", std::to_string(*enc.header_length));
+        }
+        respond(std::move(resp));
+      });
 }
 
 }  // namespace
@@ -197,9 +201,12 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
   if (parts[1] == "health" && n == 3) {
     if (!get) return respond(MethodNotAllowed(req));
     bool ok;
-    if (parts[2] == "live") ok = server->IsLive();
-    else if (parts[2] == "ready") ok = server->IsReady();
-    else return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
+    if (parts[2] == "live")
+      ok = server->IsLive();
+    else if (parts[2] == "ready")
+      ok = server->IsReady();
+    else
+      return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
     Response r;
     r.status = ok ? 200 : 400;
     r.content_type.clear();

@@ -45,7 +45,8 @@ Handler MakeApiHandler(InferenceServer* server) {
 
 Handler MakeMetricsHandler(const InferenceServer* server) {
   return [server](Request&& req, Responder respond) {
-    if (req.path != "/metrics") return respond(ErrorResponse(Status::NotFound("no route for " + req.path + " (try /metrics)")));
+    if (req.path != "/metrics")
+      return respond(ErrorResponse(Status::NotFound("no route for " + req.path + " (try /metrics)")));
     if (req.method != "GET") {
       Response r = ErrorResponse(Status::InvalidArgument("method " + req.method + " not allowed"));
       r.status = 405;

@@ -8,21 +8,36 @@ namespace {
 
 const char* TfDtype(DataType dt) {
   switch (dt) {
-    case DataType::kBool: return "DT_BOOL";
-    case DataType::kUint8: return "DT_UINT8";
-    case DataType::kUint16: return "DT_UINT16";
-    case DataType::kUint32: return "DT_UINT32";
-    case DataType::kUint64: return "DT_UINT64";
-    case DataType::kInt8: return "DT_INT8";
-    case DataType::kInt16: return "DT_INT16";
-    case DataType::kInt32: return "DT_INT32";
-    case DataType::kInt64: return "DT_INT64";
-    case DataType::kFp16: return "DT_HALF";
-    case DataType::kBf16: return "DT_BFLOAT16";
-    case DataType::kFp32: return "DT_FLOAT";
-    case DataType::kFp64: return "DT_DOUBLE";
-    case DataType::kBytes: return "DT_STRING";
-    case DataType::kInvalid: break;
+    case DataType::kBool:
+      return "DT_BOOL";
+    case DataType::kUint8:
+      return "DT_UINT8";
+    case DataType::kUint16:
+      return "DT_UINT16";
+    case DataType::kUint32:
+      return "DT_UINT32";
+    case DataType::kUint64:
+      return "DT_UINT64";
+    case DataType::kInt8:
+      return "DT_INT8";
+    case DataType::kInt16:
+      return "DT_INT16";
+    case DataType::kInt32:
+      return "DT_INT32";
+    case DataType::kInt64:
+      return "DT_INT64";
+    case DataType::kFp16:
+      return "DT_HALF";
+    case DataType::kBf16:
+      return "DT_BFLOAT16";
+    case DataType::kFp32:
+      return "DT_FLOAT";
+    case DataType::kFp64:
+      return "DT_DOUBLE";
+    case DataType::kBytes:
+      return "DT_STRING";
+    case DataType::kInvalid:
+      break;
   }
   return "DT_INVALID";
 }
@@ -97,7 +112,8 @@ void Predict(InferenceServer* server, const Request& req, const std::string& mod
 
 void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::string>& parts_in, Responder respond) {
   std::vector<std::string> parts = parts_in;
-  if (parts.size() < 3 || parts[1] != "models") return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
+  if (parts.size() < 3 || parts[1] != "models")
+    return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
   std::string verb;
   if (auto colon = parts.back().rfind(':'); colon != std::string::npos) {
     verb = parts.back().substr(colon + 1);
