@@ -20,6 +20,11 @@ bool IsValidModelName(const std::string& n) {
 }
 }  // namespace
 
+bool ModelRepository::HasModel(const std::string& name) const {
+  std::error_code ec;
+  return IsValidModelName(name) && fs::is_directory(fs::path(root_) / name, ec);
+}
+
 Result<std::vector<std::string>> ModelRepository::ListModels() const {
   std::error_code ec;
   fs::directory_iterator it(root_, ec);

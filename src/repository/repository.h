@@ -34,6 +34,9 @@ class ModelRepository {
 
   const std::string& root() const { return root_; }
 
+  // Whether <root>/<name> is a model directory (cheap: no config parsing).
+  bool HasModel(const std::string& name) const;
+
   // Names of model directories, sorted. Fails if the root is unreadable.
   Result<std::vector<std::string>> ListModels() const;
 

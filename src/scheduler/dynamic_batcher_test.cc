@@ -28,7 +28,7 @@ ModelSpec Spec(int max_bs, bool dynamic, uint64_t delay_us) {
 struct Harness {
   explicit Harness(const ModelSpec& s, int instances = 1) : spec(s) {
     DynamicBatcher::Options o;
-    o.policy = BatchPolicy::FromSpec(spec, 100);
+    o.policy = BatchPolicy::FromSpec(spec, /*default_max_queue_size=*/1000);  // > any test's burst
     o.clock = &clock;
     o.stats = stats;
     std::vector<std::unique_ptr<ModelInstance>> inst;

@@ -106,23 +106,28 @@ ServerMetadata InferenceServer::GetServerMetadata() const {
 
 Result<std::shared_ptr<ModelVersion>> InferenceServer::FindVersion(const std::string& name,
                                                                    const std::string& version) const {
-  std::shared_lock<std::shared_mutex> g(mu_);
-  auto it = models_.find(name);
-  if (it == models_.end() || it->second.versions.empty()) {
-    if (it != models_.end() || repository_.ReadModel(name).ok()) {
-      return Status::Unavailable("model '" + name + "' is not ready" +
-                                 (it != models_.end() && !it->second.reason.empty() ? ": " + it->second.reason : ""));
+  std::string reason;
+  {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    auto it = models_.find(name);
+    if (it != models_.end() && !it->second.versions.empty()) {
+      const auto& versions = it->second.versions;
+      if (version.empty()) return versions.rbegin()->second;
+      INFERD_ASSIGN_OR_RETURN(int64_t v, ParseVersion(version));
+      auto vit = versions.find(v);
+      if (vit == versions.end()) {
+        return Status::NotFound("Request for unknown model: '" + name + "' version " + version + " is not found");
+      }
+      return vit->second;
     }
-    return Status::NotFound("Request for unknown model: '" + name + "' is not found");
+    if (it != models_.end()) reason = it->second.reason.empty() ? "unloaded" : it->second.reason;
   }
-  const auto& versions = it->second.versions;
-  if (version.empty()) return versions.rbegin()->second;
-  INFERD_ASSIGN_OR_RETURN(int64_t v, ParseVersion(version));
-  auto vit = versions.find(v);
-  if (vit == versions.end()) {
-    return Status::NotFound("Request for unknown model: '" + name + "' version " + version + " is not found");
+  // Not serving: known to the repository (not ready) or unknown. Checked
+  // outside the lock; a directory test, no config parsing.
+  if (!reason.empty() || repository_.HasModel(name)) {
+    return Status::Unavailable("model '" + name + "' is not ready" + (reason.empty() ? "" : ": " + reason));
   }
-  return vit->second;
+  return Status::NotFound("Request for unknown model: '" + name + "' is not found");
 }
 
 Result<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& name, const std::string& version) const {
@@ -280,7 +285,7 @@ Status InferenceServer::UnloadModel(const std::string& name) {
     std::unique_lock<std::shared_mutex> g(mu_);
     auto it = models_.find(name);
     if (it == models_.end()) {
-      if (!repository_.ReadModel(name).ok()) return Status::NotFound("model '" + name + "' is not in the repository");
+      if (!repository_.HasModel(name)) return Status::NotFound("model '" + name + "' is not in the repository");
       return Status::OK();
     }
     old.swap(it->second.versions);

@@ -235,31 +235,22 @@ class TorchScriptBackend final : public Backend {
                                      " inputs but forward() takes " + std::to_string(required) +
                                      (required == args.size() ? "" : " to " + std::to_string(args.size())));
     }
+    // By name when every config input names a forward() argument (then all
+    // arguments must be covered), else positionally in config order.
     std::vector<size_t> index(spec.inputs.size());
     bool by_name = true;
-    for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    for (size_t i = 0; i < spec.inputs.size() && by_name; ++i) {
       auto it = std::find(args.begin(), args.end(), spec.inputs[i].name);
-      if (it == args.end()) {
-        by_name = false;
-        break;
-      }
-      index[i] = static_cast<size_t>(it - args.begin());
+      by_name = it != args.end();
+      if (by_name) index[i] = static_cast<size_t>(it - args.begin());
+    }
+    if (by_name && spec.inputs.size() != args.size()) {
+      return Status::InvalidArgument("model '" + spec.name +
+                                     "': inputs mapped by name must cover every forward() argument");
     }
     if (!by_name)
       for (size_t i = 0; i < index.size(); ++i) index[i] = i;
-    // Arguments not covered keep their defaults only when trailing.
-    const size_t num_args = by_name ? args.size() : spec.inputs.size();
-    if (by_name) {
-      for (size_t a = 0; a < args.size(); ++a) {
-        if (std::find(index.begin(), index.end(), a) == index.end() && !has_default[a]) {
-          return Status::InvalidArgument("forward() argument '" + args[a] + "' has no matching input");
-        }
-      }
-      if (spec.inputs.size() != args.size()) {
-        return Status::InvalidArgument("model '" + spec.name +
-                                       "': inputs mapped by name must cover every forward() argument");
-      }
-    }
+    const size_t num_args = spec.inputs.size();
     return std::unique_ptr<LoadedModel>(
         new TorchModel(spec, std::move(module), std::move(index), num_args, ParseThreads(spec)));
   }
