@@ -1,6 +1,6 @@
 # inferd: one-command entry points. Every target installs what it needs first.
 #   make run    build, generate the example models, serve them on :8000 (metrics :8002)
-#   make test   build + unit and integration tests, the same under ASan+UBSan, and a short fuzz run
+#   make test   a short fuzz run, the tests under ASan+UBSan, then unit + integration tests of the release build
 #   make check  only the ASan+UBSan debug build and its tests
 #   make fuzz   only the libFuzzer run of every request codec (FUZZ_SECONDS each)
 #   make format clang-format all sources
@@ -34,7 +34,8 @@ run: build examples
 unit: build
 	ctest --test-dir build --output-on-failure
 
-test: unit check fuzz
+# Unit+integration tests of the release build run last, so the run ends with ctest's summary.
+test: fuzz check unit
 
 check: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DINFERD_SANITIZE=ON

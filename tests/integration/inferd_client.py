@@ -62,6 +62,7 @@ class Server:
             self.proc.send_signal(sig)
         rc = self.proc.wait(timeout=timeout)
         self._drain.join(timeout=10)
+        self.proc.stderr.close()
         return rc
 
     # --- requests -------------------------------------------------------

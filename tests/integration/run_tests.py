@@ -5,7 +5,7 @@ Every numerical answer is compared with the same TorchScript file run by
 PyTorch in this process (abs tol 1e-5). No sleeps: tests wait on responses,
 on the server's own counters, or on a socket closing.
 
-Usage: run_tests.py --inferd PATH --workdir DIR [unittest args]
+Usage: run_tests.py --inferd PATH --workdir DIR [--reuse-repository] [unittest args, e.g. a class name]
 """
 import argparse
 import gzip
@@ -50,7 +50,8 @@ def torch_ref(name, *arrays):
 def setUpModule():
     global SERVER, REPO
     REPO = os.path.join(ARGS.workdir, "repository")
-    make_fixtures.main(REPO, ROOT)
+    if not ARGS.reuse_repository:
+        make_fixtures.main(REPO, ROOT)
     SERVER = ic.Server(ARGS.inferd, REPO, "--http-read-timeout-ms", "1500", "--http-max-body-bytes", "8388608")
 
 
@@ -400,6 +401,40 @@ class BadInput(unittest.TestCase):
                 self.assertIn("queue is full", js["error"])
 
 
+class ExplicitControl(unittest.TestCase):
+    def test_load_unload_over_http(self):
+        server = ic.Server(ARGS.inferd, REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp")
+        try:
+            st, index = server.post_json("/v2/repository/index", {})
+            states = {e["name"]: e["state"] for e in index}
+            self.assertEqual(states["tiny_mlp"], "READY")
+            self.assertEqual(states["mlp"], "UNAVAILABLE")
+            x = np.random.default_rng(5).standard_normal((2, 8)).astype(np.float32)
+            st, js = server.post_json("/v2/models/mlp/infer", ic.v2_json_request({"x": x}))
+            self.assertEqual(st, 503, js)
+            self.assertEqual(server.request("GET", "/v2/models/mlp/ready")[0], 400)
+            self.assertEqual(server.post_json("/v2/repository/models/mlp/load", {})[0], 200)
+            st, js = server.post_json("/v2/models/mlp/infer", ic.v2_json_request({"x": x}))
+            self.assertEqual(st, 200, js)
+            np.testing.assert_allclose(np.array(js["outputs"][0]["data"]).reshape(2, 3), torch_ref("mlp", x), atol=TOL)
+            self.assertEqual(server.post_json("/v2/repository/models/mlp/unload", {})[0], 200)
+            self.assertEqual(server.post_json("/v2/models/mlp/infer", ic.v2_json_request({"x": x}))[0], 503)
+            # Load with a replacement config (Triton's parameters.config): no batching this time.
+            cfg = {"platform": "pytorch_libtorch", "max_batch_size": 0,
+                   "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [-1, 8]}],
+                   "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [-1, 3]}]}
+            st, js = server.post_json("/v2/repository/models/mlp/load", {"parameters": {"config": json.dumps(cfg)}})
+            self.assertEqual(st, 200, js)
+            st, md = server.get_json("/v2/models/mlp")
+            self.assertEqual(md["inputs"][0]["shape"], [-1, 8])
+            st, js = server.post_json("/v2/repository/models/broken/load", {})
+            self.assertEqual(st, 400)
+            self.assertIn("max_batch_sise", js["error"])
+            self.assertEqual(server.post_json("/v2/repository/models/ghost/load", {})[0], 404)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
 class Shutdown(unittest.TestCase):
     def test_sigterm_finishes_in_flight_requests(self):
         server = ic.Server(ARGS.inferd, REPO)
@@ -428,6 +463,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--inferd", required=True)
     parser.add_argument("--workdir", required=True)
+    parser.add_argument("--reuse-repository", action="store_true",
+                        help="use WORKDIR/repository as it is (made by make_fixtures.py)")
     ARGS, rest = parser.parse_known_args()
     os.makedirs(ARGS.workdir, exist_ok=True)
     prog = unittest.main(module=__name__, argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
