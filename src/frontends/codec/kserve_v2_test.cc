@@ -61,6 +61,38 @@ TEST(KServeV2Golden, ParsedRequestsMatchGoldenFiles) {
   EXPECT_GE(checked, 10);
 }
 
+// Each golden request that parses is answered with its inputs as outputs; the
+// encoded response (honouring the request's binary options) must match
+// NAME.response (JSON header, then any binary section).
+TEST(KServeV2Golden, EncodedResponsesMatchGoldenFiles) {
+  const fs::path dir = fs::path(INFERD_SOURCE_DIR) / "tests/golden/v2";
+  const bool update = std::getenv("INFERD_UPDATE_GOLDEN") != nullptr;
+  int checked = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 13 || name.substr(name.size() - 13) != ".request.json") continue;
+    auto parsed = v2::ParseInferRequest(std::make_shared<const std::string>(Read(e.path())), std::nullopt, "m", "");
+    if (!parsed.ok()) continue;
+    InferResponse resp;
+    resp.model_name = "m";
+    resp.model_version = "1";
+    resp.id = (*parsed)->id;
+    resp.outputs = (*parsed)->inputs;
+    for (size_t i = 0; i < resp.outputs.size() && i < (*parsed)->outputs.size(); ++i) {
+      resp.outputs[i].name = (*parsed)->outputs[i].name;  // answer under the requested names
+    }
+    v2::EncodedResponse enc = v2::EncodeInferResponse(resp, v2::OutputOptionsOf(**parsed));
+    std::string got = enc.body;
+    if (enc.header_length) got = "header_length " + std::to_string(*enc.header_length) + "\n" + got;
+    const fs::path golden = dir / (name.substr(0, name.size() - 13) + ".response");
+    if (update) std::ofstream(golden, std::ios::binary) << got;
+    ASSERT_TRUE(fs::exists(golden)) << "missing golden " << golden << " (run with INFERD_UPDATE_GOLDEN=1)";
+    EXPECT_EQ(got, Read(golden)) << "golden mismatch for " << name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
+}
+
 std::shared_ptr<const std::string> BinaryBody(const std::string& json, const std::string& binary, size_t* header) {
   *header = json.size();
   return std::make_shared<const std::string>(json + binary);
