@@ -60,7 +60,11 @@ Status Tensor::Validate() const {
     }
     return Status::OK();
   }
-  const size_t want = static_cast<size_t>(n) * DataTypeByteSize(dtype);
+  const size_t elem = DataTypeByteSize(dtype);
+  if (static_cast<uint64_t>(n) > SIZE_MAX / elem) {
+    return Status::InvalidArgument("tensor '" + name + "' shape " + ShapeToString(shape) + " is too large");
+  }
+  const size_t want = static_cast<size_t>(n) * elem;
   if (byte_size != want) {
     return Status::InvalidArgument("tensor '" + name + "' has " + std::to_string(byte_size) +
                                    " bytes of data but shape " + ShapeToString(shape) + " of " +

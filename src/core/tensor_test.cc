@@ -13,6 +13,13 @@ TEST(Tensor, ValidateChecksBytesAgainstShape) {
   EXPECT_TRUE(t.Validate().ok());
   t.byte_size = 20;
   EXPECT_FALSE(t.Validate().ok());
+  // 2^61 FP64 elements would be 2^64 bytes: must not wrap around to 0.
+  Tensor huge;
+  huge.name = "h";
+  huge.dtype = DataType::kFp64;
+  huge.shape = {int64_t{1} << 61};
+  huge.byte_size = 0;
+  EXPECT_FALSE(huge.Validate().ok());
 }
 
 TEST(Tensor, BytesElementsAndSlices) {

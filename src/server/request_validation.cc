@@ -25,12 +25,14 @@ Status ApplySchedulingParameters(InferRequest* r) {
   for (const auto& [key, value] : r->parameters) {
     if (key != "priority" && key != "timeout") continue;
     int64_t v = 0;
-    if (const auto* i = std::get_if<int64_t>(&value))
+    if (const auto* i = std::get_if<int64_t>(&value)) {
       v = *i;
-    else if (const auto* d = std::get_if<double>(&value); d && *d == static_cast<double>(static_cast<int64_t>(*d)))
-      v = static_cast<int64_t>(*d);
-    else
-      return Status::InvalidArgument("request parameter '" + key + "' must be an integer");
+    } else if (const auto* d = std::get_if<double>(&value);
+               d && *d >= 0 && *d < 9.2e18 && *d == static_cast<double>(static_cast<int64_t>(*d))) {
+      v = static_cast<int64_t>(*d);  // range checked first: the cast is defined
+    } else {
+      return Status::InvalidArgument("request parameter '" + key + "' must be a non-negative integer");
+    }
     if (v < 0) return Status::InvalidArgument("request parameter '" + key + "' must be >= 0");
     if (key == "priority") {
       if (v > UINT32_MAX) return Status::InvalidArgument("request parameter 'priority' is too large");

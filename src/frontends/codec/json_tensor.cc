@@ -43,15 +43,25 @@ Status ReadInt(const rapidjson::Value& v, T* out) {
     return Status::InvalidArgument("value out of range");
   }
   if (v.IsDouble()) {
+    // Exact bounds: [-2^digits, 2^digits) for signed T, [0, 2^digits) for
+    // unsigned (static_cast<double>(max) rounds up to 2^digits for 64 bits).
     const double d = v.GetDouble();
-    if (std::isfinite(d) && d == std::floor(d) && d >= static_cast<double>(std::numeric_limits<T>::min()) &&
-        d <= static_cast<double>(std::numeric_limits<T>::max())) {
+    const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);
+    const double lo = std::is_signed_v<T> ? -hi : 0.0;
+    if (std::isfinite(d) && d == std::floor(d) && d >= lo && d < hi) {
       *out = static_cast<T>(d);
       return Status::OK();
     }
     return Status::InvalidArgument("expected an integer");
   }
   return Status::InvalidArgument("expected an integer");
+}
+
+// double -> float without undefined behaviour: out of range becomes +-inf.
+float ToFloat(double d) {
+  if (d > std::numeric_limits<float>::max()) return std::numeric_limits<float>::infinity();
+  if (d < -std::numeric_limits<float>::max()) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(d);
 }
 
 Status ReadDouble(const rapidjson::Value& v, double* out) {

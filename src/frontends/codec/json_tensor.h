@@ -12,9 +12,12 @@
 
 namespace inferd::json {
 
-// Parse flags used for all request bodies: full-precision numbers, NaN/Inf
-// literals accepted, bounded by the body size limit upstream.
-inline constexpr unsigned kParseFlags = rapidjson::kParseFullPrecisionFlag | rapidjson::kParseNanAndInfFlag;
+// Parse flags used for all request bodies: NaN/Inf literals accepted.
+// Not kParseFullPrecisionFlag: rapidjson 1.1's full-precision path
+// (StrtodDiyFp) reads out of bounds on inputs such as
+// 888888876.8000017368765888888888820e-339 (found by fuzz_v1_predict). The
+// default path is within a few ULP of a double: exact for FP32 and below.
+inline constexpr unsigned kParseFlags = rapidjson::kParseNanAndInfFlag;
 
 // Flattens `data` (nested or flat arrays, or a scalar) into a tensor of
 // `dtype` and `shape`, checking element types, ranges and the element count.

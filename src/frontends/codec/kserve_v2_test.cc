@@ -170,6 +170,20 @@ TEST(KServeV2Encode, JsonAndBinaryOutputs) {
   EXPECT_EQ(std::memcmp(bin.body.data() + *bin.header_length, f, 8), 0);
 }
 
+TEST(KServeV2Json, IntegerBoundsAreExact) {
+  auto parse = [](const std::string& dt, const std::string& v) {
+    auto body = std::make_shared<const std::string>(R"({"inputs":[{"name":"a","shape":[1],"datatype":")" + dt +
+                                                    R"(","data":[)" + v + "]}]}");
+    return v2::ParseInferRequest(body, std::nullopt, "m", "");
+  };
+  EXPECT_FALSE(parse("UINT64", "18446744073709551616.0").ok());  // 2^64 as a double (found by fuzzing)
+  EXPECT_FALSE(parse("INT64", "9223372036854775808.0").ok());    // 2^63
+  EXPECT_TRUE(parse("INT64", "-9223372036854775808.0").ok());    // -2^63 fits
+  EXPECT_FALSE(parse("INT8", "128.0").ok());
+  EXPECT_TRUE(parse("INT8", "-128.0").ok());
+  EXPECT_TRUE(parse("FP32", "1e300").ok());  // overflows to +inf, without undefined behaviour
+}
+
 TEST(KServeV2Encode, ErrorBodyIsEscaped) { EXPECT_EQ(v2::EncodeError("bad \"x\"\n"), R"({"error":"bad \"x\"\n"})"); }
 
 }  // namespace

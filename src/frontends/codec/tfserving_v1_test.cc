@@ -51,6 +51,13 @@ TEST(TfServingV1, Errors) {
   EXPECT_FALSE(needs_names.ok());
 }
 
+TEST(TfServingV1, NumbersThatCrashedRapidjsonFullPrecisionParseSafely) {
+  // Found by fuzz_v1_predict: an out-of-bounds read in rapidjson's StrtodDiyFp.
+  auto r = v1::ParsePredictRequest(R"({"instances":[888888876.8000017368765888888888820e-339]})", kOne, "m", "");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Flat(r->request->inputs[0]), "[1][0]");
+}
+
 TEST(TfServingV1, EncodesPredictionsAndOutputs) {
   InferResponse resp;
   float f[4] = {1, 2, 3, 4};
