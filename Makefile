@@ -3,6 +3,7 @@
 #   make test   a short fuzz run, the tests under ASan+UBSan, then unit + integration tests of the release build
 #   make check  only the ASan+UBSan debug build and its tests
 #   make fuzz   only the libFuzzer run of every request codec (FUZZ_SECONDS each)
+#   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
 #   make format clang-format all sources
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
@@ -10,7 +11,7 @@ FUZZ_SECONDS ?= 20
 PY := /usr/bin/python3
 EXAMPLES := examples/repository
 
-.PHONY: all deps build examples run test unit check fuzz format clean
+.PHONY: all deps build examples run test unit check fuzz bench format clean
 
 all: build
 
@@ -54,6 +55,10 @@ fuzz: deps
 	    tail -60 build-fuzz/$$name.log; echo "fuzz: $$name FAILED"; exit 1; fi; \
 	  grep -E "^stat::number_of_executed_units" build-fuzz/$$name.log; \
 	done
+
+bench: build
+	@scripts/setup.sh --bench
+	$(PY) bench/run_bench.py --inferd build/src/inferd
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -2,6 +2,8 @@
 # Installs everything inferd needs to build, test and run, from Debian
 # bookworm packages only (no pip, no downloads). Idempotent: does nothing when
 # every package is already installed.
+#   scripts/setup.sh          build, test and run
+#   scripts/setup.sh --bench  also the benchmark baselines (FastAPI, nginx, matplotlib)
 set -euo pipefail
 
 PACKAGES=(
@@ -14,6 +16,9 @@ PACKAGES=(
   python3-torch python3-sklearn python3-numpy   # example models, fixtures, reference outputs (/usr/bin/python3)
   curl
 )
+if [ "${1:-}" = "--bench" ]; then
+  PACKAGES+=(python3-fastapi python3-uvicorn python3-matplotlib nginx-light)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -9,5 +9,7 @@ namespace inferd::cli {
 
 // Adds `serve` to `app`; `run` is set to the command's entry point.
 void AddServeCommand(CLI::App& app, std::function<int()>* run);
+// Adds `bench` (load generator and in-process baseline).
+void AddBenchCommand(CLI::App& app, std::function<int()>* run);
 
 }  // namespace inferd::cli

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import unittest
@@ -399,6 +400,78 @@ class BadInput(unittest.TestCase):
         for st, js in results:
             if st == 503:
                 self.assertIn("queue is full", js["error"])
+
+
+class Bench(unittest.TestCase):
+    """`inferd bench` against the live server: a 2-second run and its report."""
+
+    def run_bench(self, *extra):
+        out = os.path.join(ARGS.workdir, "bench_report.json")
+        cmd = [ARGS.inferd, "bench", "-m", "tiny_mlp", "--url", "http://127.0.0.1:%d" % SERVER.port,
+               "--warmup-s", "0.5", "--window-s", "1", "--duration-s", "2", "--output", out, *extra]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("p99 us", proc.stdout)
+        with open(out) as f:
+            return json.load(f)
+
+    def test_closed_loop_report(self):
+        rep = self.run_bench("--concurrency", "1,4", "--protocol", "v2-binary")
+        self.assertGreater(rep["machine"]["cores"], 0)
+        self.assertTrue(rep["machine"]["cpu_model"])
+        self.assertEqual([r["load"] for r in rep["rows"]], [1, 4])
+        for r in rep["rows"]:
+            self.assertEqual(r["mode"], "concurrency")
+            self.assertEqual(r["errors"], 0)
+            self.assertGreater(r["requests"], 0)
+            self.assertAlmostEqual(r["requests_per_s"], r["requests"] / r["duration_s"], places=3)
+            self.assertLessEqual(r["p50_us"], r["p90_us"])
+            self.assertLessEqual(r["p90_us"], r["p95_us"])
+            self.assertLessEqual(r["p95_us"], r["p99_us"])
+            self.assertLessEqual(r["p99_us"], r["max_us"])
+            self.assertEqual(r["windows"], 2)
+            # The server-side breakdown comes from the statistics endpoint.
+            self.assertIsNotNone(r["server"])
+            self.assertGreater(r["server"]["compute_infer_us"], 0)
+            self.assertGreaterEqual(r["server"]["avg_batch_rows"], 1)
+
+    def test_open_loop_and_csv(self):
+        rep = self.run_bench("--request-rate", "200", "--protocol", "v1")
+        r = rep["rows"][0]
+        self.assertEqual(r["mode"], "rate")
+        self.assertEqual(r["errors"], 0)
+        # Poisson arrivals at 200/s for 2 s: about 400 requests (the seeded schedule
+        # has 5 sigma ~ 100; the lower bound also allows a slow sanitizer build).
+        self.assertGreater(r["requests"], 250)
+        self.assertLess(r["requests"], 500)
+        out = os.path.join(ARGS.workdir, "bench_report.csv")
+        proc = subprocess.run([ARGS.inferd, "bench", "-m", "tiny_mlp", "--url", "http://127.0.0.1:%d" % SERVER.port,
+                               "--warmup-s", "0.2", "--window-s", "0.5", "--duration-s", "0.5", "--output", out],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(out) as f:
+            header, row = f.read().splitlines()[:2]
+        self.assertTrue(header.startswith("label,mode,load,protocol,batch_size,requests_per_s"))
+        self.assertEqual(len(header.split(",")), len(row.split(",")))
+
+    def test_in_process_baseline(self):
+        out = os.path.join(ARGS.workdir, "bench_inproc.json")
+        proc = subprocess.run([ARGS.inferd, "bench", "--in-process", "--model-repository", REPO, "-m", "tiny_mlp",
+                               "--batch-sizes", "1,4", "--warmup-s", "0.2", "--window-s", "0.5", "--output", out],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(out) as f:
+            rows = json.load(f)["rows"]
+        self.assertEqual([r["batch_size"] for r in rows], [1, 4])
+        for r in rows:
+            self.assertEqual(r["mode"], "in-process")
+            self.assertGreater(r["requests"], 0)
+
+    def test_unknown_model_fails_cleanly(self):
+        proc = subprocess.run([ARGS.inferd, "bench", "-m", "nope", "--url", "http://127.0.0.1:%d" % SERVER.port],
+                              capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("404", proc.stderr)
 
 
 class ExplicitControl(unittest.TestCase):

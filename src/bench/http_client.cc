@@ -1,0 +1,161 @@
+#include "bench/http_client.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace inferd::bench {
+
+HttpClient::~HttpClient() { Close(); }
+
+void HttpClient::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  buf_.clear();
+}
+
+Status HttpClient::Connect() {
+  Close();
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(port_);
+  if (int rc = ::getaddrinfo(host_.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return Status::Unavailable("cannot resolve " + host_ + ": " + gai_strerror(rc));
+  }
+  Status st = Status::Unavailable("cannot connect to " + host_ + ":" + port);
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      fd_ = fd;
+      st = Status::OK();
+      break;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return st;
+}
+
+Status HttpClient::SendAll(const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::Unavailable(std::string("send failed: ") + std::strerror(errno));
+    off += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+Result<HttpResult> HttpClient::ReadResponse() {
+  auto fill = [&]() -> Status {
+    char tmp[65536];
+    ssize_t n;
+    do {
+      n = ::recv(fd_, tmp, sizeof tmp, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) return Status::Unavailable("connection closed by the server");
+    if (n < 0) return Status::Unavailable(std::string("recv failed: ") + std::strerror(errno));
+    buf_.append(tmp, static_cast<size_t>(n));
+    return Status::OK();
+  };
+  size_t header_end;
+  while ((header_end = buf_.find("\r\n\r\n")) == std::string::npos) INFERD_RETURN_IF_ERROR(fill());
+  HttpResult r;
+  std::string_view head(buf_.data(), header_end);
+  const size_t line_end = head.find("\r\n");
+  std::string_view status_line = head.substr(0, line_end);
+  if (status_line.size() < 12 || status_line.substr(0, 5) != "HTTP/") return Status::Internal("bad status line");
+  std::from_chars(status_line.data() + 9, status_line.data() + 12, r.status);
+  size_t pos = line_end == std::string_view::npos ? head.size() : line_end + 2;
+  while (pos < head.size()) {
+    size_t e = head.find("\r\n", pos);
+    if (e == std::string_view::npos) e = head.size();
+    std::string_view line = head.substr(pos, e - pos);
+    pos = e + 2;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string name(line.substr(0, colon));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    r.headers[name] = std::string(value);
+  }
+  if (r.headers.count("transfer-encoding")) return Status::Unimplemented("chunked responses are not supported");
+  size_t length = 0;
+  if (auto it = r.headers.find("content-length"); it != r.headers.end()) {
+    std::from_chars(it->second.data(), it->second.data() + it->second.size(), length);
+  }
+  const size_t body_start = header_end + 4;
+  while (buf_.size() < body_start + length) INFERD_RETURN_IF_ERROR(fill());
+  r.body = buf_.substr(body_start, length);
+  buf_.erase(0, body_start + length);
+  if (auto it = r.headers.find("connection"); it != r.headers.end() && it->second == "close") Close();
+  return r;
+}
+
+Result<HttpResult> HttpClient::Request(const std::string& method, const std::string& path, const std::string& body,
+                                       const std::vector<std::pair<std::string, std::string>>& headers) {
+  std::string req;
+  req.reserve(256 + body.size());
+  req += method;
+  req += ' ';
+  req += path;
+  req += " HTTP/1.1\r\nHost: ";
+  req += host_;
+  req += "\r\nContent-Length: ";
+  req += std::to_string(body.size());
+  req += "\r\n";
+  for (const auto& [k, v] : headers) {
+    req += k;
+    req += ": ";
+    req += v;
+    req += "\r\n";
+  }
+  req += "\r\n";
+  req += body;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (fd_ < 0) INFERD_RETURN_IF_ERROR(Connect());
+    Status st = SendAll(req);
+    if (st.ok()) {
+      auto r = ReadResponse();
+      if (r.ok()) return r;
+      st = r.status();
+    }
+    Close();  // the server may have closed an idle keep-alive connection: retry once
+    if (attempt == 1) return st;
+  }
+  return Status::Internal("unreachable");
+}
+
+Result<std::pair<std::string, uint16_t>> ParseUrl(const std::string& url) {
+  std::string_view u = url;
+  if (u.rfind("http://", 0) == 0)
+    u.remove_prefix(7);
+  else if (u.find("://") != std::string_view::npos)
+    return Status::InvalidArgument("only http:// URLs are supported");
+  if (auto slash = u.find('/'); slash != std::string_view::npos) u = u.substr(0, slash);
+  uint16_t port = 80;
+  std::string host(u);
+  if (auto colon = u.rfind(':'); colon != std::string_view::npos) {
+    host = std::string(u.substr(0, colon));
+    auto [p, ec] = std::from_chars(u.data() + colon + 1, u.data() + u.size(), port);
+    if (ec != std::errc() || p != u.data() + u.size()) return Status::InvalidArgument("bad port in URL '" + url + "'");
+  }
+  if (host.empty()) return Status::InvalidArgument("no host in URL '" + url + "'");
+  return std::make_pair(host, port);
+}
+
+}  // namespace inferd::bench

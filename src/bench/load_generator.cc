@@ -1,0 +1,127 @@
+#include "bench/load_generator.h"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "bench/http_client.h"
+
+namespace inferd::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// Samples of one client thread; the main thread reads them between windows.
+struct Recorder {
+  std::mutex mu;
+  std::vector<Sample> samples;
+  std::string first_error;
+  void Add(const Sample& s) {
+    std::lock_guard<std::mutex> g(mu);
+    samples.push_back(s);
+  }
+};
+
+bool Send(HttpClient& client, const PreparedRequest& req, std::string* error) {
+  auto r = client.Request("POST", req.path, req.body, req.headers);
+  if (!r.ok()) {
+    if (error->empty()) *error = r.status().ToString();
+    return false;
+  }
+  if (r->status != 200) {
+    if (error->empty()) *error = "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 300);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+LoadResult RunLoad(const LoadOptions& o) {
+  const bool open_loop = o.request_rate > 0;
+  const int workers = open_loop ? o.max_connections : o.concurrency;
+  const double planned_s = o.warmup_s + (o.duration_s > 0 ? o.duration_s : o.window_s * o.max_windows) + 1.0;
+  const std::vector<double> arrivals =
+      open_loop ? PoissonArrivals(o.request_rate, planned_s, o.seed) : std::vector<double>();
+  std::atomic<size_t> next_arrival{0};
+  std::atomic<bool> stop{false};
+  std::vector<Recorder> recorders(static_cast<size_t>(workers));
+  const Clock::time_point t0 = Clock::now();
+
+  auto worker = [&](int id) {
+    HttpClient client(o.host, o.port);
+    Recorder& rec = recorders[static_cast<size_t>(id)];
+    std::string error;
+    size_t k = static_cast<size_t>(id);
+    while (!stop.load(std::memory_order_relaxed)) {
+      const PreparedRequest& req = o.requests[k++ % o.requests.size()];
+      Clock::time_point start;
+      if (open_loop) {
+        const size_t i = next_arrival.fetch_add(1);
+        if (i >= arrivals.size()) break;
+        start = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals[i]));
+        std::this_thread::sleep_until(start);  // the schedule, not a wait for an event
+        if (stop.load(std::memory_order_relaxed)) break;
+      } else {
+        start = Clock::now();
+      }
+      const bool ok = Send(client, req, &error);
+      const Clock::time_point end = Clock::now();
+      rec.Add({Seconds(t0, end), std::chrono::duration<double, std::micro>(end - start).count(), ok});
+      if (!ok && rec.first_error.empty()) {
+        std::lock_guard<std::mutex> g(rec.mu);
+        rec.first_error = error;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < workers; ++i) threads.emplace_back(worker, i);
+
+  auto collect = [&]() {
+    std::vector<Sample> all;
+    for (auto& r : recorders) {
+      std::lock_guard<std::mutex> g(r.mu);
+      all.insert(all.end(), r.samples.begin(), r.samples.end());
+    }
+    return all;
+  };
+
+  LoadResult result;
+  double window_start = o.warmup_s;
+  std::this_thread::sleep_until(
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(window_start)));
+  const int max_windows =
+      o.duration_s > 0 ? std::max(1, static_cast<int>(o.duration_s / o.window_s + 0.5)) : o.max_windows;
+  while (static_cast<int>(result.windows.size()) < max_windows) {
+    const double window_end = window_start + o.window_s;
+    std::this_thread::sleep_until(
+        t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(window_end)));
+    result.windows.push_back(Summarize(collect(), window_start, window_end));
+    window_start = window_end;
+    if (o.duration_s <= 0 && IsStable(result.windows, o.stable_windows, o.tolerance)) {
+      result.stable = true;
+      break;
+    }
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+
+  const int n = static_cast<int>(result.windows.size());
+  result.reported_windows = (result.stable || o.duration_s > 0) ? std::min(n, result.stable ? o.stable_windows : n) : n;
+  const double from = o.warmup_s + o.window_s * (n - result.reported_windows);
+  result.summary = Summarize(collect(), from, o.warmup_s + o.window_s * n);
+  for (auto& r : recorders) {
+    if (!r.first_error.empty()) {
+      result.first_error = r.first_error;
+      break;
+    }
+  }
+  return result;
+}
+
+}  // namespace inferd::bench

@@ -1,0 +1,46 @@
+// The load generator behind `inferd bench`: closed loop (N concurrent
+// clients, each sending its next request when the previous one answers) or
+// open loop (Poisson arrivals at a fixed rate, latency measured from each
+// request's scheduled time, so client-side queueing counts).
+//
+// A run is a warm-up, then measurement windows until the last
+// `stable_windows` agree within `tolerance` (perf_analyzer's rule) or
+// `max_windows` pass; or, with `duration_s`, windows for that long.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/request_builder.h"
+#include "bench/stats.h"
+
+namespace inferd::bench {
+
+struct LoadOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;
+  std::vector<PreparedRequest> requests;  // cycled through
+  int concurrency = 1;                    // closed loop
+  double request_rate = 0;                // > 0: open loop, requests per second
+  int max_connections = 64;               // open loop: client connections (workers)
+  double warmup_s = 1.0;
+  double window_s = 2.0;
+  int stable_windows = 3;
+  double tolerance = 0.10;
+  int max_windows = 10;
+  double duration_s = 0;  // > 0: measure exactly this long (windows of window_s), ignore stability
+  uint64_t seed = 1;
+};
+
+struct LoadResult {
+  Summary summary;               // over the reported windows
+  std::vector<Summary> windows;  // every measurement window
+  bool stable = false;
+  int reported_windows = 0;
+  std::string first_error;  // the first error message seen, if any
+};
+
+LoadResult RunLoad(const LoadOptions& options);
+
+}  // namespace inferd::bench

@@ -1,0 +1,239 @@
+#include "bench/request_builder.h"
+
+#include <rapidjson/document.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "frontends/codec/json_tensor.h"
+#include "frontends/codec/json_writer.h"
+
+namespace inferd::bench {
+
+Result<Protocol> ParseProtocol(const std::string& name) {
+  if (name == "v2-json" || name == "http") return Protocol::kV2Json;
+  if (name == "v2-binary") return Protocol::kV2Binary;
+  if (name == "v1") return Protocol::kV1;
+  return Status::InvalidArgument("unknown protocol '" + name + "' (v2-json, v2-binary, v1)");
+}
+
+Result<ModelDesc> ParseModelMetadata(const std::string& json) {
+  rapidjson::Document doc;
+  doc.Parse(json.data(), json.size());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("inputs") || !doc["inputs"].IsArray()) {
+    return Status::InvalidArgument("not a KServe v2 model metadata response: " + json.substr(0, 200));
+  }
+  ModelDesc m;
+  if (doc.HasMember("name") && doc["name"].IsString()) m.name = doc["name"].GetString();
+  for (const auto& in : doc["inputs"].GetArray()) {
+    if (!in.IsObject() || !in.HasMember("name") || !in.HasMember("datatype") || !in.HasMember("shape")) {
+      return Status::InvalidArgument("bad input in metadata");
+    }
+    InputDesc d;
+    d.name = in["name"].GetString();
+    auto dt = DataTypeFromWire(in["datatype"].GetString());
+    if (!dt) return Status::InvalidArgument("unknown datatype in metadata");
+    d.dtype = *dt;
+    for (const auto& s : in["shape"].GetArray()) d.shape.push_back(s.GetInt64());
+    m.inputs.push_back(std::move(d));
+  }
+  m.batched = !m.inputs.empty() && !m.inputs[0].shape.empty() && m.inputs[0].shape[0] == -1;
+  return m;
+}
+
+namespace {
+
+Shape Concrete(const ModelDesc& m, const InputDesc& in, int batch) {
+  Shape s = in.shape;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] < 0) s[i] = (i == 0 && m.batched) ? batch : 1;
+  return s;
+}
+
+template <typename T>
+void Fill(std::string* buf, int64_t n, std::mt19937_64& rng, double lo, double hi) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (int64_t i = 0; i < n; ++i) {
+    T v = static_cast<T>(u(rng));
+    buf->append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+}
+
+}  // namespace
+
+std::vector<Tensor> RandomInputs(const ModelDesc& model, int batch_size, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> out;
+  for (const auto& in : model.inputs) {
+    Shape shape = Concrete(model, in, batch_size);
+    const int64_t n = ElementCount(shape);
+    std::string buf;
+    switch (in.dtype) {
+      case DataType::kBool:
+        Fill<uint8_t>(&buf, n, rng, 0, 2);
+        break;
+      case DataType::kUint8:
+        Fill<uint8_t>(&buf, n, rng, 0, 100);
+        break;
+      case DataType::kUint16:
+        Fill<uint16_t>(&buf, n, rng, 0, 100);
+        break;
+      case DataType::kUint32:
+        Fill<uint32_t>(&buf, n, rng, 0, 100);
+        break;
+      case DataType::kUint64:
+        Fill<uint64_t>(&buf, n, rng, 0, 100);
+        break;
+      case DataType::kInt8:
+        Fill<int8_t>(&buf, n, rng, -50, 50);
+        break;
+      case DataType::kInt16:
+        Fill<int16_t>(&buf, n, rng, -50, 50);
+        break;
+      case DataType::kInt32:
+        Fill<int32_t>(&buf, n, rng, -50, 50);
+        break;
+      case DataType::kInt64:
+        Fill<int64_t>(&buf, n, rng, -50, 50);
+        break;
+      case DataType::kFp64:
+        Fill<double>(&buf, n, rng, 0, 1);
+        break;
+      case DataType::kFp16:
+      case DataType::kBf16: {
+        std::uniform_real_distribution<float> u(0, 1);
+        for (int64_t i = 0; i < n; ++i) {
+          uint16_t h = in.dtype == DataType::kFp16 ? FloatToHalf(u(rng)) : FloatToBf16(u(rng));
+          buf.append(reinterpret_cast<const char*>(&h), 2);
+        }
+        break;
+      }
+      case DataType::kBytes:
+        for (int64_t i = 0; i < n; ++i) AppendBytesElement(&buf, std::string_view("inferd"));
+        break;
+      case DataType::kFp32:
+      case DataType::kInvalid:
+        Fill<float>(&buf, n, rng, 0, 1);
+        break;
+    }
+    out.push_back(Tensor::Copy(in.name, in.dtype, shape,
+                               std::span<const std::byte>(reinterpret_cast<const std::byte*>(buf.data()), buf.size())));
+  }
+  return out;
+}
+
+Result<std::vector<std::vector<Tensor>>> InputsFromFile(const std::string& path, const ModelDesc& model) {
+  std::ifstream f(path);
+  if (!f) return Status::NotFound("cannot read input data file '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  rapidjson::Document doc;
+  doc.Parse<json::kParseFlags>(text.data(), text.size());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("data") || !doc["data"].IsArray()) {
+    return Status::InvalidArgument(path + ": expected {\"data\": [{input: values}, ...]}");
+  }
+  std::vector<std::vector<Tensor>> sets;
+  for (const auto& entry : doc["data"].GetArray()) {
+    if (!entry.IsObject()) return Status::InvalidArgument(path + ": each data entry must be an object");
+    std::vector<Tensor> set;
+    for (const auto& in : model.inputs) {
+      auto it = entry.FindMember(in.name.c_str());
+      if (it == entry.MemberEnd()) return Status::InvalidArgument(path + ": an entry lacks input '" + in.name + "'");
+      const rapidjson::Value* values = &it->value;
+      Shape shape = Concrete(model, in, 1);
+      if (values->IsObject()) {
+        if (!values->HasMember("content") || !values->HasMember("shape")) {
+          return Status::InvalidArgument(path + ": objects need 'content' and 'shape'");
+        }
+        shape.clear();
+        for (const auto& d : (*values)["shape"].GetArray()) shape.push_back(d.GetInt64());
+        values = &(*values)["content"];
+      }
+      INFERD_ASSIGN_OR_RETURN(Tensor t, json::DecodeTensorData(*values, in.dtype, shape, in.name));
+      set.push_back(std::move(t));
+    }
+    sets.push_back(std::move(set));
+  }
+  if (sets.empty()) return Status::InvalidArgument(path + ": no data entries");
+  return sets;
+}
+
+Result<PreparedRequest> EncodeRequest(Protocol protocol, const ModelDesc& model, const std::string& version,
+                                      const std::vector<Tensor>& inputs) {
+  PreparedRequest r;
+  const std::string base = "/" + std::string(protocol == Protocol::kV1 ? "v1" : "v2") + "/models/" + model.name +
+                           (version.empty() ? "" : "/versions/" + version);
+  std::string& b = r.body;
+  if (protocol == Protocol::kV1) {
+    r.path = base + ":predict";
+    if (model.batched) {
+      // Row format: one instance per row.
+      const int64_t rows = inputs.empty() || inputs[0].shape.empty() ? 0 : inputs[0].shape[0];
+      b = "{\"instances\":[";
+      for (int64_t row = 0; row < rows; ++row) {
+        if (row) b.push_back(',');
+        if (inputs.size() > 1) b.push_back('{');
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          if (i) b.push_back(',');
+          if (inputs.size() > 1) json::AppendKey(&b, inputs[i].name);
+          Shape dims(inputs[i].shape.begin() + 1, inputs[i].shape.end());
+          json::AppendNestedData(&b, inputs[i], dims, row * ElementCount(dims), true);
+        }
+        if (inputs.size() > 1) b.push_back('}');
+      }
+      b += "]}";
+    } else {
+      b = "{\"inputs\":{";
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (i) b.push_back(',');
+        json::AppendKey(&b, inputs[i].name);
+        json::AppendNestedData(&b, inputs[i], inputs[i].shape, 0, true);
+      }
+      b += "}}";
+    }
+    r.headers.emplace_back("Content-Type", "application/json");
+    return r;
+  }
+  r.path = base + "/infer";
+  const bool binary = protocol == Protocol::kV2Binary;
+  b = "{\"inputs\":[";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (i) b.push_back(',');
+    b += "{\"name\":";
+    json::AppendEscaped(&b, t.name);
+    b += ",\"shape\":[";
+    for (size_t k = 0; k < t.shape.size(); ++k) {
+      if (k) b.push_back(',');
+      json::AppendNumber(&b, t.shape[k]);
+    }
+    b += "],\"datatype\":\"";
+    b += DataTypeToWire(t.dtype);
+    b += "\"";
+    if (binary) {
+      b += ",\"parameters\":{\"binary_data_size\":";
+      json::AppendNumber(&b, t.byte_size);
+      b += "}}";
+    } else {
+      b += ",\"data\":";
+      json::AppendFlatData(&b, t);
+      b += "}";
+    }
+  }
+  b += "]";
+  if (binary) b += ",\"parameters\":{\"binary_data_output\":true}";
+  b += "}";
+  if (binary) {
+    const size_t header = b.size();
+    for (const Tensor& t : inputs) b.append(reinterpret_cast<const char*>(t.data), t.byte_size);
+    r.headers.emplace_back("Inference-Header-Content-Length", std::to_string(header));
+    r.headers.emplace_back("Content-Type", "application/octet-stream");
+  } else {
+    r.headers.emplace_back("Content-Type", "application/json");
+  }
+  return r;
+}
+
+}  // namespace inferd::bench

@@ -1,0 +1,51 @@
+// Builds the request bodies the load generator sends: from a model's KServe
+// v2 metadata (random data, fixed seed) or from a perf_analyzer-style JSON
+// data file, in one of the wire protocols inferd speaks.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace inferd::bench {
+
+enum class Protocol { kV2Json, kV2Binary, kV1 };
+Result<Protocol> ParseProtocol(const std::string& name);  // "v2-json" | "v2-binary" | "v1"
+
+struct InputDesc {
+  std::string name;
+  DataType dtype = DataType::kFp32;
+  Shape shape;  // as metadata gives it (-1 = variable)
+};
+
+struct ModelDesc {
+  std::string name;
+  std::vector<InputDesc> inputs;
+  bool batched = false;  // metadata shapes lead with -1
+};
+
+// Parses a GET /v2/models/{m} response.
+Result<ModelDesc> ParseModelMetadata(const std::string& json);
+
+struct PreparedRequest {
+  std::string path;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Concrete input tensors: variable dims become `batch_size` (first dim of a
+// batched model) or 1; values are random (seeded).
+std::vector<Tensor> RandomInputs(const ModelDesc& model, int batch_size, uint64_t seed);
+
+// Reads a perf_analyzer-style file {"data": [{"name": [flat values] |
+// {"content": [...], "shape": [...]}}, ...]}: one input set per entry.
+Result<std::vector<std::vector<Tensor>>> InputsFromFile(const std::string& path, const ModelDesc& model);
+
+// Encodes one request. `version` may be empty.
+Result<PreparedRequest> EncodeRequest(Protocol protocol, const ModelDesc& model, const std::string& version,
+                                      const std::vector<Tensor>& inputs);
+
+}  // namespace inferd::bench

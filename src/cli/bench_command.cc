@@ -1,0 +1,256 @@
+// `inferd bench`: a perf_analyzer-style load generator, and the in-process
+// baseline (`--in-process`). See docs/benchmarks.md.
+#include <rapidjson/document.h>
+
+#include <charconv>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "backends/identity/identity_backend.h"
+#include "backends/torchscript/torchscript_backend.h"
+#include "bench/http_client.h"
+#include "bench/in_process.h"
+#include "bench/load_generator.h"
+#include "bench/report.h"
+#include "bench/request_builder.h"
+#include "cli/commands.h"
+
+namespace inferd::cli {
+namespace {
+
+struct BenchFlags {
+  std::string url = "http://127.0.0.1:8000";
+  std::string metadata_url;
+  std::string model;
+  std::string version;
+  std::string protocol = "v2-json";
+  std::string concurrency = "1";
+  std::string request_rate;
+  int batch_size = 1;
+  std::string input_data;
+  double warmup_s = 1.0;
+  double window_s = 2.0;
+  int max_windows = 10;
+  double stability_pct = 10;
+  double duration_s = 0;
+  int max_connections = 64;
+  std::string output;
+  std::string label;
+  bool in_process = false;
+  std::string repository;
+  std::string batch_sizes = "1";
+  int threads = 1;
+  uint64_t seed = 1;
+};
+
+Result<std::vector<double>> ParseList(const std::string& s) {
+  std::vector<double> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    double v = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || p != item.data() + item.size() || v <= 0) {
+      return Status::InvalidArgument("bad list item '" + item + "' in '" + s + "'");
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) return Status::InvalidArgument("empty list");
+  return out;
+}
+
+// Sums the KServe v2 statistics of all versions of a model.
+struct StatsTotals {
+  double success = 0, inferences = 0, executions = 0, queue_ns = 0, input_ns = 0, infer_ns = 0, output_ns = 0;
+};
+std::optional<StatsTotals> FetchStats(bench::HttpClient& client, const std::string& model) {
+  auto r = client.Request("GET", "/v2/models/" + model + "/stats", "");
+  if (!r.ok() || r->status != 200) return std::nullopt;
+  rapidjson::Document doc;
+  doc.Parse(r->body.data(), r->body.size());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("model_stats")) return std::nullopt;
+  StatsTotals t;
+  for (const auto& m : doc["model_stats"].GetArray()) {
+    const auto& is = m["inference_stats"];
+    t.success += is["success"]["count"].GetDouble();
+    t.queue_ns += is["queue"]["ns"].GetDouble();
+    t.input_ns += is["compute_input"]["ns"].GetDouble();
+    t.infer_ns += is["compute_infer"]["ns"].GetDouble();
+    t.output_ns += is["compute_output"]["ns"].GetDouble();
+    t.inferences += m["inference_count"].GetDouble();
+    t.executions += m["execution_count"].GetDouble();
+  }
+  return t;
+}
+
+bench::ServerBreakdown Breakdown(const std::optional<StatsTotals>& a, const std::optional<StatsTotals>& b) {
+  bench::ServerBreakdown s;
+  if (!a || !b || b->success <= a->success) return s;
+  const double n = b->success - a->success;
+  s.available = true;
+  s.queue_us = (b->queue_ns - a->queue_ns) / n / 1e3;
+  s.compute_input_us = (b->input_ns - a->input_ns) / n / 1e3;
+  s.compute_infer_us = (b->infer_ns - a->infer_ns) / n / 1e3;
+  s.compute_output_us = (b->output_ns - a->output_ns) / n / 1e3;
+  const double execs = b->executions - a->executions;
+  s.avg_batch_rows = execs > 0 ? (b->inferences - a->inferences) / execs : 0;
+  return s;
+}
+
+Status WriteOutput(const std::string& path, const std::vector<bench::ReportRow>& rows) {
+  if (path.empty()) return Status::OK();
+  std::ofstream f(path);
+  if (!f) return Status::InvalidArgument("cannot write '" + path + "'");
+  const bool csv = path.size() >= 4 && path.substr(path.size() - 4) == ".csv";
+  f << (csv ? bench::RenderCsv(rows) : bench::RenderJson(rows, bench::ReadMachineInfo()));
+  return f ? Status::OK() : Status::Internal("write to '" + path + "' failed");
+}
+
+Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
+  INFERD_ASSIGN_OR_RETURN(auto target, bench::ParseUrl(f.url));
+  INFERD_ASSIGN_OR_RETURN(auto meta_target, bench::ParseUrl(f.metadata_url.empty() ? f.url : f.metadata_url));
+  INFERD_ASSIGN_OR_RETURN(bench::Protocol protocol, bench::ParseProtocol(f.protocol));
+  bench::HttpClient meta_client(meta_target.first, meta_target.second);
+  const std::string meta_path = "/v2/models/" + f.model + (f.version.empty() ? "" : "/versions/" + f.version);
+  INFERD_ASSIGN_OR_RETURN(auto meta, meta_client.Request("GET", meta_path, ""));
+  if (meta.status != 200)
+    return Status::NotFound("model metadata: HTTP " + std::to_string(meta.status) + " " + meta.body);
+  INFERD_ASSIGN_OR_RETURN(bench::ModelDesc model, bench::ParseModelMetadata(meta.body));
+  model.name = f.model;
+
+  std::vector<std::vector<Tensor>> input_sets;
+  if (!f.input_data.empty()) {
+    INFERD_ASSIGN_OR_RETURN(input_sets, bench::InputsFromFile(f.input_data, model));
+  } else {
+    for (int i = 0; i < 4; ++i) input_sets.push_back(bench::RandomInputs(model, f.batch_size, f.seed + i));
+  }
+  bench::LoadOptions lo;
+  lo.host = target.first;
+  lo.port = target.second;
+  for (const auto& set : input_sets) {
+    INFERD_ASSIGN_OR_RETURN(auto req, bench::EncodeRequest(protocol, model, f.version, set));
+    lo.requests.push_back(std::move(req));
+  }
+  lo.warmup_s = f.warmup_s;
+  lo.window_s = f.window_s;
+  lo.max_windows = f.max_windows;
+  lo.tolerance = f.stability_pct / 100.0;
+  lo.duration_s = f.duration_s;
+  lo.max_connections = f.max_connections;
+  lo.seed = f.seed;
+
+  std::vector<bench::ReportRow> rows;
+  const bool open_loop = !f.request_rate.empty();
+  INFERD_ASSIGN_OR_RETURN(std::vector<double> loads, ParseList(open_loop ? f.request_rate : f.concurrency));
+  bench::HttpClient stats_client(target.first, target.second);
+  for (double load : loads) {
+    if (open_loop)
+      lo.request_rate = load;
+    else
+      lo.concurrency = static_cast<int>(load);
+    auto before = FetchStats(stats_client, f.model);
+    bench::LoadResult r = bench::RunLoad(lo);
+    auto after = FetchStats(stats_client, f.model);
+    bench::ReportRow row;
+    row.label = f.label.empty() ? f.model : f.label;
+    row.mode = open_loop ? "rate" : "concurrency";
+    row.load = load;
+    row.protocol = f.protocol;
+    row.batch_size = f.input_data.empty() ? f.batch_size : 1;
+    row.summary = r.summary;
+    row.stable = r.stable;
+    row.windows = static_cast<int>(r.windows.size());
+    row.server = Breakdown(before, after);
+    row.first_error = r.first_error;
+    std::cerr << "  " << row.mode << " " << load << ": " << row.summary.throughput << " req/s, p50 "
+              << row.summary.p50_us << " us" << (r.stable ? "" : " (not stable)") << "\n";
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+int Bench(const BenchFlags& f) {
+  Result<std::vector<bench::ReportRow>> rows = Status::Internal("unset");
+  if (f.in_process) {
+    if (f.repository.empty()) {
+      std::cerr << "--in-process needs --model-repository\n";
+      return 2;
+    }
+    BackendRegistry backends;
+    backends.Register(MakeTorchScriptBackend());
+    backends.Register(MakeIdentityBackend());
+    bench::InProcessOptions o;
+    o.repository = f.repository;
+    o.model = f.model;
+    auto sizes = ParseList(f.batch_sizes);
+    if (!sizes.ok()) {
+      std::cerr << sizes.status().message() << "\n";
+      return 2;
+    }
+    for (double s : *sizes) o.batch_sizes.push_back(static_cast<int>(s));
+    o.batch_sizes.erase(o.batch_sizes.begin());  // drop the default {1}
+    o.intra_op_threads = f.threads;
+    o.warmup_s = f.warmup_s;
+    o.window_s = f.window_s;
+    o.seed = f.seed;
+    rows = bench::RunInProcess(o, backends);
+    if (rows.ok() && !f.label.empty())
+      for (auto& r : *rows) r.label = f.label;
+  } else {
+    rows = RunRemote(f);
+  }
+  if (!rows.ok()) {
+    std::cerr << "bench failed: " << rows.status().message() << "\n";
+    return 1;
+  }
+  std::cout << bench::RenderTable(*rows);
+  if (Status st = WriteOutput(f.output, *rows); !st.ok()) {
+    std::cerr << st.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* cmd = app.add_subcommand("bench", "Measure a running server (perf_analyzer style) or a model in-process");
+  cmd->add_option("-m,--model", f->model, "Model name")->required();
+  cmd->add_option("--url", f->url, "Server to load (http://host:port)")->capture_default_str();
+  cmd->add_option("--metadata-url", f->metadata_url,
+                  "Server to read the model metadata from, if not --url (for baselines without metadata)");
+  cmd->add_option("--model-version", f->version, "Model version (default: the server's default)");
+  cmd->add_option("--protocol", f->protocol, "v2-json | v2-binary | v1")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"v2-json", "v2-binary", "v1"}));
+  cmd->add_option("--concurrency", f->concurrency, "Closed loop: concurrent clients, a comma-separated sweep")
+      ->capture_default_str();
+  cmd->add_option("--request-rate", f->request_rate,
+                  "Open loop: Poisson arrivals at these requests/s (comma-separated sweep); overrides --concurrency");
+  cmd->add_option("--batch-size", f->batch_size, "Rows per request (batched models)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--input-data", f->input_data,
+                  "JSON file {\"data\": [{input: values | {content, shape}}, ...]} instead of random data");
+  cmd->add_option("--warmup-s", f->warmup_s, "Warm-up before measuring")->capture_default_str();
+  cmd->add_option("--window-s", f->window_s, "Measurement window")->capture_default_str();
+  cmd->add_option("--max-windows", f->max_windows, "Windows before giving up on stability")->capture_default_str();
+  cmd->add_option("--stability-percentage", f->stability_pct,
+                  "Stable when the last 3 windows' throughput and p50 are within this % of their mean")
+      ->capture_default_str();
+  cmd->add_option("--duration-s", f->duration_s, "Measure exactly this long instead of until stable")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", f->max_connections, "Open loop: client connections")->capture_default_str();
+  cmd->add_option("--output", f->output, "Write the report: .json or .csv");
+  cmd->add_option("--label", f->label, "Label for the report rows");
+  cmd->add_option("--seed", f->seed, "Random data and arrival seed")->capture_default_str();
+  cmd->add_flag("--in-process", f->in_process, "Call the model through the backend interface in this process");
+  cmd->add_option("--model-repository", f->repository, "With --in-process: the repository holding the model");
+  cmd->add_option("--batch-sizes", f->batch_sizes, "With --in-process: batch sizes to measure")->capture_default_str();
+  cmd->add_option("--threads", f->threads, "With --in-process: intra-op threads")->capture_default_str();
+  cmd->callback([f, run] { *run = [f] { return Bench(*f); }; });
+}
+
+}  // namespace inferd::cli
