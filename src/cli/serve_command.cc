@@ -34,6 +34,7 @@ struct ServeFlags {
   std::vector<std::string> load_models;
   bool strict_readiness = false;
   std::string log_level = "info";
+  int http_spin_us = 100;
 };
 
 int Serve(const ServeFlags& f) {
@@ -79,6 +80,7 @@ int Serve(const ServeFlags& f) {
   ho.max_body_bytes = f.max_body_bytes;
   ho.idle_timeout = std::chrono::milliseconds(f.idle_timeout_ms);
   ho.read_timeout = std::chrono::milliseconds(f.read_timeout_ms);
+  ho.idle_spin = std::chrono::microseconds(f.http_spin_us);
   http::HttpServer api(ho, http::MakeApiHandler(&server));
   if (Status st = api.Start(); !st.ok()) {
     spdlog::critical("{}", st.message());
@@ -162,6 +164,11 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--strict-readiness", flags->strict_readiness,
                   "Report /v2/health/ready only when every model in the repository is READY")
       ->capture_default_str();
+  cmd->add_option("--http-idle-spin-us", flags->http_spin_us,
+                  "An idle HTTP thread polls this long for ready work before blocking in epoll: a response "
+                  "finished by a model worker is then written without a thread wake-up (0 = never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|critical|off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));

@@ -236,7 +236,7 @@ class Protocol(unittest.TestCase):
         st, cfg = SERVER.get_json("/v2/models/resnet18/config")
         self.assertEqual(cfg["max_batch_size"], 8)
         self.assertEqual(cfg["input"][0]["dims"], [3, 224, 224])
-        self.assertEqual(cfg["dynamic_batching"]["preferred_batch_size"], [4, 8])
+        self.assertEqual(cfg["dynamic_batching"]["preferred_batch_size"], [2])
         st, status = SERVER.get_json("/v1/models/mlp")
         self.assertEqual(status["model_version_status"][0]["state"], "AVAILABLE")
         st, meta = SERVER.get_json("/v1/models/mlp/metadata")

@@ -1,6 +1,7 @@
 #include "backends/torchscript/torchscript_backend.h"
 
 #include <ATen/Parallel.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 
 #include <charconv>
@@ -69,12 +70,13 @@ class TorchInstance final : public ModelInstance {
 class TorchModel final : public LoadedModel {
  public:
   TorchModel(ModelSpec spec, std::shared_ptr<torch::jit::Module> module, std::vector<size_t> arg_index, size_t num_args,
-             int intra_op_threads)
+             int intra_op_threads, bool optimized_execution)
       : spec_(std::move(spec)),
         module_(std::move(module)),
         arg_index_(std::move(arg_index)),
         num_args_(num_args),
-        intra_op_threads_(intra_op_threads) {}
+        intra_op_threads_(intra_op_threads),
+        optimized_execution_(optimized_execution) {}
 
   Result<std::unique_ptr<ModelInstance>> CreateInstance(int) override {
     return std::unique_ptr<ModelInstance>(new TorchInstance(this));
@@ -85,6 +87,7 @@ class TorchModel final : public LoadedModel {
   const std::vector<size_t>& arg_index() const { return arg_index_; }
   size_t num_args() const { return num_args_; }
   int intra_op_threads() const { return intra_op_threads_; }
+  bool optimized_execution() const { return optimized_execution_; }
 
  private:
   ModelSpec spec_;
@@ -92,6 +95,7 @@ class TorchModel final : public LoadedModel {
   std::vector<size_t> arg_index_;  // config input i -> forward argument position
   size_t num_args_;
   int intra_op_threads_;
+  bool optimized_execution_;  // false: DISABLE_OPTIMIZED_EXECUTION
 };
 
 void TorchInstance::OnWorkerThreadStart() { at::set_num_threads(model_->intra_op_threads()); }
@@ -99,6 +103,7 @@ void TorchInstance::OnWorkerThreadStart() { at::set_num_threads(model_->intra_op
 Result<std::vector<Tensor>> TorchInstance::Execute(const std::vector<Tensor>& inputs) {
   try {
     c10::InferenceMode guard;
+    torch::jit::GraphOptimizerEnabledGuard optimize(model_->optimized_execution());
     std::vector<c10::IValue> args(model_->num_args());
     for (size_t i = 0; i < inputs.size(); ++i) {
       INFERD_ASSIGN_OR_RETURN(at::Tensor t, ToTorch(inputs[i]));
@@ -173,6 +178,14 @@ Result<std::vector<Tensor>> TorchInstance::ConvertOutputs(const c10::IValue& res
   }
   return Status::Internal("model returned " + result.tagKind() +
                           "; expected a tensor, a tuple/list of tensors or a Dict[str, Tensor]");
+}
+
+// Triton's pytorch-backend parameter: "true" turns TorchScript's optimizing
+// graph executor off for this model (on some CPUs its specialised graphs are
+// slower at larger batch sizes; see docs/model_repository.md).
+bool OptimizedExecution(const ModelSpec& spec) {
+  auto it = spec.parameters.find("DISABLE_OPTIMIZED_EXECUTION");
+  return it == spec.parameters.end() || (it->second != "true" && it->second != "1");
 }
 
 int ParseThreads(const ModelSpec& spec) {
@@ -251,8 +264,8 @@ class TorchScriptBackend final : public Backend {
     if (!by_name)
       for (size_t i = 0; i < index.size(); ++i) index[i] = i;
     const size_t num_args = spec.inputs.size();
-    return std::unique_ptr<LoadedModel>(
-        new TorchModel(spec, std::move(module), std::move(index), num_args, ParseThreads(spec)));
+    return std::unique_ptr<LoadedModel>(new TorchModel(spec, std::move(module), std::move(index), num_args,
+                                                       ParseThreads(spec), OptimizedExecution(spec)));
   }
 };
 

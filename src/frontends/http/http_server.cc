@@ -36,6 +36,7 @@ struct HttpServer::Impl {
   bool stopped = false;
 
   void Accept();
+  void RunLoop();
   void RequestStarted() {
     std::lock_guard<std::mutex> g(mu);
     ++in_flight;
@@ -208,6 +209,19 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
+void HttpServer::Impl::RunLoop() {
+  while (!ioc.stopped()) {
+    if (ioc.poll() > 0) continue;
+    if (options.idle_spin.count() > 0) {
+      const auto until = std::chrono::steady_clock::now() + options.idle_spin;
+      bool ran = false;
+      while (!ran && !ioc.stopped() && std::chrono::steady_clock::now() < until) ran = ioc.poll() > 0;
+      if (ran) continue;
+    }
+    ioc.run_one();
+  }
+}
+
 void HttpServer::Impl::Accept() {
   acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
@@ -248,7 +262,7 @@ Status HttpServer::Start() {
   impl_->work.emplace(impl_->ioc.get_executor());
   impl_->Accept();
   for (int i = 0; i < std::max(1, impl_->options.threads); ++i) {
-    impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+    impl_->threads.emplace_back([this] { impl_->RunLoop(); });
   }
   return Status::OK();
 }

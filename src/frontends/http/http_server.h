@@ -36,6 +36,10 @@ struct HttpServerOptions {
   std::chrono::milliseconds read_timeout{30000};   // reading a request body
   std::chrono::milliseconds write_timeout{30000};  // writing a response
   bool compress_responses = true;                  // honour Accept-Encoding: gzip/deflate
+  // An idle I/O thread polls for ready handlers this long before it blocks in
+  // epoll: a response completed by a model worker right after is then written
+  // without a cross-thread wake-up. 0 = block at once.
+  std::chrono::microseconds idle_spin{100};
 };
 
 class HttpServer {
