@@ -47,17 +47,22 @@ Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
   p->level = level;
   p->enqueued = now;
   p->deadline.reset();
-  if (timeout_us > 0) p->deadline = now + std::chrono::microseconds(timeout_us);
+  if (timeout_us > 0) {
+    p->deadline = now + std::chrono::microseconds(timeout_us);
+    ++with_deadline_;
+  }
   normal_[level].push_back(std::move(p));
   ++size_;
   return Status::OK();
 }
 
 void BatchQueue::Expire(TimePoint now, std::vector<std::unique_ptr<PendingRequest>>* expired) {
+  if (with_deadline_ == 0) return;
   for (size_t l = 0; l < normal_.size(); ++l) {
     Queue& q = normal_[l];
     for (auto it = q.begin(); it != q.end();) {
       if ((*it)->deadline && *(*it)->deadline <= now) {
+        --with_deadline_;
         if (policy_.queue.delay_on_timeout) {
           (*it)->deadline.reset();
           delayed_[l].push_back(std::move(*it));
@@ -102,6 +107,7 @@ BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
   auto pop = [&](size_t count) {
     for (Queue* q : order) {
       while (count > 0 && !q->empty()) {
+        if (q->front()->deadline) --with_deadline_;
         d.batch.push_back(std::move(q->front()));
         q->pop_front();
         --size_;
@@ -145,8 +151,10 @@ BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
     return cumulative.size();
   };
 
+  // Triton's rule: when a batch goes out, it is the largest prefix whose size
+  // is a preferred size, if one can be formed; otherwise the whole prefix.
   if (closed || flush || policy_.max_queue_delay.count() == 0) {
-    pop(cumulative.size());
+    pop(largest_preferred_prefix());
     return d;
   }
   if (!preferred.empty() && rows >= preferred.back()) {

@@ -14,11 +14,12 @@
 //    first request whose non-batch dims or datatypes differ from the head's,
 //    or that would overflow max_batch_size rows (a request with k rows
 //    counts k).
-//  * The batch is sent at once when it is full, when it cannot grow (next
+//  * A batch is sent at once when it is full, when it cannot grow (next
 //    request incompatible), when there is no max_queue_delay, or when it
 //    reaches the largest preferred batch size. Otherwise the head waits up to
-//    max_queue_delay; then the largest prefix that equals a preferred size is
-//    sent, or the whole prefix if none does.
+//    max_queue_delay. Whenever a batch is sent, it is the largest prefix whose
+//    row count equals a preferred size, or the whole prefix if none does (so
+//    with preferred [2] and 10 queued requests, batches of 2 go out).
 //  * The queue holds at most max_queue_size requests: Push answers
 //    UNAVAILABLE beyond that.
 //
@@ -81,6 +82,7 @@ class BatchQueue {
   std::vector<Queue> normal_;   // per level
   std::vector<Queue> delayed_;  // per level: timed out under DELAY
   size_t size_ = 0;
+  size_t with_deadline_ = 0;  // queued requests that have a deadline (Expire skips its scan at 0)
 };
 
 }  // namespace inferd

@@ -74,6 +74,20 @@ TEST(BatchQueue, ReachingTheLargestPreferredSizeSendsAtOnce) {
   EXPECT_EQ(Rows(q.Next(kT0)).size(), 4u);
 }
 
+TEST(BatchQueue, PreferredSizeWinsEvenWhenAFullBatchIsQueued) {
+  BatchQueue q(Dynamic(8, 1000, {2}));
+  for (int i = 0; i < 10; ++i) Push(q, Pending(1));
+  EXPECT_EQ(Rows(q.Next(kT0)).size(), 2u);  // not 8: Triton sends preferred sizes when it can
+  EXPECT_EQ(q.size(), 8u);
+  BatchQueue no_delay(Dynamic(8, 0, {4}));
+  for (int i = 0; i < 5; ++i) Push(no_delay, Pending(1));
+  EXPECT_EQ(Rows(no_delay.Next(kT0)).size(), 4u);
+  BatchQueue no_fit(Dynamic(8, 0, {4}));
+  Push(no_fit, Pending(3));
+  Push(no_fit, Pending(2));  // prefix sums 3, 5: no preferred size reachable -> everything
+  EXPECT_EQ(Rows(no_fit.Next(kT0)), (std::vector<int64_t>{3, 2}));
+}
+
 TEST(BatchQueue, OnDelayExpirySendsTheLargestPreferredPrefix) {
   BatchQueue q(Dynamic(8, 1000, {2, 4}));
   for (int i = 0; i < 3; ++i) Push(q, Pending(1));
