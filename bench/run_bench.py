@@ -163,6 +163,7 @@ def main():
 
     print("[1/5] in-process limits", flush=True)
     limits()
+    s.in_process("in-process 1 thread", repo, "resnet18", "1,2,4,8", 1)
 
     print("[2/5] inferd, batching on", flush=True)
     p, port = s.inferd_server(repo, "on")
