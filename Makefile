@@ -2,16 +2,20 @@
 #   make run    build, generate the example models, serve them on :8000 (metrics :8002)
 #   make test   a short fuzz run, the tests under ASan+UBSan, then unit + integration tests of the release build
 #   make check  only the ASan+UBSan debug build and its tests
-#   make fuzz   only the libFuzzer run of every request codec (FUZZ_SECONDS each)
+#   make fuzz   only the libFuzzer run of every request codec: reproducible (fixed seed and run count)
+#   make fuzz-explore  a longer randomized run (FUZZ_SECONDS each) to find new inputs
 #   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
 #   make format clang-format all sources
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 300
+# CI fuzzing is deterministic (fixed seed, fixed run count) so a landing never
+# fails on a random draw; `make fuzz-explore` searches for new findings.
+FUZZ_ARGS ?= -seed=1 -runs=2000000
 PY := /usr/bin/python3
 EXAMPLES := examples/repository
 
-.PHONY: all deps build examples run test unit check fuzz bench format clean
+.PHONY: all deps build examples run test unit check fuzz fuzz-build fuzz-explore bench format clean
 
 all: build
 
@@ -44,13 +48,23 @@ check: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir build-asan --output-on-failure
 
-fuzz: deps
+fuzz-build: deps
 	CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_FUZZ=ON
 	cmake --build build-fuzz -j $(JOBS)
+
+fuzz: fuzz-build
+	@$(MAKE) --no-print-directory run-fuzzers RUN_ARGS="$(FUZZ_ARGS)"
+
+fuzz-explore: fuzz-build
+	@$(MAKE) --no-print-directory run-fuzzers RUN_ARGS="-max_total_time=$(FUZZ_SECONDS)"
+
+# Each target starts from the committed seeds (fuzz/corpus/<name>) plus what
+# earlier runs found (build-fuzz/corpus/<name>); a crash prints its input.
+run-fuzzers:
 	@for t in build-fuzz/fuzz/fuzz_*; do \
 	  name=$$(basename $$t); mkdir -p build-fuzz/corpus/$$name; \
-	  echo "fuzz: $$name for $(FUZZ_SECONDS)s"; \
-	  if ! $$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+	  echo "fuzz: $$name $(RUN_ARGS)"; \
+	  if ! $$t $(RUN_ARGS) -max_len=65536 -print_final_stats=1 -artifact_prefix=build-fuzz/ \
 	      build-fuzz/corpus/$$name fuzz/corpus/$$name > build-fuzz/$$name.log 2>&1; then \
 	    tail -60 build-fuzz/$$name.log; echo "fuzz: $$name FAILED"; exit 1; fi; \
 	  grep -E "^stat::number_of_executed_units" build-fuzz/$$name.log; \

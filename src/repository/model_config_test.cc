@@ -82,6 +82,9 @@ struct BadCase {
   const char* must_mention;
 };
 
+// Names the case in test listings (ctest shows it).
+void PrintTo(const BadCase& c, std::ostream* os) { *os << "mentions '" << c.must_mention << "'"; }
+
 class ModelConfigErrors : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(ModelConfigErrors, NameTheFileAndField) {
