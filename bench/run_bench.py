@@ -82,28 +82,25 @@ class Suite:
         self.max_windows = "3" if q else "6"
 
     def bench(self, label, port, model, extra, window=None, metadata_port=None):
-        out = os.path.join(self.work, "row.json")
-        cmd = [self.a.inferd, "bench", "-m", model, "--url", "http://127.0.0.1:%d" % port, "--label", label,
-               "--warmup-s", "1" if not self.a.quick else "0.5", "--window-s", window or self.window,
-               "--max-windows", self.max_windows, "--output", out] + extra
+        args = ["--url", "http://127.0.0.1:%d" % port, "--warmup-s", "1" if not self.a.quick else "0.5",
+                "--window-s", window or self.window, "--max-windows", self.max_windows] + extra
         if metadata_port:
-            cmd += ["--metadata-url", "http://127.0.0.1:%d" % metadata_port]
-        print("  $", " ".join(cmd[1:]), flush=True)
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        rows = json.load(open(out))["rows"]
-        for r in rows:
-            r["model"] = model
-        self.rows += rows
-        return rows
+            args += ["--metadata-url", "http://127.0.0.1:%d" % metadata_port]
+        return self._run(label, model, args)
 
     def in_process(self, label, repo, model, sizes, threads):
+        return self._run(label, model, ["--in-process", "--model-repository", repo, "--batch-sizes", sizes,
+                                        "--threads", str(threads), "--warmup-s", "1",
+                                        "--window-s", "1" if self.a.quick else "3"])
+
+    def _run(self, label, model, args):
+        """Runs `inferd bench` and keeps its report rows, tagged with the model."""
         out = os.path.join(self.work, "row.json")
-        cmd = [self.a.inferd, "bench", "--in-process", "--model-repository", repo, "-m", model, "--batch-sizes",
-               sizes, "--threads", str(threads), "--label", label, "--warmup-s", "1",
-               "--window-s", "1" if self.a.quick else "3", "--output", out]
+        cmd = [self.a.inferd, "bench", "-m", model, "--label", label, "--output", out] + args
         print("  $", " ".join(cmd[1:]), flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        rows = json.load(open(out))["rows"]
+        with open(out) as f:
+            rows = json.load(f)["rows"]
         for r in rows:
             r["model"] = model
         self.rows += rows

@@ -40,10 +40,6 @@ Summary Summarize(const std::vector<Sample>& samples, double from_s, double to_s
   return s;
 }
 
-Summary SummarizeWindows(const std::vector<Sample>& samples, double from_s, double to_s) {
-  return Summarize(samples, from_s, to_s);
-}
-
 bool IsStable(const std::vector<Summary>& w, int count, double tolerance) {
   if (count <= 0 || static_cast<int>(w.size()) < count) return false;
   double tp = 0, lat = 0;

@@ -30,9 +30,6 @@ double Percentile(std::vector<double> values, double p);
 // Summarises the samples that completed in [from_s, to_s).
 Summary Summarize(const std::vector<Sample>& samples, double from_s, double to_s);
 
-// Merges window summaries into one (recomputing percentiles from samples).
-Summary SummarizeWindows(const std::vector<Sample>& samples, double from_s, double to_s);
-
 // perf_analyzer's rule: the last `count` windows are stable when each one's
 // throughput and p50 latency lie within `tolerance` (0.10 = 10%) of those
 // windows' mean, and none is empty.

@@ -11,10 +11,10 @@ namespace inferd::json {
 namespace {
 
 // Collects scalars of a nested array, depth-first.
-Status Flatten(const rapidjson::Value& v, std::vector<const rapidjson::Value*>* out, int depth, bool b64) {
+Status Flatten(const rapidjson::Value& v, std::vector<const rapidjson::Value*>* out, int depth) {
   if (depth > 64) return Status::InvalidArgument("tensor data is nested too deeply");
   if (v.IsArray()) {
-    for (const auto& e : v.GetArray()) INFERD_RETURN_IF_ERROR(Flatten(e, out, depth + 1, b64));
+    for (const auto& e : v.GetArray()) INFERD_RETURN_IF_ERROR(Flatten(e, out, depth + 1));
     return Status::OK();
   }
   out->push_back(&v);
@@ -222,7 +222,7 @@ Result<Tensor> DecodeTensorData(const rapidjson::Value& data, DataType dtype, Sh
   if (want < 0) return Status::InvalidArgument("input '" + name + "' has an invalid shape " + ShapeToString(shape));
   if (dtype == DataType::kInvalid) return Status::InvalidArgument("input '" + name + "' has an invalid datatype");
   std::vector<const rapidjson::Value*> flat;
-  INFERD_RETURN_IF_ERROR(Flatten(data, &flat, 0, b64).WithPrefix("input '" + name + "'"));
+  INFERD_RETURN_IF_ERROR(Flatten(data, &flat, 0).WithPrefix("input '" + name + "'"));
   if (static_cast<int64_t>(flat.size()) != want) {
     return Status::InvalidArgument("unexpected number of elements for input '" + name + "': shape " +
                                    ShapeToString(shape) + " needs " + std::to_string(want) + ", data has " +
