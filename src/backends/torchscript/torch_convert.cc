@@ -2,58 +2,27 @@
 
 namespace inferd::torchscript {
 
+namespace {
+// One table for both directions, so they cannot drift apart. libtorch 1.13
+// has no UINT16/32/64 or string tensors.
+constexpr std::pair<DataType, at::ScalarType> kTypes[] = {
+    {DataType::kBool, at::kBool},   {DataType::kUint8, at::kByte},    {DataType::kInt8, at::kChar},
+    {DataType::kInt16, at::kShort}, {DataType::kInt32, at::kInt},     {DataType::kInt64, at::kLong},
+    {DataType::kFp16, at::kHalf},   {DataType::kBf16, at::kBFloat16}, {DataType::kFp32, at::kFloat},
+    {DataType::kFp64, at::kDouble},
+};
+}  // namespace
+
 std::optional<at::ScalarType> ToTorchType(DataType dt) {
-  switch (dt) {
-    case DataType::kBool:
-      return at::kBool;
-    case DataType::kUint8:
-      return at::kByte;
-    case DataType::kInt8:
-      return at::kChar;
-    case DataType::kInt16:
-      return at::kShort;
-    case DataType::kInt32:
-      return at::kInt;
-    case DataType::kInt64:
-      return at::kLong;
-    case DataType::kFp16:
-      return at::kHalf;
-    case DataType::kBf16:
-      return at::kBFloat16;
-    case DataType::kFp32:
-      return at::kFloat;
-    case DataType::kFp64:
-      return at::kDouble;
-    default:
-      return std::nullopt;
-  }
+  for (const auto& [ours, theirs] : kTypes)
+    if (ours == dt) return theirs;
+  return std::nullopt;
 }
 
 std::optional<DataType> FromTorchType(at::ScalarType st) {
-  switch (st) {
-    case at::kBool:
-      return DataType::kBool;
-    case at::kByte:
-      return DataType::kUint8;
-    case at::kChar:
-      return DataType::kInt8;
-    case at::kShort:
-      return DataType::kInt16;
-    case at::kInt:
-      return DataType::kInt32;
-    case at::kLong:
-      return DataType::kInt64;
-    case at::kHalf:
-      return DataType::kFp16;
-    case at::kBFloat16:
-      return DataType::kBf16;
-    case at::kFloat:
-      return DataType::kFp32;
-    case at::kDouble:
-      return DataType::kFp64;
-    default:
-      return std::nullopt;
-  }
+  for (const auto& [ours, theirs] : kTypes)
+    if (theirs == st) return ours;
+  return std::nullopt;
 }
 
 Result<at::Tensor> ToTorch(const Tensor& t) {
