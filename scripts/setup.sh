@@ -12,6 +12,7 @@ PACKAGES=(
   libboost-dev libboost-system-dev        # Boost.Beast / Asio (HTTP)
   libprotobuf-dev protobuf-compiler       # config.pbtxt (protobuf text format)
   rapidjson-dev zlib1g-dev libspdlog-dev libcli11-dev
+  libjemalloc-dev                         # the server's allocator (faster small allocations, returns memory)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-sklearn python3-numpy   # example models, fixtures, reference outputs (/usr/bin/python3)
   curl

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "lifecycle/allocator.h"
 #include "repository/model_config.h"
 #include "server/request_validation.h"
 
@@ -272,6 +273,10 @@ Status InferenceServer::LoadModelLocked(const std::string& name, const std::opti
     e.reason.clear();
   }
   for (auto& [v, mv] : old) mv->Drain();  // in-flight requests on old versions complete
+  if (!old.empty()) {
+    old.clear();
+    allocator::ReleaseFreeMemory();
+  }
   return Status::OK();
 }
 
@@ -293,6 +298,8 @@ Status InferenceServer::UnloadModel(const std::string& name) {
     it->second.reason = "unloaded";
   }
   for (auto& [v, mv] : old) mv->Drain();
+  old.clear();  // the versions are released here unless a request still holds one
+  allocator::ReleaseFreeMemory();
   return Status::OK();
 }
 

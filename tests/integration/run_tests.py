@@ -265,6 +265,25 @@ class Protocol(unittest.TestCase):
             self.assertEqual(st, 200)
         conn.close()
 
+    def test_pipelined_requests_and_head_without_body(self):
+        # Two requests in one write: a HEAD answer must carry no body, or the
+        # next response on the connection would be misparsed.
+        s = socket.create_connection(("127.0.0.1", SERVER.port), timeout=30)
+        s.sendall(b"HEAD /v2 HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        first, sep, rest = data.partition(b"\r\n\r\n")
+        self.assertTrue(sep)
+        self.assertIn(b"Content-Length: ", first)
+        self.assertTrue(rest.startswith(b"HTTP/1.1 200 OK\r\n"), rest[:80])
+        self.assertIn(b"Connection: close", rest)
+
     def test_metrics_and_statistics(self):
         x = np.ones((2, 16), np.float32)
         SERVER.post_json("/v2/models/tiny_mlp/infer", ic.v2_json_request({"input": x}))

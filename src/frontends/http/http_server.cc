@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -64,6 +65,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void ReadHeader() {
+    head_request_ = false;
     parser_.emplace();
     parser_->body_limit(server_->options.max_body_bytes);
     parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
@@ -123,16 +125,18 @@ class Session : public std::enable_shared_from_this<Session> {
 
     Request req;
     req.method = std::string(msg.method_string());
+    head_request_ = msg.method() == bhttp::verb::head;
     std::string_view target(msg.target().data(), msg.target().size());
     if (auto q = target.find('?'); q != std::string_view::npos) {
       req.query = std::string(target.substr(q + 1));
       target = target.substr(0, q);
     }
     req.path = std::string(target);
+    req.headers.reserve(8);
     for (const auto& f : msg) {
       std::string name(f.name_string());
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      req.headers[name] = std::string(f.value());
+      req.headers.emplace_back(std::move(name), std::string(f.value()));
     }
     accept_encoding_ = Encoding::kIdentity;
     if (server_->options.compress_responses) {
@@ -167,29 +171,43 @@ class Session : public std::enable_shared_from_this<Session> {
     Write(std::move(r), keep_alive, /*counted=*/false);
   }
 
+  // Serializes the status line and headers by hand (the body is sent from
+  // its own buffer, not copied): Beast's message/serializer allocates a node
+  // per header field and costs more than the rest of the write path.
   void Write(Response r, bool keep_alive, bool counted) {
-    auto res = std::make_shared<bhttp::response<bhttp::string_body>>(static_cast<bhttp::status>(r.status),
-                                                                     version_ ? version_ : 11);
-    res->set(bhttp::field::server, "inferd");
-    if (!r.content_type.empty()) res->set(bhttp::field::content_type, r.content_type);
-    for (auto& [k, v] : r.headers) res->set(k, v);
-    if (accept_encoding_ != Encoding::kIdentity && !r.body.empty()) {
-      auto packed = Compress(r.body, accept_encoding_);
+    out_body_ = std::move(r.body);
+    if (accept_encoding_ != Encoding::kIdentity && !out_body_.empty()) {
+      auto packed = Compress(out_body_, accept_encoding_);
       if (packed.ok()) {
-        r.body = std::move(*packed);
-        res->set(bhttp::field::content_encoding, std::string(EncodingName(accept_encoding_)));
+        out_body_ = std::move(*packed);
+        r.headers.emplace_back("Content-Encoding", std::string(EncodingName(accept_encoding_)));
+      } else {
+        accept_encoding_ = Encoding::kIdentity;
       }
     }
-    res->body() = std::move(r.body);
-    res->keep_alive(keep_alive);
-    res->prepare_payload();
+    std::string& h = out_head_;
+    h.clear();
+    h.append(version_ == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+    h.append(std::to_string(r.status)).push_back(' ');
+    const auto reason = bhttp::obsolete_reason(static_cast<bhttp::status>(r.status));
+    h.append(reason.data(), reason.size()).append("\r\nServer: inferd\r\n");
+    if (!r.content_type.empty()) h.append("Content-Type: ").append(r.content_type).append("\r\n");
+    for (const auto& [k, v] : r.headers) h.append(k).append(": ").append(v).append("\r\n");
+    h.append("Content-Length: ").append(std::to_string(out_body_.size())).append("\r\n");
+    if (!keep_alive)
+      h.append("Connection: close\r\n");
+    else if (version_ == 10)
+      h.append("Connection: keep-alive\r\n");
+    h.append("\r\n");
     stream_.expires_after(server_->options.write_timeout);
-    bhttp::async_write(stream_, *res,
-                       [self = shared_from_this(), res, keep_alive, counted](beast::error_code ec, size_t) {
-                         if (counted) self->server_->RequestFinished();
-                         if (ec || !keep_alive) return self->Close();
-                         self->ReadHeader();
-                       });
+    // A HEAD answer states the body's length but carries none (RFC 9110 9.3.2).
+    if (head_request_) out_body_.clear();
+    std::array<net::const_buffer, 2> buffers{net::buffer(out_head_), net::buffer(out_body_)};
+    net::async_write(stream_, buffers, [self = shared_from_this(), keep_alive, counted](beast::error_code ec, size_t) {
+      if (counted) self->server_->RequestFinished();
+      if (ec || !keep_alive) return self->Close();
+      self->ReadHeader();
+    });
   }
 
   void Close() {
@@ -203,8 +221,10 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;
+  bool head_request_ = false;
   unsigned version_ = 11;
   Encoding accept_encoding_ = Encoding::kIdentity;
+  std::string out_head_, out_body_;  // the response being written (one at a time per session)
 };
 
 }  // namespace
@@ -223,7 +243,12 @@ void HttpServer::Impl::RunLoop() {
 }
 
 void HttpServer::Impl::Accept() {
-  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+  // A strand serializes a session's handlers when several threads run the
+  // io_context; with one thread the plain executor is already serial and
+  // skips the strand's locking and type-erased executor copies.
+  auto executor =
+      options.threads > 1 ? net::any_io_executor(net::make_strand(ioc)) : net::any_io_executor(ioc.get_executor());
+  acceptor.async_accept(executor, [this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
     if (ec) {
       spdlog::warn("accept failed: {}", ec.message());

@@ -3,10 +3,10 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,12 +18,15 @@ struct Request {
   std::string method;  // "GET", "POST", ...
   std::string path;    // decoded path, no query
   std::string query;
-  std::map<std::string, std::string> headers;  // lower-case names
-  std::shared_ptr<const std::string> body;     // already decompressed
+  // Lower-case names in arrival order; a repeated name keeps its last value
+  // for Header(). A flat list: requests carry a handful of headers.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::shared_ptr<const std::string> body;  // already decompressed
 
-  const std::string* Header(const std::string& lower_name) const {
-    auto it = headers.find(lower_name);
-    return it == headers.end() ? nullptr : &it->second;
+  const std::string* Header(std::string_view lower_name) const {
+    for (auto it = headers.rbegin(); it != headers.rend(); ++it)
+      if (it->first == lower_name) return &it->second;
+    return nullptr;
   }
 };
 
