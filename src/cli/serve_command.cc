@@ -31,6 +31,7 @@ struct ServeFlags {
   int read_timeout_ms = 30000;
   int shutdown_grace_ms = 30000;
   std::string control_mode = "none";
+  double poll_secs = 15;
   std::vector<std::string> load_models;
   bool strict_readiness = false;
   std::string log_level = "info";
@@ -59,7 +60,10 @@ int Serve(const ServeFlags& f) {
 
   ServerOptions so;
   so.model_repository = f.repository;
-  so.control_mode = f.control_mode == "explicit" ? ModelControlMode::kExplicit : ModelControlMode::kNone;
+  so.control_mode = f.control_mode == "explicit" ? ModelControlMode::kExplicit
+                    : f.control_mode == "poll"   ? ModelControlMode::kPoll
+                                                 : ModelControlMode::kNone;
+  so.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(f.poll_secs * 1000));
   so.startup_models = f.load_models;
   so.default_max_queue_size = f.max_queue_size;
   so.default_intra_op_threads = f.intra_op_threads > 0 ? f.intra_op_threads : std::max(1, cores - f.http_threads);
@@ -155,12 +159,17 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
       ->capture_default_str()
       ->check(CLI::Range(0, 3600000));
   cmd->add_option("--model-control-mode", flags->control_mode,
-                  "none: load every model at start, load/unload calls fail; explicit: load only --load-model "
-                  "models and what load/unload calls ask for")
+                  "none: load every model at start, load/unload calls fail; poll: like none, then rescan the "
+                  "repository every --repository-poll-secs (new/changed models and versions load, removed ones "
+                  "unload); explicit: load only --load-model models and what load/unload calls ask for")
       ->capture_default_str()
-      ->check(CLI::IsMember({"none", "explicit"}));
+      ->check(CLI::IsMember({"none", "poll", "explicit"}));
+  cmd->add_option("--repository-poll-secs", flags->poll_secs,
+                  "With poll control: seconds between repository rescans (0 = never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--load-model", flags->load_models,
-                  "With explicit control: a model to load at start ('*' = all); repeatable");
+                  "With explicit (or poll) control: a model to load at start ('*' = all); repeatable");
   cmd->add_option("--strict-readiness", flags->strict_readiness,
                   "Report /v2/health/ready only when every model in the repository is READY")
       ->capture_default_str();

@@ -48,6 +48,20 @@ struct VersionPolicySpec {
   std::vector<int64_t> versions;  // for kSpecific
 };
 
+// model_warmup: requests run on every instance before a version is READY.
+struct WarmupInputSpec {
+  DataType dtype = DataType::kInvalid;
+  Shape dims;  // without the batch dimension
+  enum class Source { kZero, kRandom, kFile } source = Source::kZero;
+  std::string file;  // kFile: path relative to <model>/warmup/, raw little-endian bytes
+};
+struct WarmupSpec {
+  std::string name;
+  uint32_t batch_size = 1;  // rows (models with max_batch_size > 0)
+  uint32_t count = 1;       // times each sample runs
+  std::map<std::string, WarmupInputSpec> inputs;
+};
+
 struct ModelSpec {
   std::string name;
   std::string platform;  // e.g. "pytorch_libtorch"
@@ -59,6 +73,7 @@ struct ModelSpec {
   int instance_count = 1;
   VersionPolicySpec version_policy;
   std::map<std::string, std::string> parameters;  // parameters { key: { string_value } }
+  std::vector<WarmupSpec> warmup;
   std::string default_model_filename;
   bool auto_completed = false;
 

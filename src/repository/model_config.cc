@@ -213,6 +213,38 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     }
   }
   for (const auto& [k, v] : c.parameters()) s.parameters[k] = v.string_value();
+  for (const auto& w : c.model_warmup()) {
+    WarmupSpec ws;
+    ws.name = w.name().empty() ? "warmup " + std::to_string(s.warmup.size() + 1) : w.name();
+    const std::string field = "model_warmup '" + ws.name + "'";
+    ws.batch_size = w.batch_size() == 0 ? 1 : w.batch_size();
+    ws.count = w.count() == 0 ? 1 : w.count();
+    if (ws.count > 1000) return Bad(source, field + ".count", "at most 1000");
+    if (s.max_batch_size > 0 && ws.batch_size > static_cast<uint32_t>(s.max_batch_size))
+      return Bad(source, field + ".batch_size", "exceeds max_batch_size " + std::to_string(s.max_batch_size));
+    if (w.inputs().empty()) return Bad(source, field + ".inputs", "must name every model input");
+    for (const auto& [name, in] : w.inputs()) {
+      WarmupInputSpec wi;
+      if (in.data_type() == config::TYPE_INVALID)
+        return Bad(source, field + ".inputs.data_type", "missing for '" + name + "'");
+      wi.dtype = static_cast<DataType>(in.data_type());
+      for (int64_t d : in.dims()) {
+        if (d < 1) return Bad(source, field + ".inputs.dims", "dimensions of '" + name + "' must be >= 1");
+        wi.dims.push_back(d);
+      }
+      if (in.has_random_data() && in.random_data()) {
+        wi.source = WarmupInputSpec::Source::kRandom;
+      } else if (in.has_input_data_file()) {
+        const std::string& f = in.input_data_file();
+        if (f.empty() || f.find("..") != std::string::npos || f.front() == '/')
+          return Bad(source, field + ".inputs.input_data_file", "must be a file name inside <model>/warmup/");
+        wi.source = WarmupInputSpec::Source::kFile;
+        wi.file = f;
+      }
+      ws.inputs[name] = std::move(wi);
+    }
+    s.warmup.push_back(std::move(ws));
+  }
   return s;
 }
 

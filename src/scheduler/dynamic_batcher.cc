@@ -8,7 +8,8 @@ DynamicBatcher::DynamicBatcher(Options options, const ModelSpec& spec,
                                std::vector<std::unique_ptr<ModelInstance>> instances)
     : options_(std::move(options)), spec_(spec), instances_(std::move(instances)), queue_(options_.policy) {
   workers_.reserve(instances_.size());
-  for (auto& inst : instances_) workers_.emplace_back([this, p = inst.get()] { WorkerLoop(p); });
+  for (size_t i = 0; i < instances_.size(); ++i)
+    workers_.emplace_back([this, p = instances_[i].get(), i] { WorkerLoop(p, i); });
 }
 
 DynamicBatcher::~DynamicBatcher() { Shutdown(); }
@@ -39,10 +40,20 @@ void DynamicBatcher::Shutdown() {
     if (t.joinable()) t.join();
 }
 
-void DynamicBatcher::WorkerLoop(ModelInstance* instance) {
+Status DynamicBatcher::WaitWarmedUp() {
+  std::unique_lock<std::mutex> lock(mu_);
+  warmup_cv_.wait(lock, [this] { return warmed_up_ == instances_.size(); });
+  return warmup_status_;
+}
+
+void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {
   instance->OnWorkerThreadStart();
+  Status warm = options_.warmup ? options_.warmup(*instance) : Status::OK();
   Clock& clock = *options_.clock;
   std::unique_lock<std::mutex> lock(mu_);
+  if (!warm.ok() && warmup_status_.ok()) warmup_status_ = warm.WithPrefix("instance " + std::to_string(index));
+  ++warmed_up_;
+  warmup_cv_.notify_all();
   for (;;) {
     BatchQueue::Decision d = queue_.Next(clock.Now(), stopping_);
     if (!d.batch.empty() || !d.expired.empty()) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -32,6 +33,9 @@ class DynamicBatcher final : public Scheduler {
     BatchPolicy policy;
     Clock* clock = nullptr;             // not owned; outlives the batcher
     std::shared_ptr<ModelStats> stats;  // may be null
+    // Runs once on every instance's worker thread, after OnWorkerThreadStart
+    // and before the worker takes requests (model_warmup). May be empty.
+    std::function<Status(ModelInstance&)> warmup;
   };
 
   // `spec` must outlive the batcher. Starts one worker per instance.
@@ -45,8 +49,12 @@ class DynamicBatcher final : public Scheduler {
   size_t QueueSize() const override;
   void Shutdown() override;
 
+  // Blocks until every worker has run Options::warmup; the first failure,
+  // prefixed with the instance index, or OK.
+  Status WaitWarmedUp();
+
  private:
-  void WorkerLoop(ModelInstance* instance);
+  void WorkerLoop(ModelInstance* instance, size_t index);
 
   Options options_;
   const ModelSpec& spec_;
@@ -54,8 +62,11 @@ class DynamicBatcher final : public Scheduler {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable warmup_cv_;
   BatchQueue queue_;       // guarded by mu_
   bool stopping_ = false;  // guarded by mu_
+  size_t warmed_up_ = 0;   // guarded by mu_: workers done with warmup
+  Status warmup_status_;   // guarded by mu_
   std::vector<std::thread> workers_;
 };
 

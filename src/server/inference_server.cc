@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <set>
@@ -37,10 +38,36 @@ std::vector<TensorMetadata> ToMetadata(const ModelSpec& spec, const std::vector<
   return out;
 }
 
+// What a loaded version was built from: its config and its files (name,
+// size, modification time). A version whose fingerprint is unchanged keeps
+// serving on reload; one whose files changed is reloaded.
+std::string Fingerprint(const std::string& config_text, const std::string& version_dir) {
+  std::string fp = config_text;
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (auto it = std::filesystem::recursive_directory_iterator(version_dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const auto size = it->file_size(ec);
+    const auto mtime = it->last_write_time(ec).time_since_epoch().count();
+    files.push_back(it->path().string() + "|" + std::to_string(size) + "|" + std::to_string(mtime));
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) fp += "\n" + f;
+  return fp;
+}
+
 DurationSnapshot Snap(const DurationStat& d) {
   return {d.count.load(std::memory_order_relaxed), d.ns.load(std::memory_order_relaxed)};
 }
 }  // namespace
+
+int64_t InferenceServer::ModelEntry::DefaultVersion() const {
+  if (versions.empty()) return 0;
+  if (auto stable = labels.Find(kStableLabel); stable && versions.count(*stable)) return *stable;
+  if (!policy_versions.empty()) return *policy_versions.rbegin();
+  return versions.rbegin()->first;
+}
 
 InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* backends, Clock* clock)
     : options_(std::move(options)), backends_(backends), clock_(clock), repository_(options_.model_repository) {
@@ -54,7 +81,8 @@ InferenceServer::~InferenceServer() { Shutdown(); }
 Status InferenceServer::Start() {
   INFERD_ASSIGN_OR_RETURN(std::vector<std::string> names, repository_.ListModels());
   std::vector<std::string> to_load;
-  if (options_.control_mode == ModelControlMode::kNone) {
+  if (options_.control_mode == ModelControlMode::kNone ||
+      (options_.control_mode == ModelControlMode::kPoll && options_.startup_models.empty())) {
     to_load = names;
   } else {
     for (const auto& n : options_.startup_models) {
@@ -73,11 +101,26 @@ Status InferenceServer::Start() {
       spdlog::info("loaded model '{}'", n);
   }
   started_ = true;
+  if (options_.control_mode == ModelControlMode::kPoll && options_.poll_interval.count() > 0) {
+    poll_thread_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(poll_mu_);
+      while (!poll_cv_.wait_for(lock, options_.poll_interval, [this] { return shutting_down_.load(); })) {
+        lock.unlock();
+        PollRepository();
+        lock.lock();
+      }
+    });
+  }
   return Status::OK();
 }
 
 void InferenceServer::Shutdown() {
   if (shutting_down_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> g(poll_mu_);  // the poller sees the flag before it waits again
+  }
+  poll_cv_.notify_all();
+  if (poll_thread_.joinable()) poll_thread_.join();
   std::map<std::string, ModelEntry> models;
   {
     std::lock_guard<std::mutex> load(load_mu_);
@@ -113,7 +156,7 @@ Result<std::shared_ptr<ModelVersion>> InferenceServer::FindVersion(const std::st
     auto it = models_.find(name);
     if (it != models_.end() && !it->second.versions.empty()) {
       const auto& versions = it->second.versions;
-      if (version.empty()) return versions.rbegin()->second;
+      if (version.empty()) return versions.at(it->second.DefaultVersion());
       INFERD_ASSIGN_OR_RETURN(int64_t v, ParseVersion(version));
       auto vit = versions.find(v);
       if (vit == versions.end()) {
@@ -209,6 +252,9 @@ Result<std::vector<RepositoryIndexEntry>> InferenceServer::RepositoryIndex(bool 
     auto it = models_.find(n);
     if (it != models_.end() && !it->second.versions.empty()) {
       for (const auto& [v, mv] : it->second.versions) out.push_back({n, std::to_string(v), "READY", ""});
+      if (!ready_only)
+        for (const auto& [v, why] : it->second.failed)
+          if (!it->second.versions.count(v)) out.push_back({n, std::to_string(v), "UNAVAILABLE", why});
       continue;
     }
     if (ready_only) continue;
@@ -224,8 +270,10 @@ Result<std::vector<RepositoryIndexEntry>> InferenceServer::RepositoryIndex(bool 
 
 Status InferenceServer::LoadModel(const std::string& name, const std::optional<std::string>& config_json) {
   if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
-  if (options_.control_mode == ModelControlMode::kNone && started_.load()) {
-    return Status::FailedPrecondition("explicit model load / unload is not allowed with --model-control-mode=none");
+  if (options_.control_mode != ModelControlMode::kExplicit && started_.load()) {
+    return Status::FailedPrecondition(std::string("model load / unload is not allowed with --model-control-mode=") +
+                                      (options_.control_mode == ModelControlMode::kPoll ? "poll" : "none") +
+                                      " (it needs explicit)");
   }
   std::optional<std::string> text;
   if (config_json) {
@@ -237,52 +285,135 @@ Status InferenceServer::LoadModel(const std::string& name, const std::optional<s
   if (!st.ok()) {
     std::unique_lock<std::shared_mutex> g(mu_);
     auto& e = models_[name];
-    e.reason = st.message();
+    if (e.reason.empty()) e.reason = st.message();
     if (e.versions.empty()) e.state = "UNAVAILABLE";
   }
   return st;
 }
 
-Status InferenceServer::LoadModelLocked(const std::string& name, const std::optional<std::string>& config_text) {
+Status InferenceServer::LoadModelLocked(const std::string& name, const std::optional<std::string>& config_text,
+                                        const std::optional<VersionLabels>& labels_override, bool retry_failed) {
   INFERD_ASSIGN_OR_RETURN(ModelSource src, repository_.ReadModel(name, config_text));
   Backend* backend = backends_->Find(src.spec.backend);
   if (!backend) {
     return Status::InvalidArgument(src.config_path + ": field 'backend': unknown backend '" + src.spec.backend +
                                    "' (available: pytorch, identity)");
   }
-  std::vector<int64_t> versions = ModelRepository::SelectVersions(src.spec.version_policy, src.available_versions);
-  if (versions.empty()) {
+  VersionLabels labels;
+  if (labels_override) {
+    labels = *labels_override;
+  } else {
+    INFERD_ASSIGN_OR_RETURN(labels, ReadVersionLabels(src.dir));
+  }
+  const std::vector<int64_t> selected =
+      ModelRepository::SelectVersions(src.spec.version_policy, src.available_versions);
+  std::set<int64_t> wanted(selected.begin(), selected.end());
+  for (const auto& [label, v] : labels.labels)
+    if (std::binary_search(src.available_versions.begin(), src.available_versions.end(), v)) wanted.insert(v);
+  if (wanted.empty()) {
     return Status::NotFound("model '" + name + "' has no version folder that its version_policy selects in " + src.dir);
   }
   const std::string source = src.has_config ? (config_text ? "load request config for '" + name + "'" : src.config_path)
                                             : src.dir + " (auto-completed config)";
-  std::map<int64_t, std::shared_ptr<ModelVersion>> loaded;
-  for (int64_t v : versions) {
-    const std::string dir = (std::filesystem::path(src.dir) / std::to_string(v)).string();
-    auto mv = ModelVersion::Load(*backend, src.spec, v, dir, src.config_text, source, version_options_);
-    if (!mv.ok()) return mv.status().WithPrefix("version " + std::to_string(v));
-    loaded[v] = std::move(*mv);
+  std::map<int64_t, std::shared_ptr<ModelVersion>> current;
+  std::map<int64_t, std::string> current_fp, known_failed, known_failed_fp;
+  {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    if (auto it = models_.find(name); it != models_.end()) {
+      current = it->second.versions;
+      current_fp = it->second.fingerprints;
+      known_failed = it->second.failed;
+      known_failed_fp = it->second.failed_fingerprints;
+    }
   }
-  std::map<int64_t, std::shared_ptr<ModelVersion>> old;
+  // Load new and changed versions; nothing serving changes yet.
+  std::map<int64_t, std::shared_ptr<ModelVersion>> next;
+  std::map<int64_t, std::string> next_fp, failed, failed_fp, still_failed;
+  for (int64_t v : wanted) {
+    const std::string dir = (std::filesystem::path(src.dir) / std::to_string(v)).string();
+    std::string fp = Fingerprint(src.config_text, dir);
+    if (auto it = current.find(v); it != current.end() && current_fp[v] == fp) {
+      next[v] = it->second;  // unchanged snapshot: keeps serving as is
+      next_fp[v] = std::move(fp);
+      continue;
+    }
+    if (!retry_failed && known_failed_fp.count(v) && known_failed_fp[v] == fp) {
+      still_failed[v] = known_failed[v];  // same files as the failed attempt: not retried
+      failed_fp[v] = std::move(fp);
+      continue;
+    }
+    auto mv = ModelVersion::Load(*backend, src.spec, v, dir, src.config_text, source, version_options_);
+    if (!mv.ok()) {
+      failed[v] = mv.status().message();
+      failed_fp[v] = std::move(fp);
+      spdlog::error("model '{}' version {} failed to load: {}", name, v, mv.status().message());
+      continue;
+    }
+    next[v] = std::move(*mv);
+    next_fp[v] = std::move(fp);
+  }
+  // A version that failed never replaces a serving one: keep every serving
+  // version the new set does not have.
+  if (!failed.empty() || !still_failed.empty()) {
+    for (auto& [v, mv] : current) {
+      if (next.count(v)) continue;
+      next[v] = mv;
+      next_fp[v] = current_fp[v];
+    }
+  }
+  std::map<int64_t, std::shared_ptr<ModelVersion>> retired;
   {
     std::unique_lock<std::shared_mutex> g(mu_);
     auto& e = models_[name];
-    old.swap(e.versions);
-    e.versions = std::move(loaded);
-    e.state = "READY";
+    if (!next.empty()) {
+      for (auto& [v, mv] : e.versions)
+        if (auto it = next.find(v); it == next.end() || it->second != mv) retired[v] = mv;
+      e.versions = std::move(next);
+      e.fingerprints = std::move(next_fp);
+      e.policy_versions.clear();
+      for (int64_t v : selected)
+        if (e.versions.count(v)) e.policy_versions.insert(v);
+      e.state = "READY";
+    }
+    e.failed = failed;
+    e.failed.insert(still_failed.begin(), still_failed.end());
+    e.failed_fingerprints = std::move(failed_fp);
+    // Labels requested by a caller (set label, rollback) apply only if their
+    // versions loaded; labels read from the repository always apply.
+    if (!labels_override || failed.empty()) e.labels = std::move(labels);
+    e.dir = src.dir;
     e.reason.clear();
+    for (const auto& [v, why] : e.failed)
+      e.reason += (e.reason.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + why);
+    if (!e.versions.empty()) RecordDefaultLocked(e);
   }
-  for (auto& [v, mv] : old) mv->Drain();  // in-flight requests on old versions complete
-  if (!old.empty()) {
-    old.clear();
-    allocator::ReleaseFreeMemory();
+  ReleaseVersions(std::move(retired));  // in-flight requests on them complete first
+  if (!failed.empty()) {
+    const auto& [v, why] = *failed.begin();
+    return Status::Unavailable("version " + std::to_string(v) + ": " + why);
   }
   return Status::OK();
 }
 
+void InferenceServer::RecordDefaultLocked(ModelEntry& e) {
+  const int64_t d = e.DefaultVersion();
+  if (d == 0 || !e.labels.RecordDefault(d) || e.dir.empty()) return;
+  Status st = WriteVersionLabels(e.dir, e.labels);
+  if (!st.ok()) spdlog::warn("cannot persist version labels: {}", st.message());
+}
+
+void InferenceServer::ReleaseVersions(std::map<int64_t, std::shared_ptr<ModelVersion>> old) {
+  if (old.empty()) return;
+  for (auto& [v, mv] : old) mv->Drain();
+  old.clear();  // released here unless a request still holds one
+  allocator::ReleaseFreeMemory();
+}
+
 Status InferenceServer::UnloadModel(const std::string& name) {
-  if (options_.control_mode == ModelControlMode::kNone) {
-    return Status::FailedPrecondition("explicit model load / unload is not allowed with --model-control-mode=none");
+  if (options_.control_mode != ModelControlMode::kExplicit) {
+    return Status::FailedPrecondition(std::string("model load / unload is not allowed with --model-control-mode=") +
+                                      (options_.control_mode == ModelControlMode::kPoll ? "poll" : "none") +
+                                      " (it needs explicit)");
   }
   std::map<int64_t, std::shared_ptr<ModelVersion>> old;
   {
@@ -294,12 +425,13 @@ Status InferenceServer::UnloadModel(const std::string& name) {
       return Status::OK();
     }
     old.swap(it->second.versions);
+    it->second.fingerprints.clear();
+    it->second.policy_versions.clear();
+    it->second.failed.clear();
     it->second.state = "UNAVAILABLE";
     it->second.reason = "unloaded";
   }
-  for (auto& [v, mv] : old) mv->Drain();
-  old.clear();  // the versions are released here unless a request still holds one
-  allocator::ReleaseFreeMemory();
+  ReleaseVersions(std::move(old));
   return Status::OK();
 }
 
@@ -315,6 +447,7 @@ void InferenceServer::InferAsync(std::unique_ptr<InferRequest> request, InferCal
     version.stats()->RecordFailure(FailureReason::kInvalid, 0);
     return callback(rows.status());
   }
+  const std::string asked_version = request->model_version;
   request->model_version = version.version_string();
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
@@ -322,10 +455,178 @@ void InferenceServer::InferAsync(std::unique_ptr<InferRequest> request, InferCal
   pending->rows = *rows;
   pending->arrival = arrival;
   st = version.scheduler().Enqueue(pending);
+  // A reload may have retired this version between the lookup and the
+  // enqueue; the request then goes to what serves now, once, instead of
+  // failing (swaps lose no requests).
+  if (st.code() == StatusCode::kUnavailable && !shutting_down_.load()) {
+    auto now = FindVersion(pending->request->model_name, asked_version);
+    Result<int64_t> again = now.ok() && now->get() != &version
+                                ? ValidateAndNormalize((*now)->spec(), pending->request.get())
+                                : Result<int64_t>(st);
+    if (again.ok()) {
+      pending->rows = *again;
+      pending->request->model_version = (*now)->version_string();
+      st = (*now)->scheduler().Enqueue(pending);
+    }
+  }
   if (!st.ok()) {
     version.stats()->RecordFailure(FailureReason::kRejected, 0);
     pending->callback(st);
   }
+}
+
+void InferenceServer::PollRepository() {
+  if (shutting_down_.load()) return;
+  auto names = repository_.ListModels();
+  if (!names.ok()) {
+    spdlog::warn("repository poll: {}", names.status().message());
+    return;
+  }
+  std::set<std::string> present(names->begin(), names->end());
+  std::vector<std::string> gone;
+  {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    for (const auto& [n, e] : models_)
+      if (!present.count(n) && !e.versions.empty()) gone.push_back(n);
+  }
+  std::lock_guard<std::mutex> load(load_mu_);
+  for (const auto& n : *names) {
+    if (shutting_down_.load()) return;
+    Status st = LoadModelLocked(n, std::nullopt, std::nullopt, /*retry_failed=*/false);
+    std::unique_lock<std::shared_mutex> g(mu_);
+    auto& e = models_[n];
+    if (!st.ok() && e.reason.empty()) e.reason = st.message();
+    if (e.versions.empty()) e.state = "UNAVAILABLE";
+  }
+  for (const auto& n : gone) {
+    std::map<int64_t, std::shared_ptr<ModelVersion>> old;
+    {
+      std::unique_lock<std::shared_mutex> g(mu_);
+      auto it = models_.find(n);
+      if (it == models_.end()) continue;
+      old.swap(it->second.versions);
+      models_.erase(it);
+    }
+    spdlog::info("model '{}' left the repository: unloaded", n);
+    ReleaseVersions(std::move(old));
+  }
+}
+
+LabelsInfo InferenceServer::LabelsInfoLocked(const std::string& name, const ModelEntry& e) const {
+  LabelsInfo info;
+  info.model = name;
+  if (const int64_t d = e.DefaultVersion()) info.default_version = std::to_string(d);
+  for (const auto& [v, _] : e.versions) info.serving_versions.push_back(std::to_string(v));
+  for (const auto& [l, v] : e.labels.labels) info.labels.emplace_back(l, std::to_string(v));
+  for (int64_t v : e.labels.history) info.history.push_back(std::to_string(v));
+  return info;
+}
+
+Result<LabelsInfo> InferenceServer::GetLabels(const std::string& name) const {
+  INFERD_ASSIGN_OR_RETURN(auto any, FindVersion(name, ""));
+  (void)any;
+  std::shared_lock<std::shared_mutex> g(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return Status::NotFound("Request for unknown model: '" + name + "' is not found");
+  return LabelsInfoLocked(name, it->second);
+}
+
+Result<std::string> InferenceServer::ResolveLabel(const std::string& name, const std::string& label) const {
+  std::shared_lock<std::shared_mutex> g(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end() || it->second.versions.empty()) {
+    g.unlock();
+    INFERD_ASSIGN_OR_RETURN(auto any, FindVersion(name, ""));  // the right "unknown" / "not ready" error
+    (void)any;
+    return Status::NotFound("model '" + name + "' has no label '" + label + "'");
+  }
+  auto v = it->second.labels.Find(label);
+  if (!v) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
+  return std::to_string(*v);
+}
+
+Result<LabelsInfo> InferenceServer::SetLabel(const std::string& name, const std::string& label,
+                                             const std::string& version) {
+  INFERD_RETURN_IF_ERROR(ValidateLabelName(label));
+  INFERD_ASSIGN_OR_RETURN(int64_t v, ParseVersion(version));
+  if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
+  std::lock_guard<std::mutex> load(load_mu_);
+  VersionLabels labels;
+  bool serving = false;
+  {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    auto it = models_.find(name);
+    if (it == models_.end() || it->second.versions.empty())
+      return Status::Unavailable("model '" + name + "' is not loaded: load it before labelling its versions");
+    labels = it->second.labels;
+    serving = it->second.versions.count(v) > 0;
+  }
+  labels.labels[label] = v;
+  if (!serving) {
+    // The version must exist in the repository; it loads (and warms up)
+    // before the label moves. On failure nothing changes.
+    INFERD_ASSIGN_OR_RETURN(ModelSource src, repository_.ReadModel(name));
+    if (!std::binary_search(src.available_versions.begin(), src.available_versions.end(), v))
+      return Status::NotFound("model '" + name + "' has no version " + version + " in the repository");
+    INFERD_RETURN_IF_ERROR(LoadModelLocked(name, std::nullopt, labels, /*retry_failed=*/false));
+  }
+  std::unique_lock<std::shared_mutex> g(mu_);
+  auto& e = models_[name];
+  e.labels.labels[label] = v;
+  INFERD_RETURN_IF_ERROR(WriteVersionLabels(e.dir, e.labels));
+  RecordDefaultLocked(e);
+  spdlog::info("model '{}': label '{}' -> version {}", name, label, v);
+  return LabelsInfoLocked(name, e);
+}
+
+Result<LabelsInfo> InferenceServer::DeleteLabel(const std::string& name, const std::string& label) {
+  std::lock_guard<std::mutex> load(load_mu_);
+  std::unique_lock<std::shared_mutex> g(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end() || it->second.versions.empty())
+    return Status::Unavailable("model '" + name + "' is not loaded");
+  auto& e = it->second;
+  if (!e.labels.labels.erase(label)) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
+  INFERD_RETURN_IF_ERROR(WriteVersionLabels(e.dir, e.labels));
+  RecordDefaultLocked(e);
+  return LabelsInfoLocked(name, e);
+}
+
+Result<RollbackResult> InferenceServer::Rollback(const std::string& name) {
+  if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
+  std::lock_guard<std::mutex> load(load_mu_);
+  VersionLabels labels;
+  int64_t from = 0;
+  {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    auto it = models_.find(name);
+    if (it == models_.end() || it->second.versions.empty())
+      return Status::Unavailable("model '" + name + "' is not loaded");
+    labels = it->second.labels;
+    from = it->second.DefaultVersion();
+  }
+  INFERD_ASSIGN_OR_RETURN(ModelSource src, repository_.ReadModel(name));
+  auto target = labels.RollbackTarget(from, [&](int64_t v) {
+    return std::binary_search(src.available_versions.begin(), src.available_versions.end(), v);
+  });
+  if (!target) {
+    return Status::FailedPrecondition("model '" + name + "' has no earlier default version to roll back to from " +
+                                      std::to_string(from));
+  }
+  labels.labels[kStableLabel] = *target;
+  labels.TruncateAfter(*target);
+  // Loads the target if it is not serving.
+  INFERD_RETURN_IF_ERROR(LoadModelLocked(name, std::nullopt, labels, /*retry_failed=*/false));
+  RollbackResult r;
+  r.model = name;
+  r.from_version = std::to_string(from);
+  r.to_version = std::to_string(*target);
+  std::unique_lock<std::shared_mutex> g(mu_);
+  auto& e = models_[name];
+  INFERD_RETURN_IF_ERROR(WriteVersionLabels(e.dir, e.labels));
+  r.labels = LabelsInfoLocked(name, e);
+  spdlog::info("model '{}': rolled back from version {} to {}", name, from, *target);
+  return r;
 }
 
 }  // namespace inferd

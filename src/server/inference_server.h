@@ -12,17 +12,22 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/backend.h"
 #include "core/clock.h"
 #include "core/infer_request.h"
+#include "lifecycle/version_labels.h"
 #include "metrics/prometheus.h"
 #include "repository/repository.h"
 #include "server/model_version.h"
@@ -30,17 +35,20 @@
 
 namespace inferd {
 
-enum class ModelControlMode { kNone, kExplicit };
+enum class ModelControlMode { kNone, kPoll, kExplicit };
 
 struct ServerOptions {
   std::string model_repository;
   ModelControlMode control_mode = ModelControlMode::kNone;
-  // kExplicit: models to load at start-up ("*" = all).
+  // kExplicit / kPoll: models to load at start-up ("*" = all; kPoll loads
+  // all when empty).
   std::vector<std::string> startup_models;
   // Queue bound for models whose config sets no max_queue_size.
   size_t default_max_queue_size = 1024;
   // Intra-op threads for models without INTRA_OP_THREAD_COUNT.
   int default_intra_op_threads = 1;
+  // kPoll: how often the repository is rescanned (0 = only PollRepository calls).
+  std::chrono::milliseconds poll_interval{std::chrono::seconds(15)};
   // If true, /v2/health/ready also needs every repository model READY.
   bool strict_readiness = false;
 };
@@ -70,8 +78,28 @@ class InferenceServer {
 
   Result<std::vector<RepositoryIndexEntry>> RepositoryIndex(bool ready_only) const;
   // `config_json`: optional ModelConfig JSON replacing config.pbtxt.
+  // Loads or reloads a model as a set of immutable version snapshots: the
+  // versions its version_policy selects plus those its labels point at.
+  // Unchanged versions (same config and files) keep serving untouched; new or
+  // changed ones load and warm up before they take requests; a version that
+  // fails never replaces a serving one (its error shows in the index).
   Status LoadModel(const std::string& name, const std::optional<std::string>& config_json = {});
   Status UnloadModel(const std::string& name);
+  // kPoll: one rescan: new and changed models (re)load, removed ones unload.
+  void PollRepository();
+
+  // Version labels. A label names a version of the model's repository; the
+  // version is loaded when a label points at it. `stable`, when set, is the
+  // default version for unversioned requests (else the newest version the
+  // policy selects). Changes persist in <model>/version_labels.json.
+  Result<LabelsInfo> GetLabels(const std::string& name) const;
+  Result<LabelsInfo> SetLabel(const std::string& name, const std::string& label, const std::string& version);
+  Result<LabelsInfo> DeleteLabel(const std::string& name, const std::string& label);
+  // The version string a label points at (NOT_FOUND for an unknown label).
+  Result<std::string> ResolveLabel(const std::string& name, const std::string& label) const;
+  // Makes the previous default version the default again (sets `stable`),
+  // loading it if needed. FAILED_PRECONDITION when there is none.
+  Result<RollbackResult> Rollback(const std::string& name);
 
   void InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback);
 
@@ -82,13 +110,30 @@ class InferenceServer {
 
  private:
   struct ModelEntry {
-    std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // loaded, ascending
+    std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // serving, ascending
+    std::map<int64_t, std::string> fingerprints;                // of serving versions
+    std::set<int64_t> policy_versions;                          // serving versions the policy selects
+    std::map<int64_t, std::string> failed;                      // version -> why, from the last load
+    std::map<int64_t, std::string> failed_fingerprints;         // not retried until their files change
+    VersionLabels labels;
+    std::string dir;
     std::string state = "UNAVAILABLE";
     std::string reason;
+
+    // `stable` if it serves, else the newest policy-selected serving version,
+    // else the newest serving one; 0 when nothing serves.
+    int64_t DefaultVersion() const;
   };
 
   Result<std::shared_ptr<ModelVersion>> FindVersion(const std::string& name, const std::string& version) const;
-  Status LoadModelLocked(const std::string& name, const std::optional<std::string>& config_text);
+  // `retry_failed`: also retry versions that failed before with unchanged
+  // files (explicit loads do; polls and label changes do not).
+  Status LoadModelLocked(const std::string& name, const std::optional<std::string>& config_text,
+                         const std::optional<VersionLabels>& labels_override = {}, bool retry_failed = true);
+  LabelsInfo LabelsInfoLocked(const std::string& name, const ModelEntry& e) const;
+  // Records the current default in the history and persists the labels.
+  void RecordDefaultLocked(ModelEntry& e);
+  void ReleaseVersions(std::map<int64_t, std::shared_ptr<ModelVersion>> old);
 
   ServerOptions options_;
   const BackendRegistry* backends_;
@@ -100,9 +145,13 @@ class InferenceServer {
   std::atomic<bool> started_{false};
   std::atomic<bool> shutting_down_{false};
 
-  std::mutex load_mu_;  // serializes load/unload (held across backend loads; never by infer)
+  std::mutex load_mu_;  // serializes load/unload/labels (held across backend loads; never by infer)
   mutable std::shared_mutex mu_;
   std::map<std::string, ModelEntry> models_;  // guarded by mu_
+
+  std::mutex poll_mu_;
+  std::condition_variable poll_cv_;
+  std::thread poll_thread_;
 };
 
 }  // namespace inferd

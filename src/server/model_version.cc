@@ -1,7 +1,10 @@
 #include "server/model_version.h"
 
+#include <filesystem>
+
 #include "repository/model_config.h"
 #include "scheduler/dynamic_batcher.h"
+#include "server/warmup.h"
 
 namespace inferd {
 
@@ -27,11 +30,22 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
   }
   mv->config_json_ = RenderModelConfigJson(config_text, mv->spec_);
   mv->stats_ = std::make_shared<ModelStats>(mv->spec_.name, mv->version_str_, mv->spec_.max_batch_size);
+  const std::string model_dir = std::filesystem::path(version_dir).parent_path().string();
+  auto samples_or = BuildWarmupSamples(mv->spec_, model_dir);
+  if (!samples_or.ok()) return samples_or.status().WithPrefix(config_source);
+  std::vector<WarmupSample> samples = std::move(*samples_or);
   DynamicBatcher::Options bo;
   bo.policy = BatchPolicy::FromSpec(mv->spec_, options.default_max_queue_size);
   bo.clock = options.clock;
   bo.stats = mv->stats_;
-  mv->scheduler_ = std::make_unique<DynamicBatcher>(std::move(bo), mv->spec_, std::move(instances));
+  if (!samples.empty()) {
+    bo.warmup = [samples = std::make_shared<std::vector<WarmupSample>>(std::move(samples))](ModelInstance& inst) {
+      return RunWarmup(inst, *samples);
+    };
+  }
+  auto batcher = std::make_unique<DynamicBatcher>(std::move(bo), mv->spec_, std::move(instances));
+  INFERD_RETURN_IF_ERROR(batcher->WaitWarmedUp());  // not READY before warmup ran on every instance
+  mv->scheduler_ = std::move(batcher);
   return mv;
 }
 

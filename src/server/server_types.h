@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model_spec.h"
@@ -37,6 +38,21 @@ struct RepositoryIndexEntry {
   std::string version;  // "" when the model has no loaded version
   std::string state;    // READY | UNAVAILABLE | LOADING | UNLOADING
   std::string reason;
+};
+
+// A model's version labels and default version (GET /v2/repository/models/{m}/labels).
+struct LabelsInfo {
+  std::string model;
+  std::string default_version;                              // "" when nothing serves
+  std::vector<std::string> serving_versions;                // ascending
+  std::vector<std::pair<std::string, std::string>> labels;  // label -> version, sorted by label
+  std::vector<std::string> history;                         // past defaults, oldest first
+};
+
+struct RollbackResult {
+  std::string model;
+  std::string from_version, to_version;
+  LabelsInfo labels;  // after the rollback
 };
 
 struct DurationSnapshot {

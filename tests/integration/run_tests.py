@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import signal
+import shutil
 import socket
 import subprocess
 import sys
@@ -524,6 +525,150 @@ class ExplicitControl(unittest.TestCase):
             self.assertIn("max_batch_sise", js["error"])
             self.assertEqual(server.post_json("/v2/repository/models/ghost/load", {})[0], 404)
         finally:
+            self.assertEqual(server.stop(), 0)
+
+
+class Scale(torch.nn.Module):
+    """Version k of the lifecycle model answers x * k, so every answer names its version."""
+
+    def __init__(self, k: float):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x):
+        return x * self.k
+
+
+LIFECYCLE_CONFIG = """platform: "pytorch_libtorch"
+max_batch_size: 8
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+dynamic_batching { }
+model_warmup [ { name: "zeros" batch_size: 2 count: 3
+  inputs { key: "x" value: { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]
+"""
+
+
+class Lifecycle(unittest.TestCase):
+    """Versions as snapshots: publish, failed load keeps the old, rollback, labels, swaps under load."""
+
+    def setUp(self):
+        self.repo = os.path.join(ARGS.workdir, "lifecycle_repo")
+        shutil.rmtree(self.repo, ignore_errors=True)
+        os.makedirs(os.path.join(self.repo, "lc"))
+        with open(os.path.join(self.repo, "lc", "config.pbtxt"), "w") as f:
+            f.write(LIFECYCLE_CONFIG)
+        self.publish(1)
+        self.x = np.arange(8, dtype=np.float32).reshape(2, 4)
+
+    def publish(self, k, broken=False):
+        d = os.path.join(self.repo, "lc", str(k))
+        os.makedirs(d, exist_ok=True)
+        if broken:
+            with open(os.path.join(d, "model.pt"), "w") as f:
+                f.write("not a TorchScript file")
+        else:
+            torch.jit.script(Scale(float(k))).save(os.path.join(d, "model.pt"))
+
+    def answer(self, server, path="/v2/models/lc/infer"):
+        st, js = server.post_json(path, ic.v2_json_request({"x": self.x}))
+        self.assertEqual(st, 200, js)
+        y = np.array(js["outputs"][0]["data"], np.float32).reshape(2, 4)
+        k = y[1, 0] / self.x[1, 0]
+        np.testing.assert_allclose(y, self.x * k, atol=TOL)
+        return int(round(k)), js.get("model_version")
+
+    def test_publish_fail_rollback_and_labels_survive_restart(self):
+        server = ic.Server(ARGS.inferd, self.repo, "--model-control-mode", "explicit", "--load-model", "lc")
+        try:
+            self.assertEqual(self.answer(server), (1, "1"))
+            self.publish(2)
+            self.assertEqual(server.post_json("/v2/repository/models/lc/load", {})[0], 200)
+            self.assertEqual(self.answer(server), (2, "2"))
+            st, labels = server.get_json("/v2/repository/models/lc/labels")
+            self.assertEqual((labels["default_version"], labels["history"]), ("2", ["1", "2"]))
+
+            # A broken new version never replaces the serving one; the index says why.
+            self.publish(3, broken=True)
+            st, js = server.post_json("/v2/repository/models/lc/load", {})
+            self.assertNotEqual(st, 200)
+            self.assertIn("version 3", js["error"])
+            self.assertEqual(self.answer(server), (2, "2"))
+            st, index = server.post_json("/v2/repository/index", {})
+            v3 = [e for e in index if e["name"] == "lc" and e.get("version") == "3"]
+            self.assertEqual(v3[0]["state"], "UNAVAILABLE")
+            self.assertIn("TorchScript", v3[0]["reason"])
+
+            # One call: the previous default serves again, as `stable`.
+            st, rb = server.post_json("/v2/repository/models/lc/rollback", {})
+            self.assertEqual(st, 200, rb)
+            self.assertEqual((rb["rolled_back_from"], rb["rolled_back_to"]), ("2", "1"))
+            self.assertEqual(rb["labels"], {"stable": "1"})
+            self.assertEqual(self.answer(server), (1, "1"))
+            self.assertEqual(self.answer(server, "/v2/models/lc/labels/stable/infer"), (1, "1"))
+            self.assertEqual(self.answer(server, "/v2/models/lc/versions/2/infer"), (2, "2"))
+            st, js = server.post_json("/v1/models/lc/labels/stable:predict", {"instances": self.x.tolist()})
+            self.assertEqual(st, 200, js)
+            np.testing.assert_allclose(np.array(js["predictions"]), self.x, atol=TOL)
+            self.assertEqual(server.post_json("/v2/models/lc/labels/nope/infer", {})[0], 404)
+            st, js = server.post_json("/v2/repository/models/lc/rollback", {})
+            self.assertEqual(st, 400, js)  # nothing older than version 1
+            st, _, js = server.request("PUT", "/v2/repository/models/lc/labels/canary", json.dumps({"version": "2"}))
+            self.assertEqual(st, 200, js)
+            self.assertEqual(json.loads(js)["labels"], {"canary": "2", "stable": "1"})
+            self.assertEqual(server.request("PUT", "/v2/repository/models/lc/labels/9x", b"{}")[0], 400)
+            self.assertEqual(server.request("PUT", "/v2/repository/models/lc/labels/c2",
+                                            json.dumps({"version": 42}))[0], 404)
+        finally:
+            self.assertEqual(server.stop(), 0)
+        # Labels live in the repository: a restarted server keeps serving the rolled-back version.
+        with open(os.path.join(self.repo, "lc", "version_labels.json")) as f:
+            self.assertEqual(json.load(f)["labels"], {"stable": 1, "canary": 2})
+        server = ic.Server(ARGS.inferd, self.repo, "--model-control-mode", "explicit", "--load-model", "lc")
+        try:
+            self.assertEqual(self.answer(server), (1, "1"))
+            self.assertEqual(self.answer(server, "/v2/models/lc/labels/canary/infer"), (2, "2"))
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_swaps_under_concurrent_requests_lose_nothing(self):
+        server = ic.Server(ARGS.inferd, self.repo, "--model-control-mode", "explicit", "--load-model", "lc")
+        stop = threading.Event()
+        failures, seen = [], set()
+
+        def client():
+            conn = server.conn()
+            while not stop.is_set():
+                st, js = server.post_json("/v2/models/lc/infer", ic.v2_json_request({"x": self.x}), conn=conn)
+                if st != 200:
+                    failures.append((st, js))
+                    continue
+                y = np.array(js["outputs"][0]["data"], np.float32).reshape(2, 4)
+                k = y[1, 0] / self.x[1, 0]
+                if not np.allclose(y, self.x * k, atol=TOL) or str(int(round(k))) != js["model_version"]:
+                    failures.append(("wrong answer", js))
+                seen.add(int(round(k)))
+            conn.close()
+
+        try:
+            threads = [threading.Thread(target=client) for _ in range(4)]
+            for t in threads:
+                t.start()
+            for k in range(2, 12):  # publish then move `stable`, alternating with rollbacks
+                self.publish(k)
+                st, _, js = server.request("PUT", "/v2/repository/models/lc/labels/stable",
+                                           json.dumps({"version": k}))
+                self.assertEqual(st, 200, js)
+                if k % 3 == 0:
+                    st, js = server.post_json("/v2/repository/models/lc/rollback", {})
+                    self.assertEqual(st, 200, js)
+            stop.set()
+            for t in threads:
+                t.join()
+            self.assertEqual(failures, [])
+            self.assertGreater(len(seen), 1)
+        finally:
+            stop.set()
             self.assertEqual(server.stop(), 0)
 
 

@@ -20,6 +20,19 @@ std::string ModelPath(const ModelSpec& spec, const std::string& version_dir) {
   return (std::filesystem::path(version_dir) / file).string();
 }
 
+// An exception's message without libtorch's C++ backtrace (c10::Error
+// appends one): users see the first line(s) that say what went wrong.
+std::string Message(const std::exception& e, size_t limit) {
+  std::string m;
+  if (const auto* c10e = dynamic_cast<const c10::Error*>(&e))
+    m = c10e->what_without_backtrace();
+  else
+    m = e.what();
+  if (auto cut = m.find("\nException raised from"); cut != std::string::npos) m.resize(cut);
+  if (m.size() > limit) m.resize(limit);
+  return m;
+}
+
 Result<std::shared_ptr<torch::jit::Module>> LoadModule(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return Status::NotFound("model file '" + path + "' does not exist");
@@ -28,8 +41,7 @@ Result<std::shared_ptr<torch::jit::Module>> LoadModule(const std::string& path) 
     m->eval();
     return m;
   } catch (const std::exception& e) {
-    return Status::InvalidArgument("cannot load TorchScript file '" + path +
-                                   "': " + std::string(e.what()).substr(0, 500));
+    return Status::InvalidArgument("cannot load TorchScript file '" + path + "': " + Message(e, 500));
   }
 }
 
@@ -112,7 +124,7 @@ Result<std::vector<Tensor>> TorchInstance::Execute(const std::vector<Tensor>& in
     c10::IValue result = model_->module().forward(std::move(args));
     return ConvertOutputs(result);
   } catch (const std::exception& e) {
-    return Status::Internal("model '" + model_->spec().name + "' failed: " + std::string(e.what()).substr(0, 1000));
+    return Status::Internal("model '" + model_->spec().name + "' failed: " + Message(e, 1000));
   }
 }
 
@@ -214,7 +226,8 @@ class TorchScriptBackend final : public Backend {
         spec->inputs.push_back(std::move(t));
       }
     } catch (const std::exception& e) {
-      return Status::InvalidArgument(std::string("cannot read forward() of the TorchScript module: ") + e.what());
+      return Status::InvalidArgument(std::string("cannot read forward() of the TorchScript module: ") +
+                                     Message(e, 500));
     }
     if (spec->platform.empty()) spec->platform = "pytorch_libtorch";
     return Status::OK();
@@ -239,7 +252,7 @@ class TorchScriptBackend final : public Backend {
     try {
       args = ForwardArgs(*module, &has_default);
     } catch (const std::exception& e) {
-      return Status::InvalidArgument(std::string("TorchScript module has no usable forward(): ") + e.what());
+      return Status::InvalidArgument(std::string("TorchScript module has no usable forward(): ") + Message(e, 500));
     }
     size_t required = 0;
     for (bool d : has_default) required += d ? 0 : 1;

@@ -213,6 +213,7 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
     return respond(std::move(r));
   }
   if (parts[1] == "repository") {
+    if (HandleV2Lifecycle(server, req, parts, respond)) return;
     if (!post) return respond(MethodNotAllowed(req));
     if (n == 3 && parts[2] == "index") {
       auto ready = ReadyOnlyFlag(req);
@@ -261,6 +262,11 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
   size_t i = 3;
   if (n >= 5 && parts[3] == "versions") {
     version = parts[4];
+    i = 5;
+  } else if (n >= 5 && parts[3] == "labels") {
+    auto v = server->ResolveLabel(model, parts[4]);
+    if (!v.ok()) return respond(ErrorResponse(v.status()));
+    version = std::move(*v);
     i = 5;
   }
   if (n > i + 1) return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));

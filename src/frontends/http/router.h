@@ -12,9 +12,11 @@
 //   POST /v2/models/{m}[/versions/{v}]/infer
 //   POST /v2/repository/index
 //   POST /v2/repository/models/{m}/load | /unload
-//   GET  /v1/models/{m}[/versions/{v}]            TF Serving status
-//   GET  /v1/models/{m}[/versions/{v}]/metadata
-//   POST /v1/models/{m}[/versions/{v}]:predict
+//   GET  /v2/repository/models/{m}/labels; PUT|DELETE .../labels/{l}; POST .../rollback
+//   /v2/models/{m}/labels/{l}/...                  as /versions/{v}/..., v = the label's version
+//   GET  /v1/models/{m}[/versions/{v}|/labels/{l}]            TF Serving status
+//   GET  /v1/models/{m}[/versions/{v}|/labels/{l}]/metadata
+//   POST /v1/models/{m}[/versions/{v}|/labels/{l}]:predict
 // Metrics port: GET /metrics
 //
 // Thread-safety: the returned handlers are thread-safe. `server` is not
@@ -31,6 +33,9 @@ Handler MakeMetricsHandler(const InferenceServer* server);
 
 // Handlers per protocol (router.cc dispatches to them).
 void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond);
+// Labels and rollback under /v2/repository/models/{m}/; false if not such a path.
+bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::vector<std::string>& parts,
+                       const Responder& respond);
 void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond);
 
 // Splits "/a/b/c" into {"a","b","c"} with %XX decoding.

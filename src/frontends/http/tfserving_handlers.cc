@@ -126,7 +126,10 @@ void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::str
     version = parts[4];
     i = 5;
   } else if (parts.size() >= 5 && parts[3] == "labels") {
-    return respond(ErrorResponse(Status::NotFound("model '" + model + "' has no version label '" + parts[4] + "'")));
+    auto v = server->ResolveLabel(model, parts[4]);
+    if (!v.ok()) return respond(ErrorResponse(v.status()));
+    version = std::move(*v);
+    i = 5;
   }
   const std::string tail = parts.size() > i ? parts[i] : "";
   if (parts.size() > i + 1) return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));

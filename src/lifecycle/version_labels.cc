@@ -1,0 +1,125 @@
+#include "lifecycle/version_labels.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace inferd {
+
+std::optional<int64_t> VersionLabels::Find(std::string_view label) const {
+  auto it = labels.find(std::string(label));
+  if (it == labels.end()) return std::nullopt;
+  return it->second;
+}
+
+bool VersionLabels::RecordDefault(int64_t version) {
+  if (!history.empty() && history.back() == version) return false;
+  history.push_back(version);
+  if (history.size() > kMaxDefaultHistory)
+    history.erase(history.begin(), history.begin() + static_cast<ptrdiff_t>(history.size() - kMaxDefaultHistory));
+  return true;
+}
+
+void VersionLabels::TruncateAfter(int64_t target) {
+  auto it = std::find(history.rbegin(), history.rend(), target);
+  if (it == history.rend()) return;
+  history.erase(it.base(), history.end());
+}
+
+Status ValidateLabelName(std::string_view label) {
+  if (label.empty() || label.size() > 64) return Status::InvalidArgument("label names have 1 to 64 characters");
+  bool all_digits = true;
+  for (char c : label) {
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+    if (!ok) return Status::InvalidArgument("invalid label '" + std::string(label) + "': use [A-Za-z0-9_.-]");
+    all_digits = all_digits && c >= '0' && c <= '9';
+  }
+  if (all_digits)
+    return Status::InvalidArgument("label '" + std::string(label) + "' is a number: numbers are versions");
+  return Status::OK();
+}
+
+Result<VersionLabels> ParseVersionLabelsJson(std::string_view json) {
+  rapidjson::Document d;
+  d.Parse(json.data(), json.size());
+  if (d.HasParseError() || !d.IsObject()) return Status::InvalidArgument("not a JSON object");
+  VersionLabels out;
+  if (d.HasMember("labels")) {
+    const auto& l = d["labels"];
+    if (!l.IsObject()) return Status::InvalidArgument("'labels' must be an object of label: version");
+    for (auto it = l.MemberBegin(); it != l.MemberEnd(); ++it) {
+      std::string name(it->name.GetString(), it->name.GetStringLength());
+      INFERD_RETURN_IF_ERROR(ValidateLabelName(name));
+      if (!it->value.IsInt64() || it->value.GetInt64() < 1)
+        return Status::InvalidArgument("label '" + name + "' must map to a version number >= 1");
+      out.labels[name] = it->value.GetInt64();
+    }
+  }
+  if (d.HasMember("history")) {
+    const auto& h = d["history"];
+    if (!h.IsArray()) return Status::InvalidArgument("'history' must be an array of versions");
+    for (const auto& v : h.GetArray()) {
+      if (!v.IsInt64() || v.GetInt64() < 1) return Status::InvalidArgument("'history' entries are versions >= 1");
+      out.RecordDefault(v.GetInt64());
+    }
+  }
+  return out;
+}
+
+std::string VersionLabelsToJson(const VersionLabels& labels) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("labels");
+  w.StartObject();
+  for (const auto& [k, v] : labels.labels) {
+    w.Key(k.c_str(), static_cast<rapidjson::SizeType>(k.size()));
+    w.Int64(v);
+  }
+  w.EndObject();
+  w.Key("history");
+  w.StartArray();
+  for (int64_t v : labels.history) w.Int64(v);
+  w.EndArray();
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+Result<VersionLabels> ReadVersionLabels(const std::string& model_dir) {
+  const std::filesystem::path path = std::filesystem::path(model_dir) / kVersionLabelsFile;
+  std::ifstream f(path);
+  if (!f) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return VersionLabels{};
+    return Status::Unavailable(path.string() + ": cannot be read");
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto r = ParseVersionLabelsJson(ss.str());
+  if (!r.ok()) return r.status().WithPrefix(path.string());
+  return r;
+}
+
+Status WriteVersionLabels(const std::string& model_dir, const VersionLabels& labels) {
+  const std::filesystem::path path = std::filesystem::path(model_dir) / kVersionLabelsFile;
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << VersionLabelsToJson(labels) << "\n";
+    f.flush();
+    if (!f) return Status::Unavailable("cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status::Unavailable("cannot replace " + path.string() + ": " + ec.message());
+  return Status::OK();
+}
+
+}  // namespace inferd

@@ -1,0 +1,63 @@
+// VersionLabels: a model's named version labels ("stable", "canary", ...)
+// and the history of its default version, persisted beside the model as
+// <repo>/<model>/version_labels.json so they survive restarts:
+//
+//   {"labels": {"stable": 3, "canary": 4}, "history": [1, 2, 3]}
+//
+// (Not labels.txt: in Triton layouts that file holds classification labels.)
+//
+// Thread-safety: plain values and free functions; callers serialize writes
+// to one model's file (the server holds its load lock).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace inferd {
+
+inline constexpr const char* kVersionLabelsFile = "version_labels.json";
+inline constexpr const char* kStableLabel = "stable";
+inline constexpr size_t kMaxDefaultHistory = 100;
+
+struct VersionLabels {
+  std::map<std::string, int64_t> labels;
+  // Versions that have been the model's default, oldest first; consecutive
+  // entries differ. Rollback walks it backwards.
+  std::vector<int64_t> history;
+
+  std::optional<int64_t> Find(std::string_view label) const;
+  // Appends `version` unless it is already the last entry; keeps the newest
+  // kMaxDefaultHistory entries. Returns whether anything changed.
+  bool RecordDefault(int64_t version);
+  // The version to roll back to from `current` default: drops trailing
+  // entries equal to `current`, then the first remaining entry (from the end)
+  // for which `usable` holds. nullopt when there is none. Does not modify.
+  template <typename Pred>
+  std::optional<int64_t> RollbackTarget(int64_t current, Pred usable) const {
+    for (auto it = history.rbegin(); it != history.rend(); ++it)
+      if (*it != current && usable(*it)) return *it;
+    return std::nullopt;
+  }
+  // Removes history entries after the last occurrence of `target` (the
+  // versions rolled back from), so a second rollback goes further back.
+  void TruncateAfter(int64_t target);
+};
+
+// Label names: 1-64 of [A-Za-z0-9_.-], not all digits (those are versions).
+Status ValidateLabelName(std::string_view label);
+
+Result<VersionLabels> ParseVersionLabelsJson(std::string_view json);
+std::string VersionLabelsToJson(const VersionLabels& labels);
+
+// Missing file = no labels. A corrupt file is an error naming the file.
+Result<VersionLabels> ReadVersionLabels(const std::string& model_dir);
+// Writes atomically (temporary file + rename).
+Status WriteVersionLabels(const std::string& model_dir, const VersionLabels& labels);
+
+}  // namespace inferd
