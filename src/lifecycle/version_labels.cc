@@ -13,7 +13,7 @@
 namespace inferd {
 
 std::optional<int64_t> VersionLabels::Find(std::string_view label) const {
-  auto it = labels.find(std::string(label));
+  auto it = labels.find(label);
   if (it == labels.end()) return std::nullopt;
   return it->second;
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,7 +27,7 @@ inline constexpr const char* kStableLabel = "stable";
 inline constexpr size_t kMaxDefaultHistory = 100;
 
 struct VersionLabels {
-  std::map<std::string, int64_t> labels;
+  std::map<std::string, int64_t, std::less<>> labels;  // looked up per unversioned request
   // Versions that have been the model's default, oldest first; consecutive
   // entries differ. Rollback walks it backwards.
   std::vector<int64_t> history;

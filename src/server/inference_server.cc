@@ -253,83 +253,107 @@ Result<std::vector<RepositoryIndexEntry>> InferenceServer::RepositoryIndex(bool 
     if (it != models_.end() && !it->second.versions.empty()) {
       for (const auto& [v, mv] : it->second.versions) out.push_back({n, std::to_string(v), "READY", ""});
       if (!ready_only)
-        for (const auto& [v, why] : it->second.failed)
-          if (!it->second.versions.count(v)) out.push_back({n, std::to_string(v), "UNAVAILABLE", why});
+        for (const auto& [v, f] : it->second.failed)
+          if (!it->second.versions.count(v)) out.push_back({n, std::to_string(v), "UNAVAILABLE", f.why});
       continue;
     }
     if (ready_only) continue;
     RepositoryIndexEntry e{n, "", "UNAVAILABLE", "unloaded"};
-    if (it != models_.end()) {
-      e.state = it->second.state;
-      e.reason = it->second.reason;
-    }
+    if (it != models_.end()) e.reason = it->second.reason;
     out.push_back(std::move(e));
   }
   return out;
 }
 
+Status InferenceServer::RequireExplicitControl() const {
+  if (options_.control_mode == ModelControlMode::kExplicit) return Status::OK();
+  return Status::FailedPrecondition(std::string("model load / unload is not allowed with --model-control-mode=") +
+                                    (options_.control_mode == ModelControlMode::kPoll ? "poll" : "none") +
+                                    " (it needs explicit)");
+}
+
 Status InferenceServer::LoadModel(const std::string& name, const std::optional<std::string>& config_json) {
   if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
-  if (options_.control_mode != ModelControlMode::kExplicit && started_.load()) {
-    return Status::FailedPrecondition(std::string("model load / unload is not allowed with --model-control-mode=") +
-                                      (options_.control_mode == ModelControlMode::kPoll ? "poll" : "none") +
-                                      " (it needs explicit)");
-  }
+  if (started_.load()) INFERD_RETURN_IF_ERROR(RequireExplicitControl());
   std::optional<std::string> text;
   if (config_json) {
     INFERD_ASSIGN_OR_RETURN(std::string t, ModelConfigJsonToText(*config_json));
     text = std::move(t);
   }
   std::lock_guard<std::mutex> load(load_mu_);
-  Status st = LoadModelLocked(name, text);
-  if (!st.ok()) {
-    std::unique_lock<std::shared_mutex> g(mu_);
-    auto& e = models_[name];
-    if (e.reason.empty()) e.reason = st.message();
-    if (e.versions.empty()) e.state = "UNAVAILABLE";
-  }
-  return st;
+  return LoadModelLocked(name, text);
 }
+
+namespace {
+
+// What a load works from: the model as the repository has it now, and the
+// versions to serve (policy-selected, plus those labels point at).
+struct LoadPlan {
+  ModelSource src;
+  Backend* backend = nullptr;
+  VersionLabels labels;
+  std::vector<int64_t> selected;
+  std::set<int64_t> wanted;
+  std::string config_source;  // names the config in error messages
+};
+
+Result<LoadPlan> PlanLoad(const ModelRepository& repository, const BackendRegistry& backends, const std::string& name,
+                          const std::optional<std::string>& config_text,
+                          const std::optional<VersionLabels>& labels_override) {
+  LoadPlan p;
+  INFERD_ASSIGN_OR_RETURN(p.src, repository.ReadModel(name, config_text));
+  p.backend = backends.Find(p.src.spec.backend);
+  if (!p.backend) {
+    return Status::InvalidArgument(p.src.config_path + ": field 'backend': unknown backend '" + p.src.spec.backend +
+                                   "' (available: pytorch, identity)");
+  }
+  if (labels_override) {
+    p.labels = *labels_override;
+  } else {
+    INFERD_ASSIGN_OR_RETURN(p.labels, ReadVersionLabels(p.src.dir));
+  }
+  const auto& available = p.src.available_versions;
+  p.selected = ModelRepository::SelectVersions(p.src.spec.version_policy, available);
+  p.wanted.insert(p.selected.begin(), p.selected.end());
+  for (const auto& [label, v] : p.labels.labels)
+    if (std::binary_search(available.begin(), available.end(), v)) p.wanted.insert(v);
+  if (p.wanted.empty()) {
+    return Status::NotFound("model '" + name + "' has no version folder that its version_policy selects in " +
+                            p.src.dir);
+  }
+  p.config_source = p.src.has_config ? (config_text ? "load request config for '" + name + "'" : p.src.config_path)
+                                     : p.src.dir + " (auto-completed config)";
+  return p;
+}
+
+}  // namespace
 
 Status InferenceServer::LoadModelLocked(const std::string& name, const std::optional<std::string>& config_text,
                                         const std::optional<VersionLabels>& labels_override, bool retry_failed) {
-  INFERD_ASSIGN_OR_RETURN(ModelSource src, repository_.ReadModel(name, config_text));
-  Backend* backend = backends_->Find(src.spec.backend);
-  if (!backend) {
-    return Status::InvalidArgument(src.config_path + ": field 'backend': unknown backend '" + src.spec.backend +
-                                   "' (available: pytorch, identity)");
+  auto plan = PlanLoad(repository_, *backends_, name, config_text, labels_override);
+  if (!plan.ok()) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    models_[name].reason = plan.status().message();
+    return plan.status();
   }
-  VersionLabels labels;
-  if (labels_override) {
-    labels = *labels_override;
-  } else {
-    INFERD_ASSIGN_OR_RETURN(labels, ReadVersionLabels(src.dir));
-  }
-  const std::vector<int64_t> selected =
-      ModelRepository::SelectVersions(src.spec.version_policy, src.available_versions);
-  std::set<int64_t> wanted(selected.begin(), selected.end());
-  for (const auto& [label, v] : labels.labels)
-    if (std::binary_search(src.available_versions.begin(), src.available_versions.end(), v)) wanted.insert(v);
-  if (wanted.empty()) {
-    return Status::NotFound("model '" + name + "' has no version folder that its version_policy selects in " + src.dir);
-  }
-  const std::string source = src.has_config ? (config_text ? "load request config for '" + name + "'" : src.config_path)
-                                            : src.dir + " (auto-completed config)";
+  const ModelSource& src = plan->src;
   std::map<int64_t, std::shared_ptr<ModelVersion>> current;
-  std::map<int64_t, std::string> current_fp, known_failed, known_failed_fp;
+  std::map<int64_t, std::string> current_fp;
+  std::map<int64_t, ModelEntry::FailedVersion> known_failed;
   {
     std::shared_lock<std::shared_mutex> g(mu_);
     if (auto it = models_.find(name); it != models_.end()) {
       current = it->second.versions;
       current_fp = it->second.fingerprints;
       known_failed = it->second.failed;
-      known_failed_fp = it->second.failed_fingerprints;
     }
   }
   // Load new and changed versions; nothing serving changes yet.
   std::map<int64_t, std::shared_ptr<ModelVersion>> next;
-  std::map<int64_t, std::string> next_fp, failed, failed_fp, still_failed;
-  for (int64_t v : wanted) {
+  std::map<int64_t, std::string> next_fp;
+  std::map<int64_t, ModelEntry::FailedVersion> failed;
+  Status first_error;  // of this attempt (versions skipped as known failures are not errors)
+  for (int64_t v : plan->wanted) {
     const std::string dir = (std::filesystem::path(src.dir) / std::to_string(v)).string();
     std::string fp = Fingerprint(src.config_text, dir);
     if (auto it = current.find(v); it != current.end() && current_fp[v] == fp) {
@@ -337,15 +361,15 @@ Status InferenceServer::LoadModelLocked(const std::string& name, const std::opti
       next_fp[v] = std::move(fp);
       continue;
     }
-    if (!retry_failed && known_failed_fp.count(v) && known_failed_fp[v] == fp) {
-      still_failed[v] = known_failed[v];  // same files as the failed attempt: not retried
-      failed_fp[v] = std::move(fp);
+    if (auto it = known_failed.find(v); !retry_failed && it != known_failed.end() && it->second.fingerprint == fp) {
+      failed[v] = it->second;  // same files as the failed attempt: not retried
       continue;
     }
-    auto mv = ModelVersion::Load(*backend, src.spec, v, dir, src.config_text, source, version_options_);
+    auto mv =
+        ModelVersion::Load(*plan->backend, src.spec, v, dir, src.config_text, plan->config_source, version_options_);
     if (!mv.ok()) {
-      failed[v] = mv.status().message();
-      failed_fp[v] = std::move(fp);
+      failed[v] = {mv.status().message(), std::move(fp)};
+      if (first_error.ok()) first_error = Status::Unavailable("version " + std::to_string(v) + ": " + failed[v].why);
       spdlog::error("model '{}' version {} failed to load: {}", name, v, mv.status().message());
       continue;
     }
@@ -354,7 +378,7 @@ Status InferenceServer::LoadModelLocked(const std::string& name, const std::opti
   }
   // A version that failed never replaces a serving one: keep every serving
   // version the new set does not have.
-  if (!failed.empty() || !still_failed.empty()) {
+  if (!failed.empty()) {
     for (auto& [v, mv] : current) {
       if (next.count(v)) continue;
       next[v] = mv;
@@ -371,35 +395,36 @@ Status InferenceServer::LoadModelLocked(const std::string& name, const std::opti
       e.versions = std::move(next);
       e.fingerprints = std::move(next_fp);
       e.policy_versions.clear();
-      for (int64_t v : selected)
+      for (int64_t v : plan->selected)
         if (e.versions.count(v)) e.policy_versions.insert(v);
-      e.state = "READY";
     }
-    e.failed = failed;
-    e.failed.insert(still_failed.begin(), still_failed.end());
-    e.failed_fingerprints = std::move(failed_fp);
     // Labels requested by a caller (set label, rollback) apply only if their
     // versions loaded; labels read from the repository always apply.
-    if (!labels_override || failed.empty()) e.labels = std::move(labels);
+    if (!labels_override || first_error.ok()) e.labels = std::move(plan->labels);
     e.dir = src.dir;
     e.reason.clear();
-    for (const auto& [v, why] : e.failed)
-      e.reason += (e.reason.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + why);
-    if (!e.versions.empty()) RecordDefaultLocked(e);
+    for (const auto& [v, f] : failed)
+      e.reason += (e.reason.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + f.why);
+    e.failed = std::move(failed);
+    if (!e.versions.empty()) {
+      Status st = SaveLabelsLocked(e, /*always=*/false);
+      if (!st.ok()) spdlog::warn("cannot persist version labels: {}", st.message());
+    }
   }
   ReleaseVersions(std::move(retired));  // in-flight requests on them complete first
-  if (!failed.empty()) {
-    const auto& [v, why] = *failed.begin();
-    return Status::Unavailable("version " + std::to_string(v) + ": " + why);
-  }
-  return Status::OK();
+  return first_error;
 }
 
-void InferenceServer::RecordDefaultLocked(ModelEntry& e) {
+Status InferenceServer::SaveLabelsLocked(ModelEntry& e, bool always) {
   const int64_t d = e.DefaultVersion();
-  if (d == 0 || !e.labels.RecordDefault(d) || e.dir.empty()) return;
-  Status st = WriteVersionLabels(e.dir, e.labels);
-  if (!st.ok()) spdlog::warn("cannot persist version labels: {}", st.message());
+  const bool changed = d != 0 && e.labels.RecordDefault(d);
+  if ((!always && !changed) || e.dir.empty()) return Status::OK();
+  return WriteVersionLabels(e.dir, e.labels);
+}
+
+const InferenceServer::ModelEntry* InferenceServer::ServingEntryLocked(const std::string& name) const {
+  auto it = models_.find(name);
+  return it == models_.end() || it->second.versions.empty() ? nullptr : &it->second;
 }
 
 void InferenceServer::ReleaseVersions(std::map<int64_t, std::shared_ptr<ModelVersion>> old) {
@@ -410,11 +435,7 @@ void InferenceServer::ReleaseVersions(std::map<int64_t, std::shared_ptr<ModelVer
 }
 
 Status InferenceServer::UnloadModel(const std::string& name) {
-  if (options_.control_mode != ModelControlMode::kExplicit) {
-    return Status::FailedPrecondition(std::string("model load / unload is not allowed with --model-control-mode=") +
-                                      (options_.control_mode == ModelControlMode::kPoll ? "poll" : "none") +
-                                      " (it needs explicit)");
-  }
+  INFERD_RETURN_IF_ERROR(RequireExplicitControl());
   std::map<int64_t, std::shared_ptr<ModelVersion>> old;
   {
     std::lock_guard<std::mutex> load(load_mu_);
@@ -428,7 +449,6 @@ Status InferenceServer::UnloadModel(const std::string& name) {
     it->second.fingerprints.clear();
     it->second.policy_versions.clear();
     it->second.failed.clear();
-    it->second.state = "UNAVAILABLE";
     it->second.reason = "unloaded";
   }
   ReleaseVersions(std::move(old));
@@ -447,7 +467,7 @@ void InferenceServer::InferAsync(std::unique_ptr<InferRequest> request, InferCal
     version.stats()->RecordFailure(FailureReason::kInvalid, 0);
     return callback(rows.status());
   }
-  const std::string asked_version = request->model_version;
+  const bool asked_default = request->model_version.empty();
   request->model_version = version.version_string();
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
@@ -459,7 +479,7 @@ void InferenceServer::InferAsync(std::unique_ptr<InferRequest> request, InferCal
   // enqueue; the request then goes to what serves now, once, instead of
   // failing (swaps lose no requests).
   if (st.code() == StatusCode::kUnavailable && !shutting_down_.load()) {
-    auto now = FindVersion(pending->request->model_name, asked_version);
+    auto now = FindVersion(pending->request->model_name, asked_default ? "" : pending->request->model_version);
     Result<int64_t> again = now.ok() && now->get() != &version
                                 ? ValidateAndNormalize((*now)->spec(), pending->request.get())
                                 : Result<int64_t>(st);
@@ -492,11 +512,7 @@ void InferenceServer::PollRepository() {
   std::lock_guard<std::mutex> load(load_mu_);
   for (const auto& n : *names) {
     if (shutting_down_.load()) return;
-    Status st = LoadModelLocked(n, std::nullopt, std::nullopt, /*retry_failed=*/false);
-    std::unique_lock<std::shared_mutex> g(mu_);
-    auto& e = models_[n];
-    if (!st.ok() && e.reason.empty()) e.reason = st.message();
-    if (e.versions.empty()) e.state = "UNAVAILABLE";
+    (void)LoadModelLocked(n, std::nullopt, std::nullopt, /*retry_failed=*/false);  // errors are recorded on the entry
   }
   for (const auto& n : gone) {
     std::map<int64_t, std::shared_ptr<ModelVersion>> old;
@@ -522,25 +538,26 @@ LabelsInfo InferenceServer::LabelsInfoLocked(const std::string& name, const Mode
   return info;
 }
 
+Status InferenceServer::NotServingError(const std::string& name) const {
+  auto r = FindVersion(name, "");
+  return r.ok() ? Status::Unavailable("model '" + name + "' is loading; retry") : r.status();
+}
+
 Result<LabelsInfo> InferenceServer::GetLabels(const std::string& name) const {
-  INFERD_ASSIGN_OR_RETURN(auto any, FindVersion(name, ""));
-  (void)any;
   std::shared_lock<std::shared_mutex> g(mu_);
-  auto it = models_.find(name);
-  if (it == models_.end()) return Status::NotFound("Request for unknown model: '" + name + "' is not found");
-  return LabelsInfoLocked(name, it->second);
+  if (const ModelEntry* e = ServingEntryLocked(name)) return LabelsInfoLocked(name, *e);
+  g.unlock();
+  return NotServingError(name);
 }
 
 Result<std::string> InferenceServer::ResolveLabel(const std::string& name, const std::string& label) const {
   std::shared_lock<std::shared_mutex> g(mu_);
-  auto it = models_.find(name);
-  if (it == models_.end() || it->second.versions.empty()) {
+  const ModelEntry* e = ServingEntryLocked(name);
+  if (!e) {
     g.unlock();
-    INFERD_ASSIGN_OR_RETURN(auto any, FindVersion(name, ""));  // the right "unknown" / "not ready" error
-    (void)any;
-    return Status::NotFound("model '" + name + "' has no label '" + label + "'");
+    return NotServingError(name);
   }
-  auto v = it->second.labels.Find(label);
+  auto v = e->labels.Find(label);
   if (!v) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
   return std::to_string(*v);
 }
@@ -555,11 +572,10 @@ Result<LabelsInfo> InferenceServer::SetLabel(const std::string& name, const std:
   bool serving = false;
   {
     std::shared_lock<std::shared_mutex> g(mu_);
-    auto it = models_.find(name);
-    if (it == models_.end() || it->second.versions.empty())
-      return Status::Unavailable("model '" + name + "' is not loaded: load it before labelling its versions");
-    labels = it->second.labels;
-    serving = it->second.versions.count(v) > 0;
+    const ModelEntry* e = ServingEntryLocked(name);
+    if (!e) return Status::Unavailable("model '" + name + "' is not loaded: load it before labelling its versions");
+    labels = e->labels;
+    serving = e->versions.count(v) > 0;
   }
   labels.labels[label] = v;
   if (!serving) {
@@ -571,10 +587,9 @@ Result<LabelsInfo> InferenceServer::SetLabel(const std::string& name, const std:
     INFERD_RETURN_IF_ERROR(LoadModelLocked(name, std::nullopt, labels, /*retry_failed=*/false));
   }
   std::unique_lock<std::shared_mutex> g(mu_);
-  auto& e = models_[name];
+  ModelEntry& e = models_[name];
   e.labels.labels[label] = v;
-  INFERD_RETURN_IF_ERROR(WriteVersionLabels(e.dir, e.labels));
-  RecordDefaultLocked(e);
+  INFERD_RETURN_IF_ERROR(SaveLabelsLocked(e, /*always=*/true));
   spdlog::info("model '{}': label '{}' -> version {}", name, label, v);
   return LabelsInfoLocked(name, e);
 }
@@ -583,13 +598,11 @@ Result<LabelsInfo> InferenceServer::DeleteLabel(const std::string& name, const s
   std::lock_guard<std::mutex> load(load_mu_);
   std::unique_lock<std::shared_mutex> g(mu_);
   auto it = models_.find(name);
-  if (it == models_.end() || it->second.versions.empty())
-    return Status::Unavailable("model '" + name + "' is not loaded");
-  auto& e = it->second;
-  if (!e.labels.labels.erase(label)) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
-  INFERD_RETURN_IF_ERROR(WriteVersionLabels(e.dir, e.labels));
-  RecordDefaultLocked(e);
-  return LabelsInfoLocked(name, e);
+  if (!ServingEntryLocked(name)) return Status::Unavailable("model '" + name + "' is not loaded");
+  ModelEntry* e = &it->second;
+  if (!e->labels.labels.erase(label)) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
+  INFERD_RETURN_IF_ERROR(SaveLabelsLocked(*e, /*always=*/true));
+  return LabelsInfoLocked(name, *e);
 }
 
 Result<RollbackResult> InferenceServer::Rollback(const std::string& name) {
@@ -599,11 +612,10 @@ Result<RollbackResult> InferenceServer::Rollback(const std::string& name) {
   int64_t from = 0;
   {
     std::shared_lock<std::shared_mutex> g(mu_);
-    auto it = models_.find(name);
-    if (it == models_.end() || it->second.versions.empty())
-      return Status::Unavailable("model '" + name + "' is not loaded");
-    labels = it->second.labels;
-    from = it->second.DefaultVersion();
+    const ModelEntry* e = ServingEntryLocked(name);
+    if (!e) return Status::Unavailable("model '" + name + "' is not loaded");
+    labels = e->labels;
+    from = e->DefaultVersion();
   }
   INFERD_ASSIGN_OR_RETURN(ModelSource src, repository_.ReadModel(name));
   auto target = labels.RollbackTarget(from, [&](int64_t v) {
@@ -622,8 +634,8 @@ Result<RollbackResult> InferenceServer::Rollback(const std::string& name) {
   r.from_version = std::to_string(from);
   r.to_version = std::to_string(*target);
   std::unique_lock<std::shared_mutex> g(mu_);
-  auto& e = models_[name];
-  INFERD_RETURN_IF_ERROR(WriteVersionLabels(e.dir, e.labels));
+  ModelEntry& e = models_[name];
+  INFERD_RETURN_IF_ERROR(SaveLabelsLocked(e, /*always=*/true));
   r.labels = LabelsInfoLocked(name, e);
   spdlog::info("model '{}': rolled back from version {} to {}", name, from, *target);
   return r;

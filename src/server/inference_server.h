@@ -113,12 +113,14 @@ class InferenceServer {
     std::map<int64_t, std::shared_ptr<ModelVersion>> versions;  // serving, ascending
     std::map<int64_t, std::string> fingerprints;                // of serving versions
     std::set<int64_t> policy_versions;                          // serving versions the policy selects
-    std::map<int64_t, std::string> failed;                      // version -> why, from the last load
-    std::map<int64_t, std::string> failed_fingerprints;         // not retried until their files change
+    struct FailedVersion {
+      std::string why;
+      std::string fingerprint;  // not retried by polls until the files change
+    };
+    std::map<int64_t, FailedVersion> failed;  // from the last load
     VersionLabels labels;
     std::string dir;
-    std::string state = "UNAVAILABLE";
-    std::string reason;
+    std::string reason;  // why nothing (or not everything) serves
 
     // `stable` if it serves, else the newest policy-selected serving version,
     // else the newest serving one; 0 when nothing serves.
@@ -127,12 +129,20 @@ class InferenceServer {
 
   Result<std::shared_ptr<ModelVersion>> FindVersion(const std::string& name, const std::string& version) const;
   // `retry_failed`: also retry versions that failed before with unchanged
-  // files (explicit loads do; polls and label changes do not).
+  // files (explicit loads do; polls and label changes do not). Any error is
+  // also recorded on the model's entry (reason, and state when nothing serves).
   Status LoadModelLocked(const std::string& name, const std::optional<std::string>& config_text,
                          const std::optional<VersionLabels>& labels_override = {}, bool retry_failed = true);
   LabelsInfo LabelsInfoLocked(const std::string& name, const ModelEntry& e) const;
-  // Records the current default in the history and persists the labels.
-  void RecordDefaultLocked(ModelEntry& e);
+  // The entry of a model with serving versions, or null. REQUIRES mu_.
+  const ModelEntry* ServingEntryLocked(const std::string& name) const;
+  // FindVersion's error for a model with nothing serving (NOT_FOUND or UNAVAILABLE).
+  Status NotServingError(const std::string& name) const;
+  // Records the current default in the history; writes version_labels.json
+  // when `always`, or when the history changed. REQUIRES mu_ (exclusive).
+  Status SaveLabelsLocked(ModelEntry& e, bool always);
+  // FAILED_PRECONDITION unless model control is explicit.
+  Status RequireExplicitControl() const;
   void ReleaseVersions(std::map<int64_t, std::shared_ptr<ModelVersion>> old);
 
   ServerOptions options_;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace inferd::json {
 
@@ -63,6 +64,16 @@ inline void AppendNumber(std::string* out, T v) {
 inline void AppendKey(std::string* out, std::string_view key) {
   AppendEscaped(out, key);
   out->push_back(':');
+}
+
+// ["a","b",...], each escaped.
+inline void AppendStringArray(std::string* out, const std::vector<std::string>& xs) {
+  out->push_back('[');
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (i) out->push_back(',');
+    AppendEscaped(out, xs[i]);
+  }
+  out->push_back(']');
 }
 
 }  // namespace inferd::json

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "frontends/codec/json_tensor.h"
@@ -43,21 +44,33 @@ std::string Dump(const Result<std::unique_ptr<InferRequest>>& r) {
   return o.str();
 }
 
-TEST(KServeV2Golden, ParsedRequestsMatchGoldenFiles) {
+// Runs `render` on every tests/golden/v2/NAME.request.json and compares its
+// output with NAME<suffix> (INFERD_UPDATE_GOLDEN=1 rewrites the goldens).
+// `render` returns nullopt to skip a request. Returns how many were checked.
+int CheckGoldens(const std::string& suffix,
+                 const std::function<std::optional<std::string>(std::shared_ptr<const std::string>)>& render) {
   const fs::path dir = fs::path(INFERD_SOURCE_DIR) / "tests/golden/v2";
   const bool update = std::getenv("INFERD_UPDATE_GOLDEN") != nullptr;
+  const std::string ext = ".request.json";
   int checked = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (name.size() < 13 || name.substr(name.size() - 13) != ".request.json") continue;
-    auto body = std::make_shared<const std::string>(Read(e.path()));
-    const std::string got = Dump(v2::ParseInferRequest(body, std::nullopt, "m", ""));
-    const fs::path golden = dir / (name.substr(0, name.size() - 13) + ".parsed.txt");
-    if (update) std::ofstream(golden, std::ios::binary) << got;
-    ASSERT_TRUE(fs::exists(golden)) << "missing golden " << golden << " (run with INFERD_UPDATE_GOLDEN=1)";
-    EXPECT_EQ(got, Read(golden)) << "golden mismatch for " << name;
+    if (name.size() < ext.size() || name.substr(name.size() - ext.size()) != ext) continue;
+    std::optional<std::string> got = render(std::make_shared<const std::string>(Read(e.path())));
+    if (!got) continue;
+    const fs::path golden = dir / (name.substr(0, name.size() - ext.size()) + suffix);
+    if (update) std::ofstream(golden, std::ios::binary) << *got;
+    EXPECT_TRUE(fs::exists(golden)) << "missing golden " << golden << " (run with INFERD_UPDATE_GOLDEN=1)";
+    EXPECT_EQ(*got, Read(golden)) << "golden mismatch for " << name;
     ++checked;
   }
+  return checked;
+}
+
+TEST(KServeV2Golden, ParsedRequestsMatchGoldenFiles) {
+  const int checked = CheckGoldens(".parsed.txt", [](std::shared_ptr<const std::string> body) {
+    return std::optional<std::string>(Dump(v2::ParseInferRequest(std::move(body), std::nullopt, "m", "")));
+  });
   EXPECT_GE(checked, 10);
 }
 
@@ -65,14 +78,9 @@ TEST(KServeV2Golden, ParsedRequestsMatchGoldenFiles) {
 // encoded response (honouring the request's binary options) must match
 // NAME.response (JSON header, then any binary section).
 TEST(KServeV2Golden, EncodedResponsesMatchGoldenFiles) {
-  const fs::path dir = fs::path(INFERD_SOURCE_DIR) / "tests/golden/v2";
-  const bool update = std::getenv("INFERD_UPDATE_GOLDEN") != nullptr;
-  int checked = 0;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name.size() < 13 || name.substr(name.size() - 13) != ".request.json") continue;
-    auto parsed = v2::ParseInferRequest(std::make_shared<const std::string>(Read(e.path())), std::nullopt, "m", "");
-    if (!parsed.ok()) continue;
+  const int checked = CheckGoldens(".response", [](std::shared_ptr<const std::string> body) {
+    auto parsed = v2::ParseInferRequest(std::move(body), std::nullopt, "m", "");
+    if (!parsed.ok()) return std::optional<std::string>();
     InferResponse resp;
     resp.model_name = "m";
     resp.model_version = "1";
@@ -84,12 +92,8 @@ TEST(KServeV2Golden, EncodedResponsesMatchGoldenFiles) {
     v2::EncodedResponse enc = v2::EncodeInferResponse(resp, v2::OutputOptionsOf(**parsed));
     std::string got = enc.body;
     if (enc.header_length) got = "header_length " + std::to_string(*enc.header_length) + "\n" + got;
-    const fs::path golden = dir / (name.substr(0, name.size() - 13) + ".response");
-    if (update) std::ofstream(golden, std::ios::binary) << got;
-    ASSERT_TRUE(fs::exists(golden)) << "missing golden " << golden << " (run with INFERD_UPDATE_GOLDEN=1)";
-    EXPECT_EQ(got, Read(golden)) << "golden mismatch for " << name;
-    ++checked;
-  }
+    return std::optional<std::string>(std::move(got));
+  });
   EXPECT_GE(checked, 3);
 }
 

@@ -181,8 +181,6 @@ class Session : public std::enable_shared_from_this<Session> {
       if (packed.ok()) {
         out_body_ = std::move(*packed);
         r.headers.emplace_back("Content-Encoding", std::string(EncodingName(accept_encoding_)));
-      } else {
-        accept_encoding_ = Encoding::kIdentity;
       }
     }
     std::string& h = out_head_;

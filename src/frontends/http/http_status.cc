@@ -28,6 +28,12 @@ int HttpStatusOf(const Status& st) {
   return 400;
 }
 
+Response MethodNotAllowed(const Request& req) {
+  Response r = ErrorResponse(Status::InvalidArgument("method " + req.method + " is not allowed on " + req.path));
+  r.status = 405;
+  return r;
+}
+
 Response ErrorResponse(const Status& st) {
   Response r;
   r.status = HttpStatusOf(st);

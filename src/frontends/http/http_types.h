@@ -45,5 +45,7 @@ using Handler = std::function<void(Request&&, Responder)>;
 int HttpStatusOf(const Status& st);
 // A JSON error response {"error": message} with the mapped status code.
 Response ErrorResponse(const Status& st);
+// 405 with {"error": "method M is not allowed on PATH"}.
+Response MethodNotAllowed(const Request& req);
 
 }  // namespace inferd::http

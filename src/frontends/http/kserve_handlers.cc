@@ -11,12 +11,6 @@
 namespace inferd::http {
 namespace {
 
-Response MethodNotAllowed(const Request& req) {
-  Response r = ErrorResponse(Status::InvalidArgument("method " + req.method + " is not allowed on " + req.path));
-  r.status = 405;
-  return r;
-}
-
 void AppendDuration(std::string* b, const char* key, const DurationSnapshot& d) {
   json::AppendKey(b, key);
   b->append("{\"count\":");
@@ -98,12 +92,9 @@ void AppendTensorMeta(std::string* b, const std::vector<TensorMetadata>& ts) {
 std::string MetadataJson(const ModelMetadata& md) {
   std::string b = "{\"name\":";
   json::AppendEscaped(&b, md.name);
-  b.append(",\"versions\":[");
-  for (size_t i = 0; i < md.versions.size(); ++i) {
-    if (i) b.push_back(',');
-    json::AppendEscaped(&b, md.versions[i]);
-  }
-  b.append("],\"platform\":");
+  b.append(",\"versions\":");
+  json::AppendStringArray(&b, md.versions);
+  b.append(",\"platform\":");
   json::AppendEscaped(&b, md.platform);
   b.append(",\"inputs\":");
   AppendTensorMeta(&b, md.inputs);
@@ -119,12 +110,9 @@ Response ServerMetadataResponse(const InferenceServer& server) {
   json::AppendEscaped(&b, md.name);
   b.append(",\"version\":");
   json::AppendEscaped(&b, md.version);
-  b.append(",\"extensions\":[");
-  for (size_t i = 0; i < md.extensions.size(); ++i) {
-    if (i) b.push_back(',');
-    json::AppendEscaped(&b, md.extensions[i]);
-  }
-  b.append("]}");
+  b.append(",\"extensions\":");
+  json::AppendStringArray(&b, md.extensions);
+  b.push_back('}');
   return JsonResponse(200, std::move(b));
 }
 

@@ -11,22 +11,13 @@
 namespace inferd::http {
 namespace {
 
-void AppendStringArray(std::string* b, const std::vector<std::string>& xs) {
-  b->push_back('[');
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (i) b->push_back(',');
-    json::AppendEscaped(b, xs[i]);
-  }
-  b->push_back(']');
-}
-
 void AppendLabelsFields(std::string* b, const LabelsInfo& info) {
   b->append("\"model\":");
   json::AppendEscaped(b, info.model);
   b->append(",\"default_version\":");
   json::AppendEscaped(b, info.default_version);
   b->append(",\"versions\":");
-  AppendStringArray(b, info.serving_versions);
+  json::AppendStringArray(b, info.serving_versions);
   b->append(",\"labels\":{");
   for (size_t i = 0; i < info.labels.size(); ++i) {
     if (i) b->push_back(',');
@@ -35,7 +26,7 @@ void AppendLabelsFields(std::string* b, const LabelsInfo& info) {
     json::AppendEscaped(b, info.labels[i].second);
   }
   b->append("},\"history\":");
-  AppendStringArray(b, info.history);
+  json::AppendStringArray(b, info.history);
 }
 
 Response LabelsResponse(const Result<LabelsInfo>& info) {
@@ -69,9 +60,7 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
   if (n < 5 || parts[1] != "repository" || parts[2] != "models") return false;
   const std::string& model = parts[3];
   auto not_allowed = [&] {
-    Response r = ErrorResponse(Status::InvalidArgument("method " + req.method + " is not allowed on " + req.path));
-    r.status = 405;
-    respond(std::move(r));
+    respond(MethodNotAllowed(req));
     return true;
   };
   if (n == 5 && parts[4] == "rollback") {

@@ -47,11 +47,7 @@ Handler MakeMetricsHandler(const InferenceServer* server) {
   return [server](Request&& req, Responder respond) {
     if (req.path != "/metrics")
       return respond(ErrorResponse(Status::NotFound("no route for " + req.path + " (try /metrics)")));
-    if (req.method != "GET") {
-      Response r = ErrorResponse(Status::InvalidArgument("method " + req.method + " not allowed"));
-      r.status = 405;
-      return respond(std::move(r));
-    }
+    if (req.method != "GET") return respond(MethodNotAllowed(req));
     PrometheusWriter w;
     server->WriteMetrics(w);
     Response r;

@@ -147,11 +147,7 @@ void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::str
     }
     return Predict(server, req, model, version, std::move(respond));
   }
-  if (req.method != "GET") {
-    Response r = ErrorResponse(Status::InvalidArgument("method " + req.method + " not allowed on " + req.path));
-    r.status = 405;
-    return respond(std::move(r));
-  }
+  if (req.method != "GET") return respond(MethodNotAllowed(req));
   auto md = server->GetModelMetadata(model, version);
   if (!md.ok()) return respond(ErrorResponse(md.status()));
   if (tail.empty()) return respond(JsonResponse(200, StatusJson(*md, version)));
