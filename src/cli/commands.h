@@ -11,5 +11,7 @@ namespace inferd::cli {
 void AddServeCommand(CLI::App& app, std::function<int()>* run);
 // Adds `bench` (load generator and in-process baseline).
 void AddBenchCommand(CLI::App& app, std::function<int()>* run);
+// Adds `models` and `rollback` (clients of a running server).
+void AddAdminCommands(CLI::App& app, std::function<int()>* run);
 
 }  // namespace inferd::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   std::function<int()> run;
   inferd::cli::AddServeCommand(app, &run);
   inferd::cli::AddBenchCommand(app, &run);
+  inferd::cli::AddAdminCommands(app, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

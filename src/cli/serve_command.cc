@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "frontends/http/http_server.h"
 #include "frontends/http/router.h"
+#include "lifecycle/byte_size.h"
 #include "server/inference_server.h"
 
 namespace inferd::cli {
@@ -36,6 +37,11 @@ struct ServeFlags {
   bool strict_readiness = false;
   std::string log_level = "info";
   int http_spin_us = 100;
+  std::string residency = "eager";
+  std::string memory_budget;  // bytes or units; "" = none
+  double min_residency_secs = 1;
+  int load_threads = 2;
+  double load_wait_secs = 30;
 };
 
 int Serve(const ServeFlags& f) {
@@ -68,6 +74,27 @@ int Serve(const ServeFlags& f) {
   so.default_max_queue_size = f.max_queue_size;
   so.default_intra_op_threads = f.intra_op_threads > 0 ? f.intra_op_threads : std::max(1, cores - f.http_threads);
   so.strict_readiness = f.strict_readiness;
+  so.residency = f.residency == "on-demand" ? Residency::kOnDemand : Residency::kEager;
+  if (!f.memory_budget.empty()) {
+    auto budget = ParseByteSize(f.memory_budget);
+    if (!budget.ok()) {
+      spdlog::critical("--memory-budget: {}", budget.status().message());
+      return 2;
+    }
+    if (so.residency != Residency::kOnDemand) {
+      spdlog::critical("--memory-budget needs --model-residency on-demand (eager models are never evicted)");
+      return 2;
+    }
+    so.memory_budget_bytes = *budget;
+  }
+  so.min_residency = std::chrono::milliseconds(static_cast<int64_t>(f.min_residency_secs * 1000));
+  so.model_load_threads = f.load_threads;
+  so.load_wait = std::chrono::milliseconds(static_cast<int64_t>(f.load_wait_secs * 1000));
+  if (so.residency == Residency::kOnDemand) {
+    spdlog::info("on-demand residency: memory budget {}, minimum residency {} s, {} load threads",
+                 so.memory_budget_bytes ? FormatBytes(so.memory_budget_bytes) : std::string("none"),
+                 f.min_residency_secs, f.load_threads);
+  }
   spdlog::info("inferd 0.1.0: {} cores, {} HTTP threads, default intra-op threads {}", cores, f.http_threads,
                so.default_intra_op_threads);
 
@@ -170,6 +197,28 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
       ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--load-model", flags->load_models,
                   "With explicit (or poll) control: a model to load at start ('*' = all); repeatable");
+  cmd->add_option("--model-residency", flags->residency,
+                  "eager: models load as the control mode says and stay; on-demand: every repository model is "
+                  "indexed at start and loads on its first request (pinned models load at start), idle ones are "
+                  "evicted least-recently-used first to stay within --memory-budget")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"eager", "on-demand"}));
+  cmd->add_option("--memory-budget", flags->memory_budget,
+                  "With on-demand residency: bytes all loaded models may hold, e.g. 2GiB, 512MiB, 300MB or a "
+                  "plain byte count (default: no budget)");
+  cmd->add_option("--model-min-residency-secs", flags->min_residency_secs,
+                  "With on-demand residency: a model is not evicted before it has been loaded this long")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--model-load-threads", flags->load_threads,
+                  "With on-demand residency: models loading at the same time for waiting requests")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--model-load-wait-secs", flags->load_wait_secs,
+                  "With on-demand residency: longest a request waits for its model to load (a smaller request "
+                  "'timeout' parameter wins); then 503")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
   cmd->add_option("--strict-readiness", flags->strict_readiness,
                   "Report /v2/health/ready only when every model in the repository is READY")
       ->capture_default_str();

@@ -39,6 +39,12 @@ std::vector<double> Histogram::LatencyMicrosBuckets() {
           50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 30000000, 60000000};
 }
 
+std::vector<double> Histogram::LoadSecondsBuckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+}
+
+std::vector<double> Histogram::AgeSecondsBuckets() { return {1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600}; }
+
 std::vector<double> Histogram::BatchSizeBuckets(int max_batch_size) {
   std::vector<double> b;
   for (int v = 1; v < max_batch_size; v *= 2) b.push_back(v);

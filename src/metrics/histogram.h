@@ -29,6 +29,8 @@ class Histogram {
   // Bucket layouts used across inferd.
   static std::vector<double> LatencyMicrosBuckets();  // 10us .. 60s, roughly x2.5 steps
   static std::vector<double> BatchSizeBuckets(int max_batch_size);
+  static std::vector<double> LoadSecondsBuckets();  // 1 ms .. 2 min
+  static std::vector<double> AgeSecondsBuckets();   // 1 s .. 1 day
 
  private:
   std::vector<double> bounds_;

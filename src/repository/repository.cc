@@ -11,6 +11,16 @@
 namespace inferd {
 namespace fs = std::filesystem;
 
+uint64_t DirectoryBytes(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  }
+  return total;
+}
+
 namespace {
 bool IsValidModelName(const std::string& n) {
   if (n.empty() || n[0] == '.') return false;

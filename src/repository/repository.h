@@ -28,6 +28,9 @@ struct ModelSource {
   std::vector<int64_t> available_versions;  // ascending
 };
 
+// Total size of the regular files under `dir` (0 if unreadable).
+uint64_t DirectoryBytes(const std::string& dir);
+
 class ModelRepository {
  public:
   explicit ModelRepository(std::string root) : root_(std::move(root)) {}

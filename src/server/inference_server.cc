@@ -69,6 +69,24 @@ int64_t InferenceServer::ModelEntry::DefaultVersion() const {
   return versions.rbegin()->first;
 }
 
+uint64_t InferenceServer::ModelEntry::ResidentBytes() const {
+  uint64_t b = 0;
+  for (const auto& [v, mv] : versions) b += mv->resident_bytes();
+  return b;
+}
+
+TimePoint InferenceServer::ModelEntry::LastUsed() const {
+  TimePoint t{};
+  for (const auto& [v, mv] : versions) t = std::max(t, mv->last_used());
+  return t;
+}
+
+bool InferenceServer::ModelEntry::Busy() const {
+  for (const auto& [v, mv] : versions)
+    if (mv->busy()) return true;
+  return false;
+}
+
 InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* backends, Clock* clock)
     : options_(std::move(options)), backends_(backends), clock_(clock), repository_(options_.model_repository) {
   version_options_.default_max_queue_size = options_.default_max_queue_size;
@@ -93,6 +111,40 @@ Status InferenceServer::Start() {
       to_load.push_back(n);
     }
   }
+  if (options_.residency == Residency::kOnDemand) {
+    loader_ = std::make_unique<OnDemandLoader>(
+        options_.model_load_threads, clock_, [this](const std::string& m) { return EnsureResident(m); },
+        [this](OnDemandLoader::Waiter w, const Status& st) {
+          if (!st.ok()) {
+            if (st.code() == StatusCode::kDeadlineExceeded) lifecycle_.cold_start_timeouts.fetch_add(1);
+            return w.callback(st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable
+                                  ? st
+                                  : Status::Unavailable("model '" + w.request->model_name +
+                                                        "' could not be loaded: " + st.message()));
+          }
+          Dispatch(std::move(w.request), std::move(w.callback), w.arrival, /*may_wait=*/false);
+        });
+    const TimePoint t0 = clock_->Now();
+    IndexRepository(names);
+    spdlog::info("indexed {} models for on-demand loading in {:.0f} ms", names.size(),
+                 std::chrono::duration<double, std::milli>(clock_->Now() - t0).count());
+    // Pinned models load now, as do the --load-model ones.
+    std::set<std::string> pinned;
+    {
+      std::shared_lock<std::shared_mutex> g(mu_);
+      for (const auto& [n, e] : models_)
+        if (e.pinned) pinned.insert(n);
+    }
+    std::vector<std::string> wanted(pinned.begin(), pinned.end());
+    for (const auto& n : options_.startup_models) {
+      if (n == "*") {
+        wanted = names;
+        break;
+      }
+      if (!pinned.count(n)) wanted.push_back(n);
+    }
+    to_load = std::move(wanted);  // the rest load on demand
+  }
   for (const auto& n : to_load) {
     Status st = LoadModel(n);
     if (!st.ok())
@@ -116,14 +168,15 @@ Status InferenceServer::Start() {
 
 void InferenceServer::Shutdown() {
   if (shutting_down_.exchange(true)) return;
+  if (loader_) loader_->Stop();  // waiting requests are answered UNAVAILABLE
   {
     std::lock_guard<std::mutex> g(poll_mu_);  // the poller sees the flag before it waits again
   }
   poll_cv_.notify_all();
   if (poll_thread_.joinable()) poll_thread_.join();
   std::map<std::string, ModelEntry> models;
+  model_locks_.AwaitIdle();  // loads in progress finish
   {
-    std::lock_guard<std::mutex> load(load_mu_);
     std::unique_lock<std::shared_mutex> g(mu_);
     models.swap(models_);
   }
@@ -174,8 +227,18 @@ Result<std::shared_ptr<ModelVersion>> InferenceServer::FindVersion(const std::st
   return Status::NotFound("Request for unknown model: '" + name + "' is not found");
 }
 
+Result<std::shared_ptr<ModelVersion>> InferenceServer::FindVersionOrPrefetch(const std::string& name,
+                                                                             const std::string& version) const {
+  auto mv = FindVersion(name, version);
+  if (!mv.ok() && CanWaitForLoad(mv.status())) {
+    loader_->Enqueue(name, std::nullopt);
+    return Status::Unavailable("model '" + name + "' is not resident; it is loading now (on-demand residency): retry");
+  }
+  return mv;
+}
+
 Result<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& name, const std::string& version) const {
-  INFERD_ASSIGN_OR_RETURN(auto mv, FindVersion(name, version));
+  INFERD_ASSIGN_OR_RETURN(auto mv, FindVersionOrPrefetch(name, version));
   ModelMetadata md;
   md.name = name;
   {
@@ -196,12 +259,19 @@ Result<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& name,
 Result<bool> InferenceServer::IsModelReady(const std::string& name, const std::string& version) const {
   auto mv = FindVersion(name, version);
   if (mv.ok()) return !shutting_down_.load();
-  if (mv.status().code() == StatusCode::kUnavailable) return false;
+  if (mv.status().code() == StatusCode::kUnavailable) {
+    // On demand, a model that is not resident is ready to serve: a request
+    // loads it. Only a failed last load makes it not ready.
+    if (!CanWaitForLoad(mv.status()) || shutting_down_.load()) return false;
+    std::shared_lock<std::shared_mutex> g(mu_);
+    auto it = models_.find(name);
+    return it != models_.end() && !it->second.load_failed;
+  }
   return mv.status();
 }
 
 Result<std::string> InferenceServer::GetModelConfigJson(const std::string& name, const std::string& version) const {
-  INFERD_ASSIGN_OR_RETURN(auto mv, FindVersion(name, version));
+  INFERD_ASSIGN_OR_RETURN(auto mv, FindVersionOrPrefetch(name, version));
   return mv->config_json();
 }
 
@@ -260,6 +330,7 @@ Result<std::vector<RepositoryIndexEntry>> InferenceServer::RepositoryIndex(bool 
     if (ready_only) continue;
     RepositoryIndexEntry e{n, "", "UNAVAILABLE", "unloaded"};
     if (it != models_.end()) e.reason = it->second.reason;
+    if (loader_ && loader_->IsPending(n)) e.state = "LOADING";
     out.push_back(std::move(e));
   }
   return out;
@@ -280,8 +351,8 @@ Status InferenceServer::LoadModel(const std::string& name, const std::optional<s
     INFERD_ASSIGN_OR_RETURN(std::string t, ModelConfigJsonToText(*config_json));
     text = std::move(t);
   }
-  std::lock_guard<std::mutex> load(load_mu_);
-  return LoadModelLocked(name, text);
+  auto lock = model_locks_.Acquire(name);
+  return LoadWithinBudgetLocked(name, text);
 }
 
 namespace {
@@ -332,9 +403,20 @@ Status InferenceServer::LoadModelLocked(const std::string& name, const std::opti
                                         const std::optional<VersionLabels>& labels_override, bool retry_failed) {
   auto plan = PlanLoad(repository_, *backends_, name, config_text, labels_override);
   if (!plan.ok()) {
+    lifecycle_.load_failures.fetch_add(1, std::memory_order_relaxed);
     std::unique_lock<std::shared_mutex> g(mu_);
-    models_[name].reason = plan.status().message();
+    auto& e = models_[name];
+    e.reason = plan.status().message();
+    e.load_failed = e.versions.empty();
     return plan.status();
+  }
+  auto pinned = PinnedParameter(plan->src.spec);
+  if (!pinned.ok()) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    auto& e = models_[name];
+    e.reason = plan->config_source + ": " + pinned.status().message();
+    e.load_failed = e.versions.empty();
+    return Status::InvalidArgument(e.reason);
   }
   const ModelSource& src = plan->src;
   std::map<int64_t, std::shared_ptr<ModelVersion>> current;
@@ -365,9 +447,12 @@ Status InferenceServer::LoadModelLocked(const std::string& name, const std::opti
       failed[v] = it->second;  // same files as the failed attempt: not retried
       continue;
     }
+    const TimePoint t0 = clock_->Now();
     auto mv =
         ModelVersion::Load(*plan->backend, src.spec, v, dir, src.config_text, plan->config_source, version_options_);
+    lifecycle_.load_seconds.Observe(std::chrono::duration<double>(clock_->Now() - t0).count());
     if (!mv.ok()) {
+      lifecycle_.load_failures.fetch_add(1, std::memory_order_relaxed);
       failed[v] = {mv.status().message(), std::move(fp)};
       if (first_error.ok()) first_error = Status::Unavailable("version " + std::to_string(v) + ": " + failed[v].why);
       spdlog::error("model '{}' version {} failed to load: {}", name, v, mv.status().message());
@@ -392,8 +477,10 @@ Status InferenceServer::LoadModelLocked(const std::string& name, const std::opti
     if (!next.empty()) {
       for (auto& [v, mv] : e.versions)
         if (auto it = next.find(v); it == next.end() || it->second != mv) retired[v] = mv;
+      if (e.versions != next) e.loaded_at = clock_->Now();
       e.versions = std::move(next);
       e.fingerprints = std::move(next_fp);
+      e.last_bytes = e.ResidentBytes();
       e.policy_versions.clear();
       for (int64_t v : plan->selected)
         if (e.versions.count(v)) e.policy_versions.insert(v);
@@ -402,6 +489,8 @@ Status InferenceServer::LoadModelLocked(const std::string& name, const std::opti
     // versions loaded; labels read from the repository always apply.
     if (!labels_override || first_error.ok()) e.labels = std::move(plan->labels);
     e.dir = src.dir;
+    e.pinned = *pinned;
+    e.load_failed = e.versions.empty() && !failed.empty();
     e.reason.clear();
     for (const auto& [v, f] : failed)
       e.reason += (e.reason.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + f.why);
@@ -429,16 +518,18 @@ const InferenceServer::ModelEntry* InferenceServer::ServingEntryLocked(const std
 
 void InferenceServer::ReleaseVersions(std::map<int64_t, std::shared_ptr<ModelVersion>> old) {
   if (old.empty()) return;
+  const TimePoint t0 = clock_->Now();
   for (auto& [v, mv] : old) mv->Drain();
   old.clear();  // released here unless a request still holds one
   allocator::ReleaseFreeMemory();
+  lifecycle_.unload_seconds.Observe(std::chrono::duration<double>(clock_->Now() - t0).count());
 }
 
 Status InferenceServer::UnloadModel(const std::string& name) {
   INFERD_RETURN_IF_ERROR(RequireExplicitControl());
   std::map<int64_t, std::shared_ptr<ModelVersion>> old;
   {
-    std::lock_guard<std::mutex> load(load_mu_);
+    auto lock = model_locks_.Acquire(name);
     std::unique_lock<std::shared_mutex> g(mu_);
     auto it = models_.find(name);
     if (it == models_.end()) {
@@ -456,11 +547,32 @@ Status InferenceServer::UnloadModel(const std::string& name) {
 }
 
 void InferenceServer::InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback) {
-  const TimePoint arrival = clock_->Now();
+  Dispatch(std::move(request), std::move(callback), clock_->Now(), /*may_wait=*/true);
+}
+
+bool InferenceServer::CanWaitForLoad(const Status& lookup) const {
+  return loader_ && lookup.code() == StatusCode::kUnavailable && !shutting_down_.load();
+}
+
+void InferenceServer::WaitForLoad(std::unique_ptr<InferRequest> request, InferCallback callback, TimePoint arrival) {
+  if (Status st = ApplySchedulingParameters(request.get()); !st.ok()) return callback(st);
+  Duration wait = options_.load_wait;
+  if (request->timeout_us > 0) wait = std::min<Duration>(wait, std::chrono::microseconds(request->timeout_us));
+  lifecycle_.cold_starts.fetch_add(1, std::memory_order_relaxed);
+  const std::string name = request->model_name;
+  loader_->Enqueue(name, OnDemandLoader::Waiter{std::move(request), std::move(callback), arrival, arrival + wait});
+}
+
+void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, InferCallback callback, TimePoint arrival,
+                               bool may_wait) {
   if (shutting_down_.load()) return callback(Status::Unavailable("the server is shutting down"));
   auto mv = FindVersion(request->model_name, request->model_version);
-  if (!mv.ok()) return callback(mv.status());
+  if (!mv.ok()) {
+    if (may_wait && CanWaitForLoad(mv.status())) return WaitForLoad(std::move(request), std::move(callback), arrival);
+    return callback(mv.status());
+  }
   ModelVersion& version = **mv;
+  version.Touch(arrival);
   Status st = ApplySchedulingParameters(request.get());
   Result<int64_t> rows = st.ok() ? ValidateAndNormalize(version.spec(), request.get()) : Result<int64_t>(st);
   if (!rows.ok()) {
@@ -475,11 +587,17 @@ void InferenceServer::InferAsync(std::unique_ptr<InferRequest> request, InferCal
   pending->rows = *rows;
   pending->arrival = arrival;
   st = version.scheduler().Enqueue(pending);
-  // A reload may have retired this version between the lookup and the
-  // enqueue; the request then goes to what serves now, once, instead of
-  // failing (swaps lose no requests).
+  // A reload or an eviction may have retired this version between the
+  // lookup and the enqueue; the request then goes to what serves now, once,
+  // instead of failing (swaps lose no requests), or waits for the model to
+  // load again (on demand).
   if (st.code() == StatusCode::kUnavailable && !shutting_down_.load()) {
     auto now = FindVersion(pending->request->model_name, asked_default ? "" : pending->request->model_version);
+    if (!now.ok() && may_wait && CanWaitForLoad(now.status())) {
+      version.stats()->RecordFailure(FailureReason::kRejected, 0);
+      if (asked_default) pending->request->model_version.clear();
+      return WaitForLoad(std::move(pending->request), std::move(pending->callback), arrival);
+    }
     Result<int64_t> again = now.ok() && now->get() != &version
                                 ? ValidateAndNormalize((*now)->spec(), pending->request.get())
                                 : Result<int64_t>(st);
@@ -509,14 +627,26 @@ void InferenceServer::PollRepository() {
     for (const auto& [n, e] : models_)
       if (!present.count(n) && !e.versions.empty()) gone.push_back(n);
   }
-  std::lock_guard<std::mutex> load(load_mu_);
   for (const auto& n : *names) {
     if (shutting_down_.load()) return;
-    (void)LoadModelLocked(n, std::nullopt, std::nullopt, /*retry_failed=*/false);  // errors are recorded on the entry
+    auto lock = model_locks_.Acquire(n);
+    if (options_.residency == Residency::kOnDemand) {
+      // Only resident models reload (when changed); the rest are re-indexed
+      // and load fresh on their next request.
+      bool resident = false;
+      {
+        std::shared_lock<std::shared_mutex> g(mu_);
+        resident = ServingEntryLocked(n) != nullptr;
+      }
+      if (!resident && !IndexModelLocked(n)) continue;
+    }
+    // Errors are recorded on the entry.
+    (void)LoadWithinBudgetLocked(n, std::nullopt, std::nullopt, /*retry_failed=*/false);
   }
   for (const auto& n : gone) {
     std::map<int64_t, std::shared_ptr<ModelVersion>> old;
     {
+      auto lock = model_locks_.Acquire(n);
       std::unique_lock<std::shared_mutex> g(mu_);
       auto it = models_.find(n);
       if (it == models_.end()) continue;
@@ -555,7 +685,15 @@ Result<std::string> InferenceServer::ResolveLabel(const std::string& name, const
   const ModelEntry* e = ServingEntryLocked(name);
   if (!e) {
     g.unlock();
-    return NotServingError(name);
+    Status st = NotServingError(name);
+    if (!CanWaitForLoad(st)) return st;
+    // On demand: the labels as the repository has them; the request that
+    // follows loads the model.
+    INFERD_ASSIGN_OR_RETURN(VersionLabels labels,
+                            ReadVersionLabels((std::filesystem::path(repository_.root()) / name).string()));
+    auto v = labels.Find(label);
+    if (!v) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
+    return std::to_string(*v);
   }
   auto v = e->labels.Find(label);
   if (!v) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
@@ -567,13 +705,17 @@ Result<LabelsInfo> InferenceServer::SetLabel(const std::string& name, const std:
   INFERD_RETURN_IF_ERROR(ValidateLabelName(label));
   INFERD_ASSIGN_OR_RETURN(int64_t v, ParseVersion(version));
   if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
-  std::lock_guard<std::mutex> load(load_mu_);
+  auto lock = model_locks_.Acquire(name);
+  INFERD_RETURN_IF_ERROR(LoadIfOnDemandLocked(name));
   VersionLabels labels;
   bool serving = false;
   {
     std::shared_lock<std::shared_mutex> g(mu_);
     const ModelEntry* e = ServingEntryLocked(name);
-    if (!e) return Status::Unavailable("model '" + name + "' is not loaded: load it before labelling its versions");
+    if (!e) {
+      g.unlock();
+      return NotServingError(name).WithPrefix("load the model before labelling its versions");
+    }
     labels = e->labels;
     serving = e->versions.count(v) > 0;
   }
@@ -584,7 +726,7 @@ Result<LabelsInfo> InferenceServer::SetLabel(const std::string& name, const std:
     INFERD_ASSIGN_OR_RETURN(ModelSource src, repository_.ReadModel(name));
     if (!std::binary_search(src.available_versions.begin(), src.available_versions.end(), v))
       return Status::NotFound("model '" + name + "' has no version " + version + " in the repository");
-    INFERD_RETURN_IF_ERROR(LoadModelLocked(name, std::nullopt, labels, /*retry_failed=*/false));
+    INFERD_RETURN_IF_ERROR(LoadWithinBudgetLocked(name, std::nullopt, labels, /*retry_failed=*/false));
   }
   std::unique_lock<std::shared_mutex> g(mu_);
   ModelEntry& e = models_[name];
@@ -595,10 +737,14 @@ Result<LabelsInfo> InferenceServer::SetLabel(const std::string& name, const std:
 }
 
 Result<LabelsInfo> InferenceServer::DeleteLabel(const std::string& name, const std::string& label) {
-  std::lock_guard<std::mutex> load(load_mu_);
+  auto lock = model_locks_.Acquire(name);
+  INFERD_RETURN_IF_ERROR(LoadIfOnDemandLocked(name));
   std::unique_lock<std::shared_mutex> g(mu_);
   auto it = models_.find(name);
-  if (!ServingEntryLocked(name)) return Status::Unavailable("model '" + name + "' is not loaded");
+  if (!ServingEntryLocked(name)) {
+    g.unlock();
+    return NotServingError(name);
+  }
   ModelEntry* e = &it->second;
   if (!e->labels.labels.erase(label)) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
   INFERD_RETURN_IF_ERROR(SaveLabelsLocked(*e, /*always=*/true));
@@ -607,13 +753,17 @@ Result<LabelsInfo> InferenceServer::DeleteLabel(const std::string& name, const s
 
 Result<RollbackResult> InferenceServer::Rollback(const std::string& name) {
   if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
-  std::lock_guard<std::mutex> load(load_mu_);
+  auto lock = model_locks_.Acquire(name);
+  INFERD_RETURN_IF_ERROR(LoadIfOnDemandLocked(name));
   VersionLabels labels;
   int64_t from = 0;
   {
     std::shared_lock<std::shared_mutex> g(mu_);
     const ModelEntry* e = ServingEntryLocked(name);
-    if (!e) return Status::Unavailable("model '" + name + "' is not loaded");
+    if (!e) {
+      g.unlock();
+      return NotServingError(name);
+    }
     labels = e->labels;
     from = e->DefaultVersion();
   }
@@ -628,7 +778,7 @@ Result<RollbackResult> InferenceServer::Rollback(const std::string& name) {
   labels.labels[kStableLabel] = *target;
   labels.TruncateAfter(*target);
   // Loads the target if it is not serving.
-  INFERD_RETURN_IF_ERROR(LoadModelLocked(name, std::nullopt, labels, /*retry_failed=*/false));
+  INFERD_RETURN_IF_ERROR(LoadWithinBudgetLocked(name, std::nullopt, labels, /*retry_failed=*/false));
   RollbackResult r;
   r.model = name;
   r.from_version = std::to_string(from);

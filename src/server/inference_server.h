@@ -27,15 +27,22 @@
 #include "backends/backend.h"
 #include "core/clock.h"
 #include "core/infer_request.h"
+#include "core/keyed_mutex.h"
 #include "lifecycle/version_labels.h"
+#include "metrics/histogram.h"
 #include "metrics/prometheus.h"
 #include "repository/repository.h"
 #include "server/model_version.h"
+#include "server/on_demand_loader.h"
 #include "server/server_types.h"
 
 namespace inferd {
 
 enum class ModelControlMode { kNone, kPoll, kExplicit };
+// kEager: models load when the control mode says (start-up, poll, load
+// calls). kOnDemand: every repository model is indexed at start-up and
+// loads on its first request; a memory budget evicts idle ones (LRU).
+enum class Residency { kEager, kOnDemand };
 
 struct ServerOptions {
   std::string model_repository;
@@ -51,6 +58,19 @@ struct ServerOptions {
   std::chrono::milliseconds poll_interval{std::chrono::seconds(15)};
   // If true, /v2/health/ready also needs every repository model READY.
   bool strict_readiness = false;
+
+  Residency residency = Residency::kEager;
+  // kOnDemand: bytes all resident models may hold (0 = no budget). Models
+  // are sized by ModelVersion::resident_bytes.
+  uint64_t memory_budget_bytes = 0;
+  // kOnDemand: a model is not evicted before it has been resident this long.
+  Duration min_residency = std::chrono::seconds(1);
+  // kOnDemand: threads loading models for waiting requests (loads of
+  // different models run in parallel, one model loads once).
+  int model_load_threads = 2;
+  // kOnDemand: longest a request waits for its model to load (a smaller
+  // request `timeout` parameter wins); then DEADLINE_EXCEEDED.
+  Duration load_wait = std::chrono::seconds(30);
 };
 
 class InferenceServer {
@@ -106,6 +126,10 @@ class InferenceServer {
   // Prometheus exposition of all model and server metrics.
   void WriteMetrics(PrometheusWriter& w) const;
 
+  // Every model the server knows, with versions, labels and memory, for
+  // `inferd models` (GET /v2/repository/models).
+  ModelListing ListModels() const;
+
   const ServerOptions& options() const { return options_; }
 
  private:
@@ -120,7 +144,15 @@ class InferenceServer {
     std::map<int64_t, FailedVersion> failed;  // from the last load
     VersionLabels labels;
     std::string dir;
-    std::string reason;  // why nothing (or not everything) serves
+    std::string reason;        // why nothing (or not everything) serves
+    bool load_failed = false;  // the last load served nothing because of an error
+    bool pinned = false;       // config parameter `pinned`: never evicted (on-demand)
+    uint64_t last_bytes = 0;   // resident bytes when last loaded: the next load's estimate
+    TimePoint loaded_at{};     // when the serving set last changed
+
+    uint64_t ResidentBytes() const;
+    TimePoint LastUsed() const;
+    bool Busy() const;
 
     // `stable` if it serves, else the newest policy-selected serving version,
     // else the newest serving one; 0 when nothing serves.
@@ -128,6 +160,41 @@ class InferenceServer {
   };
 
   Result<std::shared_ptr<ModelVersion>> FindVersion(const std::string& name, const std::string& version) const;
+  // FindVersion; for a model that is not resident under on-demand residency
+  // also starts its load (the caller answers "retry").
+  Result<std::shared_ptr<ModelVersion>> FindVersionOrPrefetch(const std::string& name,
+                                                              const std::string& version) const;
+  // InferAsync's body. `may_wait`: a request for a model that is not
+  // resident waits for its load (on-demand), once.
+  void Dispatch(std::unique_ptr<InferRequest> request, InferCallback callback, TimePoint arrival, bool may_wait);
+  bool CanWaitForLoad(const Status& lookup) const;
+  void WaitForLoad(std::unique_ptr<InferRequest> request, InferCallback callback, TimePoint arrival);
+
+  // --- residency (residency.cc) ---
+  // On-demand start: one entry per repository model (config read for
+  // `pinned`), without loading.
+  void IndexRepository(const std::vector<std::string>& names);
+  // Creates or refreshes the index entry of a model that is not loaded.
+  // REQUIRES the model's lock. Returns whether the model is pinned.
+  bool IndexModelLocked(const std::string& name);
+  // The loader's job: makes `name` resident unless it is.
+  Status EnsureResident(const std::string& name);
+  // On demand: loads a repository model that is not resident (labels and
+  // rollback work on any indexed model). REQUIRES the model's lock.
+  Status LoadIfOnDemandLocked(const std::string& name);
+  // LoadModelLocked inside the memory budget: evicts idle models to make
+  // room for the model's estimated size first, and after the load if its
+  // measured size still leaves the budget exceeded. REQUIRES the model's lock.
+  Status LoadWithinBudgetLocked(const std::string& name, const std::optional<std::string>& config_text = {},
+                                const std::optional<VersionLabels>& labels_override = {}, bool retry_failed = true);
+  bool BudgetActive() const { return options_.residency == Residency::kOnDemand && options_.memory_budget_bytes > 0; }
+  uint64_t EstimateBytes(const std::string& name) const;
+  // Evicts least-recently-used idle models (never `keep`) until `incoming`
+  // more bytes fit. REQUIRES room_mu_.
+  void MakeRoomLocked(const std::string& keep, uint64_t incoming);
+  // Unloads an idle resident model; false if it is busy, locked or gone.
+  bool Evict(const std::string& name);
+  uint64_t ResidentBytesTotal() const;
   // `retry_failed`: also retry versions that failed before with unchanged
   // files (explicit loads do; polls and label changes do not). Any error is
   // also recorded on the model's entry (reason, and state when nothing serves).
@@ -145,6 +212,15 @@ class InferenceServer {
   Status RequireExplicitControl() const;
   void ReleaseVersions(std::map<int64_t, std::shared_ptr<ModelVersion>> old);
 
+  // Lifecycle metrics (WriteMetrics).
+  struct LifecycleMetrics {
+    Histogram load_seconds{Histogram::LoadSecondsBuckets()};
+    Histogram unload_seconds{Histogram::LoadSecondsBuckets()};
+    Histogram eviction_age_seconds{Histogram::AgeSecondsBuckets()};
+    std::atomic<uint64_t> load_failures{0}, cold_starts{0}, evictions{0}, over_budget_loads{0};
+    std::atomic<uint64_t> cold_start_timeouts{0};
+  };
+
   ServerOptions options_;
   const BackendRegistry* backends_;
   Clock* clock_;
@@ -155,9 +231,16 @@ class InferenceServer {
   std::atomic<bool> started_{false};
   std::atomic<bool> shutting_down_{false};
 
-  std::mutex load_mu_;  // serializes load/unload/labels (held across backend loads; never by infer)
+  // One lock per model name: serializes load/unload/labels/eviction of a
+  // model (held across backend loads; never by infer).
+  KeyedMutex model_locks_;
   mutable std::shared_mutex mu_;
   std::map<std::string, ModelEntry> models_;  // guarded by mu_
+
+  std::mutex room_mu_;           // serializes budget decisions
+  uint64_t reserved_bytes_ = 0;  // estimates of loads in progress; guarded by room_mu_
+  mutable LifecycleMetrics lifecycle_;
+  std::unique_ptr<OnDemandLoader> loader_;  // kOnDemand only
 
   std::mutex poll_mu_;
   std::condition_variable poll_cv_;

@@ -31,12 +31,14 @@ struct CounterDef {
 
 void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   std::vector<std::shared_ptr<ModelVersion>> versions;
-  size_t registered = 0;
+  size_t registered = 0, loaded = 0;
   {
     std::shared_lock<std::shared_mutex> g(mu_);
     registered = models_.size();
-    for (const auto& [n, e] : models_)
+    for (const auto& [n, e] : models_) {
+      loaded += e.versions.empty() ? 0 : 1;
       for (const auto& [v, mv] : e.versions) versions.push_back(mv);
+    }
   }
   auto labels = [](const ModelStats& s) { return Labels{{"model", s.model()}, {"version", s.version()}}; };
 
@@ -97,8 +99,59 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
 
   w.Family("inferd_models_registered", "gauge", "Models known to the server (loaded or not)");
   w.Sample("inferd_models_registered", {}, static_cast<double>(registered));
+  w.Family("inferd_models_loaded", "gauge", "Models with at least one version loaded and serving");
+  w.Sample("inferd_models_loaded", {}, static_cast<double>(loaded));
   w.Family("inferd_model_versions_loaded", "gauge", "Model versions loaded and serving");
   w.Sample("inferd_model_versions_loaded", {}, static_cast<double>(versions.size()));
+  uint64_t used = 0;
+  w.Family("inferd_model_resident_bytes", "gauge",
+           "Memory a loaded model version holds (measured at load, or its memory_bytes parameter)");
+  for (const auto& mv : versions) {
+    used += mv->resident_bytes();
+    w.Sample("inferd_model_resident_bytes", labels(*mv->stats()), static_cast<double>(mv->resident_bytes()));
+  }
+  w.Family("inferd_memory_budget_bytes", "gauge", "--memory-budget (0 = none)");
+  w.Sample("inferd_memory_budget_bytes", {}, static_cast<double>(options_.memory_budget_bytes));
+  w.Family("inferd_memory_budget_used_bytes", "gauge", "Resident bytes of all loaded model versions");
+  w.Sample("inferd_memory_budget_used_bytes", {}, static_cast<double>(used));
+
+  struct LifecycleCounter {
+    const char* name;
+    const char* help;
+    const std::atomic<uint64_t>& value;
+  };
+  const LifecycleCounter lifecycle_counters[] = {
+      {"inferd_model_load_failures_total", "Model (version) loads that failed", lifecycle_.load_failures},
+      {"inferd_model_cold_starts_total", "Requests that waited for their model to load (on demand)",
+       lifecycle_.cold_starts},
+      {"inferd_model_cold_start_timeouts_total",
+       "Requests whose wait for an on-demand load ran past --model-load-wait-secs or their timeout",
+       lifecycle_.cold_start_timeouts},
+      {"inferd_model_evictions_total", "Models unloaded to stay within the memory budget", lifecycle_.evictions},
+      {"inferd_model_over_budget_loads_total",
+       "Loads after which the budget stayed exceeded (nothing evictable: pinned, busy or too young)",
+       lifecycle_.over_budget_loads},
+  };
+  for (const auto& c : lifecycle_counters) {
+    w.Family(c.name, "counter", c.help);
+    w.Sample(c.name, {}, static_cast<double>(c.value.load(std::memory_order_relaxed)));
+  }
+  struct LifecycleHist {
+    const char* name;
+    const char* help;
+    const Histogram& h;
+  };
+  const LifecycleHist lifecycle_hists[] = {
+      {"inferd_model_load_duration_seconds", "Time to load and warm up one model version", lifecycle_.load_seconds},
+      {"inferd_model_unload_duration_seconds", "Time to drain and release the versions of one unload or eviction",
+       lifecycle_.unload_seconds},
+      {"inferd_model_eviction_age_seconds", "How long an evicted model had been resident",
+       lifecycle_.eviction_age_seconds},
+  };
+  for (const auto& h : lifecycle_hists) {
+    w.Family(h.name, "histogram", h.help);
+    w.HistogramSamples(h.name, {}, h.h.Take());
+  }
   w.Family("process_resident_memory_bytes", "gauge", "Resident set size of the inferd process");
   w.Sample("process_resident_memory_bytes", {}, ProcessRssBytes());
 }

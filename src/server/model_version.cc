@@ -1,12 +1,24 @@
 #include "server/model_version.h"
 
 #include <filesystem>
+#include <optional>
 
+#include "lifecycle/allocator.h"
+#include "lifecycle/byte_size.h"
 #include "repository/model_config.h"
+#include "repository/repository.h"
 #include "scheduler/dynamic_batcher.h"
 #include "server/warmup.h"
 
 namespace inferd {
+
+Result<bool> PinnedParameter(const ModelSpec& spec) {
+  auto it = spec.parameters.find("pinned");
+  if (it == spec.parameters.end()) return false;
+  if (it->second == "true" || it->second == "1") return true;
+  if (it->second == "false" || it->second == "0" || it->second.empty()) return false;
+  return Status::InvalidArgument("parameter 'pinned' must be \"true\" or \"false\", not '" + it->second + "'");
+}
 
 Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, ModelSpec spec, int64_t version,
                                                          const std::string& version_dir, const std::string& config_text,
@@ -18,15 +30,33 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
   if (spec.parameters.find("INTRA_OP_THREAD_COUNT") == spec.parameters.end()) {
     spec.parameters["INTRA_OP_THREAD_COUNT"] = std::to_string(std::max(1, options.default_intra_op_threads));
   }
+  std::optional<uint64_t> size_override;
+  if (auto it = spec.parameters.find("memory_bytes"); it != spec.parameters.end()) {
+    auto bytes = ParseByteSize(it->second);
+    if (!bytes.ok()) return bytes.status().WithPrefix(config_source + ": parameter 'memory_bytes'");
+    size_override = *bytes;
+  }
   std::shared_ptr<ModelVersion> mv(new ModelVersion());
   mv->version_ = version;
   mv->version_str_ = std::to_string(version);
   mv->spec_ = std::move(spec);
+  const auto before = allocator::ReadThreadCounters();
   INFERD_ASSIGN_OR_RETURN(mv->model_, backend.Load(mv->spec_, version_dir));
   std::vector<std::unique_ptr<ModelInstance>> instances;
   for (int i = 0; i < mv->spec_.instance_count; ++i) {
     INFERD_ASSIGN_OR_RETURN(auto inst, mv->model_->CreateInstance(i));
     instances.push_back(std::move(inst));
+  }
+  const auto after = allocator::ReadThreadCounters();
+  if (size_override) {
+    mv->resident_bytes_ = *size_override;
+    mv->size_source_ = "config";
+  } else if (before && after) {
+    mv->resident_bytes_ = allocator::NetAllocated(*before, *after);
+    mv->size_source_ = "measured";
+  } else {
+    mv->resident_bytes_ = DirectoryBytes(version_dir);
+    mv->size_source_ = "files";
   }
   mv->config_json_ = RenderModelConfigJson(config_text, mv->spec_);
   mv->stats_ = std::make_shared<ModelStats>(mv->spec_.name, mv->version_str_, mv->spec_.max_batch_size);
@@ -38,14 +68,21 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
   bo.policy = BatchPolicy::FromSpec(mv->spec_, options.default_max_queue_size);
   bo.clock = options.clock;
   bo.stats = mv->stats_;
-  if (!samples.empty()) {
-    bo.warmup = [samples = std::make_shared<std::vector<WarmupSample>>(std::move(samples))](ModelInstance& inst) {
-      return RunWarmup(inst, *samples);
-    };
-  }
+  // Each instance's worker thread costs its stack and TLS (libtorch's is
+  // large): measured on the thread after warmup and added to the size.
+  auto thread_bytes = std::make_shared<std::atomic<uint64_t>>(0);
+  bo.warmup = [samples = std::make_shared<std::vector<WarmupSample>>(std::move(samples)),
+               thread_bytes](ModelInstance& inst) {
+    Status st = RunWarmup(inst, *samples);
+    thread_bytes->fetch_add(allocator::ThreadStackResidentBytes());
+    return st;
+  };
   auto batcher = std::make_unique<DynamicBatcher>(std::move(bo), mv->spec_, std::move(instances));
   INFERD_RETURN_IF_ERROR(batcher->WaitWarmedUp());  // not READY before warmup ran on every instance
+  if (!size_override) mv->resident_bytes_ += thread_bytes->load();
   mv->scheduler_ = std::move(batcher);
+  mv->loaded_at_ = options.clock->Now();
+  mv->Touch(mv->loaded_at_);
   return mv;
 }
 

@@ -6,6 +6,7 @@
 // the backend model is released.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,10 @@
 #include "scheduler/scheduler.h"
 
 namespace inferd {
+
+// The config's `pinned` parameter ("true"/"false", default false): a pinned
+// model is loaded at start-up under on-demand residency and never evicted.
+Result<bool> PinnedParameter(const ModelSpec& spec);
 
 class ModelVersion {
  public:
@@ -39,6 +44,18 @@ class ModelVersion {
   Scheduler& scheduler() { return *scheduler_; }
   const std::shared_ptr<ModelStats>& stats() const { return stats_; }
 
+  // Memory the version holds, for budgets and listings: the config's
+  // `memory_bytes` parameter when set, else what loading it allocated on the
+  // loading thread (jemalloc per-thread counters), else its files' size.
+  uint64_t resident_bytes() const { return resident_bytes_; }
+  const char* size_source() const { return size_source_; }
+  TimePoint loaded_at() const { return loaded_at_; }
+  // Last request routed here (or the load). Touch is a relaxed store: cheap
+  // enough for every request.
+  void Touch(TimePoint t) { last_used_ns_.store(t.time_since_epoch().count(), std::memory_order_relaxed); }
+  TimePoint last_used() const { return TimePoint(Duration(last_used_ns_.load(std::memory_order_relaxed))); }
+  bool busy() const { return stats_->pending() > 0; }
+
   // Stops accepting and waits for everything accepted to finish.
   void Drain() { scheduler_->Shutdown(); }
 
@@ -49,6 +66,10 @@ class ModelVersion {
   ModelSpec spec_;
   std::string config_json_;
   std::shared_ptr<ModelStats> stats_;
+  uint64_t resident_bytes_ = 0;
+  const char* size_source_ = "files";
+  TimePoint loaded_at_{};
+  std::atomic<int64_t> last_used_ns_{0};
   std::unique_ptr<LoadedModel> model_;  // destroyed after scheduler_
   std::unique_ptr<Scheduler> scheduler_;
 };

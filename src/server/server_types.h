@@ -55,6 +55,31 @@ struct RollbackResult {
   LabelsInfo labels;  // after the rollback
 };
 
+// GET /v2/repository/models: everything `inferd models` shows.
+struct ModelListing {
+  struct Version {
+    std::string version;
+    std::string state;  // READY | UNAVAILABLE
+    std::string reason;
+    uint64_t resident_bytes = 0;
+    std::string size_source;  // measured | config | files
+  };
+  struct Model {
+    std::string name;
+    std::string state;  // READY | LOADING | UNAVAILABLE
+    std::string reason;
+    std::string default_version;
+    std::vector<Version> versions;
+    std::vector<std::pair<std::string, std::string>> labels;
+    uint64_t resident_bytes = 0;
+    bool pinned = false;
+    int64_t idle_ms = -1;  // since the last request; -1 when not resident
+  };
+  std::string residency;  // eager | on-demand
+  uint64_t budget_bytes = 0, used_bytes = 0;
+  std::vector<Model> models;
+};
+
 struct DurationSnapshot {
   uint64_t count = 0, ns = 0;
 };

@@ -3,6 +3,7 @@
 //   PUT    /v2/repository/models/{m}/labels/{label}    body {"version": "3"} (POST too)
 //   DELETE /v2/repository/models/{m}/labels/{label}
 //   POST   /v2/repository/models/{m}/rollback          previous default becomes `stable`
+//   GET    /v2/repository/models                       every model: state, versions, labels, memory
 #include <rapidjson/document.h>
 
 #include "frontends/codec/json_writer.h"
@@ -11,6 +12,65 @@
 namespace inferd::http {
 namespace {
 
+void AppendLabelPairs(std::string* b, const std::vector<std::pair<std::string, std::string>>& labels) {
+  b->push_back('{');
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (i) b->push_back(',');
+    json::AppendKey(b, labels[i].first);
+    json::AppendEscaped(b, labels[i].second);
+  }
+  b->push_back('}');
+}
+
+Response ListingResponse(const ModelListing& l) {
+  std::string b = "{\"residency\":";
+  json::AppendEscaped(&b, l.residency);
+  b.append(",\"memory_budget_bytes\":");
+  json::AppendNumber(&b, l.budget_bytes);
+  b.append(",\"resident_bytes\":");
+  json::AppendNumber(&b, l.used_bytes);
+  b.append(",\"models\":[");
+  for (size_t i = 0; i < l.models.size(); ++i) {
+    const auto& m = l.models[i];
+    if (i) b.push_back(',');
+    b.append("{\"name\":");
+    json::AppendEscaped(&b, m.name);
+    b.append(",\"state\":");
+    json::AppendEscaped(&b, m.state);
+    b.append(",\"reason\":");
+    json::AppendEscaped(&b, m.reason);
+    b.append(",\"default_version\":");
+    json::AppendEscaped(&b, m.default_version);
+    b.append(",\"resident_bytes\":");
+    json::AppendNumber(&b, m.resident_bytes);
+    b.append(",\"pinned\":");
+    b.append(m.pinned ? "true" : "false");
+    b.append(",\"idle_ms\":");
+    json::AppendNumber(&b, m.idle_ms);
+    b.append(",\"labels\":");
+    AppendLabelPairs(&b, m.labels);
+    b.append(",\"versions\":[");
+    for (size_t j = 0; j < m.versions.size(); ++j) {
+      const auto& v = m.versions[j];
+      if (j) b.push_back(',');
+      b.append("{\"version\":");
+      json::AppendEscaped(&b, v.version);
+      b.append(",\"state\":");
+      json::AppendEscaped(&b, v.state);
+      b.append(",\"reason\":");
+      json::AppendEscaped(&b, v.reason);
+      b.append(",\"resident_bytes\":");
+      json::AppendNumber(&b, v.resident_bytes);
+      b.append(",\"size_source\":");
+      json::AppendEscaped(&b, v.size_source);
+      b.push_back('}');
+    }
+    b.append("]}");
+  }
+  b.append("]}");
+  return JsonResponse(200, std::move(b));
+}
+
 void AppendLabelsFields(std::string* b, const LabelsInfo& info) {
   b->append("\"model\":");
   json::AppendEscaped(b, info.model);
@@ -18,14 +78,9 @@ void AppendLabelsFields(std::string* b, const LabelsInfo& info) {
   json::AppendEscaped(b, info.default_version);
   b->append(",\"versions\":");
   json::AppendStringArray(b, info.serving_versions);
-  b->append(",\"labels\":{");
-  for (size_t i = 0; i < info.labels.size(); ++i) {
-    if (i) b->push_back(',');
-    json::AppendEscaped(b, info.labels[i].first);
-    b->push_back(':');
-    json::AppendEscaped(b, info.labels[i].second);
-  }
-  b->append("},\"history\":");
+  b->append(",\"labels\":");
+  AppendLabelPairs(b, info.labels);
+  b->append(",\"history\":");
   json::AppendStringArray(b, info.history);
 }
 
@@ -52,12 +107,18 @@ Result<std::string> VersionParam(const Request& req) {
 
 }  // namespace
 
-// parts: v2 repository models {m} (labels [{l}] | rollback). Returns false
-// when the path is not one of these routes.
+// parts: v2 repository models [{m} (labels [{l}] | rollback)]. Returns
+// false when the path is not one of these routes.
 bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::vector<std::string>& parts,
                        const Responder& respond) {
   const size_t n = parts.size();
-  if (n < 5 || parts[1] != "repository" || parts[2] != "models") return false;
+  if (n < 3 || parts[1] != "repository" || parts[2] != "models") return false;
+  if (n == 3) {
+    respond(req.method == "GET" || req.method == "HEAD" ? ListingResponse(server->ListModels())
+                                                        : MethodNotAllowed(req));
+    return true;
+  }
+  if (n < 5) return false;
   const std::string& model = parts[3];
   auto not_allowed = [&] {
     respond(MethodNotAllowed(req));

@@ -1,0 +1,170 @@
+// `inferd models` and `inferd rollback`: clients of a running server's HTTP
+// API (GET /v2/repository/models, POST /v2/repository/models/{m}/rollback).
+#include <rapidjson/document.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "bench/http_client.h"
+#include "cli/commands.h"
+#include "lifecycle/byte_size.h"
+
+namespace inferd::cli {
+namespace {
+
+struct AdminFlags {
+  std::string url = "http://127.0.0.1:8000";
+  bool json = false;
+  std::vector<std::string> models;  // `models`: filter; `rollback`: exactly one
+};
+
+// Sends one request; prints the server's error and returns nullopt on failure.
+std::optional<std::string> Call(const std::string& url, const std::string& method, const std::string& path) {
+  auto hp = bench::ParseUrl(url);
+  if (!hp.ok()) {
+    std::cerr << "inferd: --url: " << hp.status().message() << "\n";
+    return std::nullopt;
+  }
+  bench::HttpClient client(hp->first, hp->second);
+  auto r = client.Request(method, path, "");
+  if (!r.ok()) {
+    std::cerr << "inferd: cannot reach the server at " << url << ": " << r.status().message() << "\n";
+    return std::nullopt;
+  }
+  if (r->status != 200) {
+    rapidjson::Document doc;
+    doc.Parse(r->body.data(), r->body.size());
+    std::string why = r->body;
+    if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("error") && doc["error"].IsString())
+      why = doc["error"].GetString();
+    std::cerr << "inferd: " << method << " " << path << ": HTTP " << r->status << ": " << why << "\n";
+    return std::nullopt;
+  }
+  return std::move(r->body);
+}
+
+// The server's JSON answer as an object, or nullopt with `*rc` set: 1 after
+// an error (printed), 0 when --json printed the answer as is.
+std::optional<rapidjson::Document> CallJson(const AdminFlags& f, const std::string& method, const std::string& path,
+                                            int* rc) {
+  *rc = 1;
+  auto body = Call(f.url, method, path);
+  if (!body) return std::nullopt;
+  if (f.json) {
+    std::cout << *body << "\n";
+    *rc = 0;
+    return std::nullopt;
+  }
+  rapidjson::Document doc;
+  doc.Parse(body->data(), body->size());
+  if (doc.HasParseError() || !doc.IsObject()) {
+    std::cerr << "inferd: unexpected answer from the server: " << *body << "\n";
+    return std::nullopt;
+  }
+  return doc;
+}
+
+std::string Str(const rapidjson::Value& o, const char* key) {
+  auto it = o.FindMember(key);
+  return it != o.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString()) : std::string();
+}
+
+uint64_t U64(const rapidjson::Value& o, const char* key) {
+  auto it = o.FindMember(key);
+  return it != o.MemberEnd() && it->value.IsUint64() ? it->value.GetUint64() : 0;
+}
+
+std::string LabelsText(const rapidjson::Value& o) {
+  std::string out;
+  auto it = o.FindMember("labels");
+  if (it == o.MemberEnd() || !it->value.IsObject()) return out;
+  for (const auto& l : it->value.GetObject()) {
+    if (!out.empty()) out += ' ';
+    out += std::string(l.name.GetString()) + "=" + (l.value.IsString() ? l.value.GetString() : "?");
+  }
+  return out;
+}
+
+int Models(const AdminFlags& f) {
+  int rc = 0;
+  auto answer = CallJson(f, "GET", "/v2/repository/models", &rc);
+  if (!answer) return rc;
+  const rapidjson::Document& doc = *answer;
+  if (!doc.HasMember("models") || !doc["models"].IsArray()) {
+    std::cerr << "inferd: the server's answer has no \"models\" list\n";
+    return 1;
+  }
+  std::printf("%-24s %-11s %-7s %-16s %-22s %10s %9s\n", "MODEL", "STATE", "DEFAULT", "VERSIONS", "LABELS", "MEMORY",
+              "IDLE");
+  size_t shown = 0, loaded = 0;
+  for (const auto& m : doc["models"].GetArray()) {
+    const std::string name = Str(m, "name"), state = Str(m, "state");
+    if (state == "READY") ++loaded;
+    if (!f.models.empty() && std::find(f.models.begin(), f.models.end(), name) == f.models.end()) continue;
+    ++shown;
+    std::string versions, failed;
+    if (m.HasMember("versions") && m["versions"].IsArray()) {
+      for (const auto& v : m["versions"].GetArray()) {
+        std::string& list = Str(v, "state") == "READY" ? versions : failed;
+        list += (list.empty() ? "" : ",") + Str(v, "version");
+      }
+    }
+    if (!failed.empty()) versions += (versions.empty() ? "" : " ") + std::string("failed:") + failed;
+    const uint64_t bytes = U64(m, "resident_bytes");
+    std::string idle = "-";
+    if (m.HasMember("idle_ms") && m["idle_ms"].IsInt64() && m["idle_ms"].GetInt64() >= 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(m["idle_ms"].GetInt64()) / 1000);
+      idle = buf;
+    }
+    const bool pinned = m.HasMember("pinned") && m["pinned"].IsBool() && m["pinned"].GetBool();
+    std::printf("%-24s %-11s %-7s %-16s %-22s %10s %9s\n", name.c_str(), (state + (pinned ? "*" : "")).c_str(),
+                Str(m, "default_version").c_str(), versions.c_str(), LabelsText(m).c_str(),
+                bytes ? FormatBytes(bytes).c_str() : "-", idle.c_str());
+    const std::string reason = Str(m, "reason");
+    if (state != "READY" && !reason.empty()) std::printf("    %s\n", reason.c_str());
+  }
+  const uint64_t budget = U64(doc, "memory_budget_bytes"), used = U64(doc, "resident_bytes");
+  std::printf("\n%zu models (%zu shown), %zu loaded; residency %s; %s resident%s%s\n", size_t{doc["models"].Size()},
+              shown, loaded, Str(doc, "residency").c_str(), FormatBytes(used).c_str(), budget ? " of a " : "",
+              budget ? (FormatBytes(budget) + " budget").c_str() : "");
+  std::printf("(* = pinned)\n");
+  return 0;
+}
+
+int Rollback(const AdminFlags& f) {
+  const std::string& model = f.models.at(0);
+  int rc = 0;
+  auto answer = CallJson(f, "POST", "/v2/repository/models/" + model + "/rollback", &rc);
+  if (!answer) return rc;
+  const rapidjson::Document& doc = *answer;
+  std::printf("model '%s': rolled back from version %s to version %s (the default now; labels: %s)\n", model.c_str(),
+              Str(doc, "rolled_back_from").c_str(), Str(doc, "rolled_back_to").c_str(), LabelsText(doc).c_str());
+  return 0;
+}
+
+void AddUrlFlags(CLI::App* cmd, AdminFlags* f) {
+  cmd->add_option("--url", f->url, "The running inferd server's HTTP address")->capture_default_str();
+  cmd->add_flag("--json", f->json, "Print the server's JSON answer as is");
+}
+
+}  // namespace
+
+void AddAdminCommands(CLI::App& app, std::function<int()>* run) {
+  auto models = std::make_shared<AdminFlags>();
+  CLI::App* m = app.add_subcommand("models", "List a running server's models: state, versions, labels, memory");
+  AddUrlFlags(m, models.get());
+  m->add_option("model", models->models, "Only these models (default: all)");
+  m->callback([models, run] { *run = [models] { return Models(*models); }; });
+
+  auto rollback = std::make_shared<AdminFlags>();
+  CLI::App* r = app.add_subcommand(
+      "rollback", "Make a model's previous default version the default again (sets its 'stable' label)");
+  AddUrlFlags(r, rollback.get());
+  r->add_option("model", rollback->models, "The model to roll back")->required()->expected(1);
+  r->callback([rollback, run] { *run = [rollback] { return Rollback(*rollback); }; });
+}
+
+}  // namespace inferd::cli

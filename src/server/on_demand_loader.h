@@ -1,0 +1,75 @@
+// OnDemandLoader: loads models when a request needs one that is not resident
+// (on-demand residency). Requests wait here, each bounded by its own
+// deadline, while a small pool of loader threads (--model-load-threads)
+// makes their model resident; concurrent requests for one model share one
+// load. Model code never runs on the caller's (HTTP) thread.
+//
+// Thread-safety: thread-safe. `load` runs on loader threads, one call per
+// model at a time. `done` runs exactly once per waiter: on a loader thread
+// after the load (with its status), on the deadline thread when the waiter's
+// deadline passes first (DEADLINE_EXCEEDED), or in Stop (UNAVAILABLE); it
+// must not block for long.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/infer_request.h"
+
+namespace inferd {
+
+class OnDemandLoader {
+ public:
+  struct Waiter {
+    std::unique_ptr<InferRequest> request;
+    InferCallback callback;
+    TimePoint arrival;
+    TimePoint deadline;
+  };
+  using LoadFn = std::function<Status(const std::string& model)>;
+  using DoneFn = std::function<void(Waiter waiter, const Status& status)>;
+
+  // `clock` is not owned and must outlive the loader.
+  OnDemandLoader(int threads, Clock* clock, LoadFn load, DoneFn done);
+  ~OnDemandLoader();
+
+  // Queues a load of `model` unless one is queued or running; the waiter (if
+  // any) is answered when that load finishes or at its deadline.
+  void Enqueue(const std::string& model, std::optional<Waiter> waiter);
+  // Whether a load of `model` is queued or running.
+  bool IsPending(const std::string& model) const;
+  // Lets running loads finish, answers every other waiter UNAVAILABLE and
+  // joins the threads. Idempotent.
+  void Stop();
+  // Stop's first half: no load starts after it returns (Stop completes it).
+  void RequestStop();
+
+ private:
+  struct Job {
+    std::vector<Waiter> waiters;
+    bool running = false;
+  };
+  void LoaderLoop();
+  void DeadlineLoop();
+
+  Clock* clock_;
+  LoadFn load_;
+  DoneFn done_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_, deadline_cv_;
+  std::map<std::string, Job> jobs_;
+  std::deque<std::string> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> loaders_;
+  std::thread deadline_thread_;
+};
+
+}  // namespace inferd
