@@ -15,7 +15,7 @@ FUZZ_ARGS ?= -seed=1 -runs=2000000
 PY := /usr/bin/python3
 EXAMPLES := examples/repository
 
-.PHONY: all deps build examples run test unit check fuzz fuzz-build fuzz-explore bench format clean
+.PHONY: all deps build examples run test unit check fuzz fuzz-build fuzz-explore bench bench-many-models format clean
 
 all: build
 
@@ -73,6 +73,10 @@ run-fuzzers:
 bench: build
 	@scripts/setup.sh --bench
 	$(PY) bench/run_bench.py --inferd build/src/inferd
+
+# Many models per box: 10,000 generated models, Zipf traffic under a budget, hot swaps (docs/benchmarks.md).
+bench-many-models: build
+	$(PY) bench/many_models.py --inferd build/src/inferd --out bench/results/$$(date +%Y-%m-%d)-many-models.md
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
