@@ -28,6 +28,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "integration"))
 import inferd_client as ic  # noqa: E402
+import make_fixtures  # noqa: E402
 
 BODY = json.dumps({"inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "data": [0.5] * 8}]})
 
@@ -160,17 +161,6 @@ def phase_zipf(args, repo, model_bytes, rss_idle):
     }
 
 
-class Scale(torch.nn.Module):
-    """Version k answers x * k."""
-
-    def __init__(self, k: float):
-        super().__init__()
-        self.k = k
-
-    def forward(self, x):
-        return x * self.k
-
-
 def phase_swaps(args, workdir):
     repo = os.path.join(workdir, "swap_repo")
     shutil.rmtree(repo, ignore_errors=True)
@@ -183,7 +173,7 @@ def phase_swaps(args, workdir):
     def publish(k):
         d = os.path.join(repo, "swap", str(k))
         os.makedirs(d, exist_ok=True)
-        torch.jit.script(Scale(float(k))).save(os.path.join(d, "model.pt"))
+        torch.jit.script(make_fixtures.Scale(float(k))).save(os.path.join(d, "model.pt"))
 
     for k in range(1, args.swaps + 2):  # files first: the swap phase measures the server, not torch.jit.save
         publish(k)

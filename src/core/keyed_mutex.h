@@ -55,11 +55,6 @@ class KeyedMutex {
     return Lock(this, key);
   }
 
-  bool IsHeld(const std::string& key) const {
-    std::lock_guard<std::mutex> g(mu_);
-    return held_.count(key) > 0;
-  }
-
   // Blocks until no key is held.
   void AwaitIdle() {
     std::unique_lock<std::mutex> g(mu_);

@@ -30,6 +30,8 @@ bool IsValidModelName(const std::string& n) {
 }
 }  // namespace
 
+std::string ModelRepository::ModelDir(const std::string& name) const { return (fs::path(root_) / name).string(); }
+
 bool ModelRepository::HasModel(const std::string& name) const {
   std::error_code ec;
   return IsValidModelName(name) && fs::is_directory(fs::path(root_) / name, ec);
@@ -54,7 +56,7 @@ Result<ModelSource> ModelRepository::ReadModel(const std::string& name,
   if (!IsValidModelName(name)) return Status::InvalidArgument("invalid model name '" + name + "'");
   ModelSource src;
   src.name = name;
-  src.dir = (fs::path(root_) / name).string();
+  src.dir = ModelDir(name);
   src.config_path = (fs::path(src.dir) / "config.pbtxt").string();
   std::error_code ec;
   if (!fs::is_directory(src.dir, ec)) {

@@ -36,6 +36,8 @@ class ModelRepository {
   explicit ModelRepository(std::string root) : root_(std::move(root)) {}
 
   const std::string& root() const { return root_; }
+  // <root>/<name>; `name` must be a model name HasModel accepted.
+  std::string ModelDir(const std::string& name) const;
 
   // Whether <root>/<name> is a model directory (cheap: no config parsing).
   bool HasModel(const std::string& name) const;

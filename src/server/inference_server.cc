@@ -115,17 +115,14 @@ Status InferenceServer::Start() {
     loader_ = std::make_unique<OnDemandLoader>(
         options_.model_load_threads, clock_, [this](const std::string& m) { return EnsureResident(m); },
         [this](OnDemandLoader::Waiter w, const Status& st) {
-          if (!st.ok()) {
-            if (st.code() == StatusCode::kDeadlineExceeded) lifecycle_.cold_start_timeouts.fetch_add(1);
-            return w.callback(st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable
-                                  ? st
-                                  : Status::Unavailable("model '" + w.request->model_name +
-                                                        "' could not be loaded: " + st.message()));
-          }
-          Dispatch(std::move(w.request), std::move(w.callback), w.arrival, /*may_wait=*/false);
+          if (st.ok()) return Dispatch(std::move(w.request), std::move(w.callback), w.arrival, /*may_wait=*/false);
+          if (st.code() == StatusCode::kDeadlineExceeded) lifecycle_.cold_start_timeouts.fetch_add(1);
+          // A broken model is the server's problem, not a bad request: 503.
+          const bool keep = st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable;
+          w.callback(keep ? st : Status::Unavailable(st.message()));
         });
     const TimePoint t0 = clock_->Now();
-    IndexRepository(names);
+    for (const auto& n : names) (void)IndexModelLocked(n);  // before serving: no other thread
     spdlog::info("indexed {} models for on-demand loading in {:.0f} ms", names.size(),
                  std::chrono::duration<double, std::milli>(clock_->Now() - t0).count());
     // Pinned models load now, as do the --load-model ones.
@@ -366,6 +363,7 @@ struct LoadPlan {
   std::vector<int64_t> selected;
   std::set<int64_t> wanted;
   std::string config_source;  // names the config in error messages
+  bool pinned = false;        // config parameter `pinned`
 };
 
 Result<LoadPlan> PlanLoad(const ModelRepository& repository, const BackendRegistry& backends, const std::string& name,
@@ -394,6 +392,9 @@ Result<LoadPlan> PlanLoad(const ModelRepository& repository, const BackendRegist
   }
   p.config_source = p.src.has_config ? (config_text ? "load request config for '" + name + "'" : p.src.config_path)
                                      : p.src.dir + " (auto-completed config)";
+  auto pinned = PinnedParameter(p.src.spec);
+  if (!pinned.ok()) return pinned.status().WithPrefix(p.config_source);
+  p.pinned = *pinned;
   return p;
 }
 
@@ -409,14 +410,6 @@ Status InferenceServer::LoadModelLocked(const std::string& name, const std::opti
     e.reason = plan.status().message();
     e.load_failed = e.versions.empty();
     return plan.status();
-  }
-  auto pinned = PinnedParameter(plan->src.spec);
-  if (!pinned.ok()) {
-    std::unique_lock<std::shared_mutex> g(mu_);
-    auto& e = models_[name];
-    e.reason = plan->config_source + ": " + pinned.status().message();
-    e.load_failed = e.versions.empty();
-    return Status::InvalidArgument(e.reason);
   }
   const ModelSource& src = plan->src;
   std::map<int64_t, std::shared_ptr<ModelVersion>> current;
@@ -489,7 +482,7 @@ Status InferenceServer::LoadModelLocked(const std::string& name, const std::opti
     // versions loaded; labels read from the repository always apply.
     if (!labels_override || first_error.ok()) e.labels = std::move(plan->labels);
     e.dir = src.dir;
-    e.pinned = *pinned;
+    e.pinned = plan->pinned;
     e.load_failed = e.versions.empty() && !failed.empty();
     e.reason.clear();
     for (const auto& [v, f] : failed)
@@ -594,7 +587,6 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, InferCallb
   if (st.code() == StatusCode::kUnavailable && !shutting_down_.load()) {
     auto now = FindVersion(pending->request->model_name, asked_default ? "" : pending->request->model_version);
     if (!now.ok() && may_wait && CanWaitForLoad(now.status())) {
-      version.stats()->RecordFailure(FailureReason::kRejected, 0);
       if (asked_default) pending->request->model_version.clear();
       return WaitForLoad(std::move(pending->request), std::move(pending->callback), arrival);
     }
@@ -689,8 +681,7 @@ Result<std::string> InferenceServer::ResolveLabel(const std::string& name, const
     if (!CanWaitForLoad(st)) return st;
     // On demand: the labels as the repository has them; the request that
     // follows loads the model.
-    INFERD_ASSIGN_OR_RETURN(VersionLabels labels,
-                            ReadVersionLabels((std::filesystem::path(repository_.root()) / name).string()));
+    INFERD_ASSIGN_OR_RETURN(VersionLabels labels, ReadVersionLabels(repository_.ModelDir(name)));
     auto v = labels.Find(label);
     if (!v) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
     return std::to_string(*v);

@@ -171,16 +171,14 @@ class InferenceServer {
   void WaitForLoad(std::unique_ptr<InferRequest> request, InferCallback callback, TimePoint arrival);
 
   // --- residency (residency.cc) ---
-  // On-demand start: one entry per repository model (config read for
-  // `pinned`), without loading.
-  void IndexRepository(const std::vector<std::string>& names);
   // Creates or refreshes the index entry of a model that is not loaded.
   // REQUIRES the model's lock. Returns whether the model is pinned.
   bool IndexModelLocked(const std::string& name);
-  // The loader's job: makes `name` resident unless it is.
+  // The loader's job: LoadIfOnDemandLocked under the model's lock.
   Status EnsureResident(const std::string& name);
-  // On demand: loads a repository model that is not resident (labels and
-  // rollback work on any indexed model). REQUIRES the model's lock.
+  // On demand: loads a repository model that is not resident (for waiting
+  // requests, and so labels and rollback work on any indexed model); errors
+  // say the model could not be loaded. REQUIRES the model's lock.
   Status LoadIfOnDemandLocked(const std::string& name);
   // LoadModelLocked inside the memory budget: evicts idle models to make
   // room for the model's estimated size first, and after the load if its
@@ -190,11 +188,12 @@ class InferenceServer {
   bool BudgetActive() const { return options_.residency == Residency::kOnDemand && options_.memory_budget_bytes > 0; }
   uint64_t EstimateBytes(const std::string& name) const;
   // Evicts least-recently-used idle models (never `keep`) until `incoming`
-  // more bytes fit. REQUIRES room_mu_.
-  void MakeRoomLocked(const std::string& keep, uint64_t incoming);
-  // Unloads an idle resident model; false if it is busy, locked or gone.
-  bool Evict(const std::string& name);
-  uint64_t ResidentBytesTotal() const;
+  // more bytes fit. Returns the bytes in use afterwards, `incoming` and
+  // loads in progress included. REQUIRES room_mu_.
+  uint64_t MakeRoomLocked(const std::string& keep, uint64_t incoming);
+  // Unloads an idle resident model; returns its bytes, 0 if it is busy,
+  // pinned, locked or gone.
+  uint64_t Evict(const std::string& name);
   // `retry_failed`: also retry versions that failed before with unchanged
   // files (explicit loads do; polls and label changes do not). Any error is
   // also recorded on the model's entry (reason, and state when nothing serves).

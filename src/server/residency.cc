@@ -54,18 +54,10 @@ bool InferenceServer::IndexModelLocked(const std::string& name) {
   return e.pinned;
 }
 
-void InferenceServer::IndexRepository(const std::vector<std::string>& names) {
-  for (const auto& n : names) (void)IndexModelLocked(n);  // before serving: no other thread
-}
-
 Status InferenceServer::EnsureResident(const std::string& name) {
   auto lock = model_locks_.Acquire(name);
   if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
-  {
-    std::shared_lock<std::shared_mutex> g(mu_);
-    if (ServingEntryLocked(name)) return Status::OK();
-  }
-  return LoadWithinBudgetLocked(name, std::nullopt, std::nullopt, /*retry_failed=*/false);
+  return LoadIfOnDemandLocked(name);
 }
 
 Status InferenceServer::LoadIfOnDemandLocked(const std::string& name) {
@@ -88,7 +80,7 @@ uint64_t InferenceServer::EstimateBytes(const std::string& name) const {
       if (it->second.last_bytes > 0) return it->second.last_bytes;
     }
   }
-  return LargestVersionBytes((std::filesystem::path(repository_.root()) / name).string());
+  return LargestVersionBytes(repository_.ModelDir(name));
 }
 
 Status InferenceServer::LoadWithinBudgetLocked(const std::string& name, const std::optional<std::string>& config_text,
@@ -103,26 +95,18 @@ Status InferenceServer::LoadWithinBudgetLocked(const std::string& name, const st
   Status st = LoadModelLocked(name, config_text, labels_override, retry_failed);
   std::lock_guard<std::mutex> room(room_mu_);
   reserved_bytes_ -= incoming;
-  MakeRoomLocked(name, 0);  // the measured size may exceed the estimate
-  if (ResidentBytesTotal() + reserved_bytes_ > options_.memory_budget_bytes) {
+  const uint64_t used = MakeRoomLocked(name, 0);  // the measured size may exceed the estimate
+  if (used > options_.memory_budget_bytes) {
     lifecycle_.over_budget_loads.fetch_add(1, std::memory_order_relaxed);
     spdlog::warn(
-        "memory budget exceeded after loading '{}': {} resident of {} (the rest is pinned, busy or "
+        "memory budget exceeded after loading '{}': {} in use of {} (the rest is pinned, busy or "
         "resident for less than the minimum residency)",
-        name, FormatBytes(ResidentBytesTotal()), FormatBytes(options_.memory_budget_bytes));
+        name, FormatBytes(used), FormatBytes(options_.memory_budget_bytes));
   }
   return st;
 }
 
-uint64_t InferenceServer::ResidentBytesTotal() const {
-  std::shared_lock<std::shared_mutex> g(mu_);
-  uint64_t total = 0;
-  for (const auto& [n, e] : models_)
-    if (!e.versions.empty()) total += e.ResidentBytes();
-  return total;
-}
-
-void InferenceServer::MakeRoomLocked(const std::string& keep, uint64_t incoming) {
+uint64_t InferenceServer::MakeRoomLocked(const std::string& keep, uint64_t incoming) {
   std::vector<ResidentModel> candidates;
   uint64_t used = reserved_bytes_;
   {
@@ -136,19 +120,20 @@ void InferenceServer::MakeRoomLocked(const std::string& keep, uint64_t incoming)
   }
   const EvictionPlan plan = PlanEvictions(std::move(candidates), options_.memory_budget_bytes, used, incoming,
                                           clock_->Now(), options_.min_residency);
-  for (const auto& victim : plan.victims) (void)Evict(victim);
+  for (const auto& victim : plan.victims) used -= Evict(victim);
+  return used + incoming;
 }
 
-bool InferenceServer::Evict(const std::string& name) {
+uint64_t InferenceServer::Evict(const std::string& name) {
   auto lock = model_locks_.TryAcquire(name);
-  if (!lock.owns()) return false;  // loading, reloading or relabelling
+  if (!lock.owns()) return 0;  // loading, reloading or relabelling
   std::map<int64_t, std::shared_ptr<ModelVersion>> old;
   TimePoint loaded_at;
   uint64_t bytes = 0;
   {
     std::unique_lock<std::shared_mutex> g(mu_);
     auto it = models_.find(name);
-    if (it == models_.end() || it->second.versions.empty() || it->second.Busy() || it->second.pinned) return false;
+    if (it == models_.end() || it->second.versions.empty() || it->second.Busy() || it->second.pinned) return 0;
     ModelEntry& e = it->second;
     bytes = e.ResidentBytes();
     old.swap(e.versions);
@@ -162,7 +147,7 @@ bool InferenceServer::Evict(const std::string& name) {
   lifecycle_.eviction_age_seconds.Observe(age);
   spdlog::debug("evicted model '{}' ({}, resident {:.1f} s)", name, FormatBytes(bytes), age);
   ReleaseVersions(std::move(old));  // a request that raced the eviction waits for a reload
-  return true;
+  return bytes;
 }
 
 ModelListing InferenceServer::ListModels() const {

@@ -529,17 +529,6 @@ class ExplicitControl(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
-class Scale(torch.nn.Module):
-    """Version k of the lifecycle model answers x * k, so every answer names its version."""
-
-    def __init__(self, k: float):
-        super().__init__()
-        self.k = k
-
-    def forward(self, x):
-        return x * self.k
-
-
 LIFECYCLE_CONFIG = """platform: "pytorch_libtorch"
 max_batch_size: 8
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
@@ -569,7 +558,7 @@ class Lifecycle(unittest.TestCase):
             with open(os.path.join(d, "model.pt"), "w") as f:
                 f.write("not a TorchScript file")
         else:
-            torch.jit.script(Scale(float(k))).save(os.path.join(d, "model.pt"))
+            torch.jit.script(make_fixtures.Scale(float(k))).save(os.path.join(d, "model.pt"))
 
     def answer(self, server, path="/v2/models/lc/infer"):
         st, js = server.post_json(path, ic.v2_json_request({"x": self.x}))
