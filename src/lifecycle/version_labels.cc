@@ -48,7 +48,7 @@ Status ValidateLabelName(std::string_view label) {
 
 Result<VersionLabels> ParseVersionLabelsJson(std::string_view json) {
   rapidjson::Document d;
-  d.Parse(json.data(), json.size());
+  d.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());  // no recursion on deep nesting
   if (d.HasParseError() || !d.IsObject()) return Status::InvalidArgument("not a JSON object");
   VersionLabels out;
   if (d.HasMember("labels")) {

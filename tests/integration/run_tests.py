@@ -320,6 +320,14 @@ class BadInput(unittest.TestCase):
         self.assertEqual(st, 200)
         np.testing.assert_allclose(np.array(js["outputs"][0]["data"]).reshape(1, 4), torch_ref("tiny_mlp", x), atol=TOL)
 
+    def test_deeply_nested_json_is_rejected_not_a_stack_overflow(self):
+        # 2 million '[' fit the 8 MiB body limit; a recursive JSON parser runs out of stack on them.
+        deep = b'{"instances": ' + b"[" * 2_000_000 + b"}"
+        self.assert_error(None, "/v1/models/tiny_mlp:predict", deep, want=400, text="malformed JSON")
+        deep = b'{"inputs": [{"name": "input", "datatype": "FP32", "shape": [1], "data": ' + b"[" * 2_000_000 + b"}"
+        self.assert_error(None, "/v2/models/tiny_mlp/infer", deep, want=400, text="malformed JSON")
+        self.assert_error(None, "/v2/repository/index", b'{"ready": ' + b"[" * 2_000_000, want=400)
+
     def test_bad_requests_get_clear_4xx(self):
         good = ic.v2_json_request({"input": np.ones((1, 16), np.float32)})
         p = "/v2/models/tiny_mlp/infer"

@@ -83,7 +83,7 @@ Status ReadElement(const rapidjson::Value& v, DataType dt, std::string* buf, boo
       return Status::OK();
 #define INFERD_INT_CASE(DT, T)                 \
   case DT: {                                   \
-    T x;                                       \
+    T x{};                                     \
     INFERD_RETURN_IF_ERROR(ReadInt<T>(v, &x)); \
     Put<T>(buf, x);                            \
     return Status::OK();                       \
@@ -101,16 +101,16 @@ Status ReadElement(const rapidjson::Value& v, DataType dt, std::string* buf, boo
     case DataType::kBf16:
     case DataType::kFp32:
     case DataType::kFp64: {
-      double d;
+      double d = 0;
       INFERD_RETURN_IF_ERROR(ReadDouble(v, &d));
       if (dt == DataType::kFp64)
         Put<double>(buf, d);
       else if (dt == DataType::kFp32)
-        Put<float>(buf, static_cast<float>(d));
+        Put<float>(buf, ToFloat(d));
       else if (dt == DataType::kFp16)
-        Put<uint16_t>(buf, FloatToHalf(static_cast<float>(d)));
+        Put<uint16_t>(buf, FloatToHalf(ToFloat(d)));
       else
-        Put<uint16_t>(buf, FloatToBf16(static_cast<float>(d)));
+        Put<uint16_t>(buf, FloatToBf16(ToFloat(d)));
       return Status::OK();
     }
     case DataType::kBytes: {

@@ -12,12 +12,15 @@
 
 namespace inferd::json {
 
-// Parse flags used for all request bodies: NaN/Inf literals accepted.
+// Parse flags used for every JSON body from the network: NaN/Inf literals
+// accepted, and the iterative parser: the default recursive one overflows
+// the thread's stack on deeply nested input ('[' x 2 million fits an 8 MiB
+// body; found by fuzz_v1_predict) and crashed the server.
 // Not kParseFullPrecisionFlag: rapidjson 1.1's full-precision path
 // (StrtodDiyFp) reads out of bounds on inputs such as
 // 888888876.8000017368765888888888820e-339 (found by fuzz_v1_predict). The
 // default path is within a few ULP of a double: exact for FP32 and below.
-inline constexpr unsigned kParseFlags = rapidjson::kParseNanAndInfFlag;
+inline constexpr unsigned kParseFlags = rapidjson::kParseNanAndInfFlag | rapidjson::kParseIterativeFlag;
 
 // Flattens `data` (nested or flat arrays, or a scalar) into a tensor of
 // `dtype` and `shape`, checking element types, ranges and the element count.

@@ -119,6 +119,15 @@ TEST(KServeV2Binary, ParsesBinaryTensorsWithoutCopying) {
   EXPECT_EQ((*r)->inputs[1].byte_size, 6u);
 }
 
+TEST(KServeV2, DeeplyNestedJsonIsAnErrorNotAStackOverflow) {
+  const std::string head = R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":)";
+  for (const std::string& deep :
+       {head + std::string(1'000'000, '['), head + std::string(100'000, '[') + std::string(100'000, ']') + "}]}"}) {
+    auto r = v2::ParseInferRequest(std::make_shared<const std::string>(deep), std::nullopt, "m", "");
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(KServeV2Binary, RejectsSizeMismatches) {
   size_t hl;
   const std::string j =

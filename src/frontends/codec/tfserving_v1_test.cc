@@ -51,6 +51,15 @@ TEST(TfServingV1, Errors) {
   EXPECT_FALSE(needs_names.ok());
 }
 
+TEST(TfServingV1, DeeplyNestedJsonIsAnErrorNotAStackOverflow) {
+  // Found by fuzz_v1_predict: the recursive parser overflowed the stack.
+  for (const std::string& deep : {R"({"instances":)" + std::string(1'000'000, '['),
+                                  R"({"instances":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}"}) {
+    auto r = v1::ParsePredictRequest(deep, kOne, "m", "");
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(TfServingV1, NumbersThatCrashedRapidjsonFullPrecisionParseSafely) {
   // Found by fuzz_v1_predict: an out-of-bounds read in rapidjson's StrtodDiyFp.
   auto r = v1::ParsePredictRequest(R"({"instances":[888888876.8000017368765888888888820e-339]})", kOne, "m", "");

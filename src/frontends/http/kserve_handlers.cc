@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "frontends/codec/json_tensor.h"
 #include "frontends/codec/json_writer.h"
 #include "frontends/codec/kserve_v2.h"
 #include "frontends/http/router.h"
@@ -119,7 +120,7 @@ Response ServerMetadataResponse(const InferenceServer& server) {
 Result<bool> ReadyOnlyFlag(const Request& req) {
   if (!req.body || req.body->empty()) return false;
   rapidjson::Document doc;
-  doc.Parse(req.body->data(), req.body->size());
+  doc.Parse<json::kParseFlags>(req.body->data(), req.body->size());
   if (doc.HasParseError() || !doc.IsObject())
     return Status::InvalidArgument("repository index body must be a JSON object");
   auto it = doc.FindMember("ready");
@@ -131,7 +132,7 @@ Result<bool> ReadyOnlyFlag(const Request& req) {
 Result<std::optional<std::string>> LoadConfigParam(const Request& req) {
   if (!req.body || req.body->empty()) return std::optional<std::string>();
   rapidjson::Document doc;
-  doc.Parse(req.body->data(), req.body->size());
+  doc.Parse<json::kParseFlags>(req.body->data(), req.body->size());
   if (doc.HasParseError() || !doc.IsObject()) return Status::InvalidArgument("load body must be a JSON object");
   auto params = doc.FindMember("parameters");
   if (params == doc.MemberEnd()) return std::optional<std::string>();

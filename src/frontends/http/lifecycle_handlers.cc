@@ -6,6 +6,7 @@
 //   GET    /v2/repository/models                       every model: state, versions, labels, memory
 #include <rapidjson/document.h>
 
+#include "frontends/codec/json_tensor.h"
 #include "frontends/codec/json_writer.h"
 #include "frontends/http/router.h"
 
@@ -96,7 +97,7 @@ Response LabelsResponse(const Result<LabelsInfo>& info) {
 Result<std::string> VersionParam(const Request& req) {
   if (!req.body || req.body->empty()) return Status::InvalidArgument("body must be {\"version\": \"<n>\"}");
   rapidjson::Document doc;
-  doc.Parse(req.body->data(), req.body->size());
+  doc.Parse<json::kParseFlags>(req.body->data(), req.body->size());
   if (doc.HasParseError() || !doc.IsObject()) return Status::InvalidArgument("body must be a JSON object");
   auto v = doc.FindMember("version");
   if (v == doc.MemberEnd()) return Status::InvalidArgument("body needs \"version\"");
