@@ -8,6 +8,7 @@ Scenarios
   (a) tiny MLP, batch-1 requests: overhead at concurrency 1, throughput at 8/32
   (b) ResNet-18: concurrency sweep, batching on vs off vs in-process best batch
   (c) inferd vs FastAPI (best worker count tried) at the same concurrency
+  (d) inferd over gRPC next to HTTP, same server, same load generator
 
 Writes bench/results/<date>-<host>.{json,md} and PNG plots. One server runs at
 a time; the load generator (`inferd bench`) is the same for every target.
@@ -107,11 +108,15 @@ class Suite:
         return rows
 
     def inferd_server(self, repo, tag):
-        port, mport = free_port(), free_port()
+        port, mport, self.grpc_port = free_port(), free_port(), free_port()
         p = Proc([self.a.inferd, "serve", "--model-repository", repo, "--http-port", str(port), "--metrics-port",
-                  str(mport), "--host", "127.0.0.1", "--log-level", "warn"], port, "/v2/health/ready",
-                 os.path.join(self.work, "inferd-%s.log" % tag))
+                  str(mport), "--grpc-port", str(self.grpc_port), "--host", "127.0.0.1", "--log-level", "warn"],
+                 port, "/v2/health/ready", os.path.join(self.work, "inferd-%s.log" % tag))
         return p, port
+
+    def grpc(self):
+        """`inferd bench` arguments for the last started inferd's gRPC port."""
+        return ["--protocol", "grpc", "--grpc-url", "127.0.0.1:%d" % self.grpc_port]
 
 
 def strip_batching(src, dst):
@@ -170,6 +175,8 @@ def main():
         s.bench("inferd", port, "resnet18", ["--concurrency", "1,4,8,16,32", "--protocol", "v2-binary"],
                 window=s.cnn_window)
         s.bench("inferd json", port, "resnet18", ["--concurrency", "32"], window=s.cnn_window)
+        s.bench("inferd grpc", port, "tiny_mlp", ["--concurrency", "1,8,32"] + s.grpc())
+        s.bench("inferd grpc", port, "resnet18", ["--concurrency", "1,32"] + s.grpc(), window=s.cnn_window)
     finally:
         p.stop()
 
@@ -286,6 +293,14 @@ def analyse(rows, fastapi_tried, cores):
     if off and inf_cnn32:
         t["cnn_batching_on_vs_off_c32"] = {"value": inf_cnn32["inferences_per_s"] / off["inferences_per_s"],
                                            "target": "(info)"}
+    # gRPC next to HTTP on the same server (both send raw/binary tensors; tiny MLP HTTP rows at c>1 are JSON).
+    for model, load, http_label in (("tiny_mlp", 1, "inferd binary"), ("tiny_mlp", 32, "inferd"),
+                                    ("resnet18", 1, "inferd"), ("resnet18", 32, "inferd")):
+        g, h = one(label="inferd grpc", model=model, load=load), one(label=http_label, model=model, load=load)
+        if g and h:
+            t["grpc_vs_http_%s_c%d" % (model, load)] = {
+                "value": g["inferences_per_s"] / h["inferences_per_s"], "target": "(info)",
+                "grpc_p50_us": g["p50_us"], "http_p50_us": h["p50_us"], "http": "%s %s" % (http_label, h["protocol"])}
     return {"targets": t, "fastapi_workers_tried": fastapi_tried}
 
 

@@ -10,11 +10,13 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libtorch-dev libopenblas-dev            # libtorch + a real BLAS (without it: reference BLAS, ~10x slower matmul)
   libboost-dev libboost-system-dev        # Boost.Beast / Asio (HTTP)
-  libprotobuf-dev protobuf-compiler       # config.pbtxt (protobuf text format)
+  libprotobuf-dev protobuf-compiler       # config.pbtxt (protobuf text format), gRPC messages
+  libgrpc++-dev protobuf-compiler-grpc    # the KServe v2 gRPC front end (grpc_cpp_plugin, grpc_python_plugin)
   rapidjson-dev zlib1g-dev libspdlog-dev libcli11-dev
   libjemalloc-dev                         # the server's allocator (faster small allocations, returns memory)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-sklearn python3-numpy   # example models, fixtures, reference outputs (/usr/bin/python3)
+  python3-grpcio python3-protobuf         # the gRPC integration tests' client (stubs made by protoc at test time)
   curl
 )
 if [ "${1:-}" = "--bench" ]; then

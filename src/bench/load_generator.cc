@@ -27,20 +27,31 @@ struct Recorder {
   }
 };
 
-bool Send(HttpClient& client, const PreparedRequest& req, std::string* error) {
-  auto r = client.Request("POST", req.path, req.body, req.headers);
-  if (!r.ok()) {
-    if (error->empty()) *error = r.status().ToString();
-    return false;
+class HttpSender final : public Sender {
+ public:
+  HttpSender(const std::string& host, uint16_t port) : client_(host, port) {}
+  bool Send(const PreparedRequest& req, std::string* error) override {
+    auto r = client_.Request("POST", req.path, req.body, req.headers);
+    if (!r.ok()) {
+      if (error->empty()) *error = r.status().ToString();
+      return false;
+    }
+    if (r->status != 200) {
+      if (error->empty()) *error = "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 300);
+      return false;
+    }
+    return true;
   }
-  if (r->status != 200) {
-    if (error->empty()) *error = "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 300);
-    return false;
-  }
-  return true;
-}
+
+ private:
+  HttpClient client_;
+};
 
 }  // namespace
+
+SenderFactory HttpSenderFactory(std::string host, uint16_t port) {
+  return [host = std::move(host), port] { return std::make_unique<HttpSender>(host, port); };
+}
 
 LoadResult RunLoad(const LoadOptions& o) {
   const bool open_loop = o.request_rate > 0;
@@ -54,7 +65,7 @@ LoadResult RunLoad(const LoadOptions& o) {
   const Clock::time_point t0 = Clock::now();
 
   auto worker = [&](int id) {
-    HttpClient client(o.host, o.port);
+    std::unique_ptr<Sender> sender = o.make_sender();
     Recorder& rec = recorders[static_cast<size_t>(id)];
     std::string error;
     size_t k = static_cast<size_t>(id);
@@ -70,7 +81,7 @@ LoadResult RunLoad(const LoadOptions& o) {
       } else {
         start = Clock::now();
       }
-      const bool ok = Send(client, req, &error);
+      const bool ok = sender->Send(req, &error);
       const Clock::time_point end = Clock::now();
       rec.Add({Seconds(t0, end), std::chrono::duration<double, std::micro>(end - start).count(), ok});
       if (!ok && rec.first_error.empty()) {

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,9 +19,22 @@
 
 namespace inferd::bench {
 
+// One client connection of the load generator: each worker thread owns one.
+class Sender {
+ public:
+  virtual ~Sender() = default;
+  // Sends one request and waits for the whole answer. False, with *error
+  // set, when it failed or the server answered with an error.
+  virtual bool Send(const PreparedRequest& request, std::string* error) = 0;
+};
+using SenderFactory = std::function<std::unique_ptr<Sender>()>;
+
+// HTTP/1.1 keep-alive: POST request.path with request.body and headers.
+SenderFactory HttpSenderFactory(std::string host, uint16_t port);
+
 struct LoadOptions {
-  std::string host = "127.0.0.1";
-  uint16_t port = 8000;
+  SenderFactory make_sender;  // one per worker
+
   std::vector<PreparedRequest> requests;  // cycled through
   int concurrency = 1;                    // closed loop
   double request_rate = 0;                // > 0: open loop, requests per second

@@ -16,6 +16,7 @@
 #include "bench/report.h"
 #include "bench/request_builder.h"
 #include "cli/commands.h"
+#include "frontends/grpc/grpc_bench_client.h"
 
 namespace inferd::cli {
 namespace {
@@ -26,6 +27,7 @@ struct BenchFlags {
   std::string model;
   std::string version;
   std::string protocol = "v2-json";
+  std::string grpc_url = "127.0.0.1:8001";
   std::string concurrency = "1";
   std::string request_rate;
   int batch_size = 1;
@@ -110,7 +112,8 @@ Status WriteOutput(const std::string& path, const std::vector<bench::ReportRow>&
 Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
   INFERD_ASSIGN_OR_RETURN(auto target, bench::ParseUrl(f.url));
   INFERD_ASSIGN_OR_RETURN(auto meta_target, bench::ParseUrl(f.metadata_url.empty() ? f.url : f.metadata_url));
-  INFERD_ASSIGN_OR_RETURN(bench::Protocol protocol, bench::ParseProtocol(f.protocol));
+  const bool grpc = f.protocol == "grpc";
+  INFERD_ASSIGN_OR_RETURN(bench::Protocol protocol, bench::ParseProtocol(grpc ? "v2-binary" : f.protocol));
   bench::HttpClient meta_client(meta_target.first, meta_target.second);
   const std::string meta_path = "/v2/models/" + f.model + (f.version.empty() ? "" : "/versions/" + f.version);
   INFERD_ASSIGN_OR_RETURN(auto meta, meta_client.Request("GET", meta_path, ""));
@@ -126,9 +129,12 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
     for (int i = 0; i < 4; ++i) input_sets.push_back(bench::RandomInputs(model, f.batch_size, f.seed + i));
   }
   bench::LoadOptions lo;
-  lo.host = target.first;
-  lo.port = target.second;
+  lo.make_sender = grpc ? grpcfe::GrpcSenderFactory(f.grpc_url) : bench::HttpSenderFactory(target.first, target.second);
   for (const auto& set : input_sets) {
+    if (grpc) {
+      lo.requests.push_back(grpcfe::EncodeBenchRequest(model.name, f.version, set));
+      continue;
+    }
     INFERD_ASSIGN_OR_RETURN(auto req, bench::EncodeRequest(protocol, model, f.version, set));
     lo.requests.push_back(std::move(req));
   }
@@ -222,9 +228,12 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--metadata-url", f->metadata_url,
                   "Server to read the model metadata from, if not --url (for baselines without metadata)");
   cmd->add_option("--model-version", f->version, "Model version (default: the server's default)");
-  cmd->add_option("--protocol", f->protocol, "v2-json | v2-binary | v1")
+  cmd->add_option("--protocol", f->protocol, "v2-json | v2-binary | v1 | grpc (KServe v2 gRPC, raw tensors)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"v2-json", "v2-binary", "v1"}));
+      ->check(CLI::IsMember({"v2-json", "v2-binary", "v1", "grpc"}));
+  cmd->add_option("--grpc-url", f->grpc_url,
+                  "With --protocol grpc: the gRPC endpoint (host:port); --url still serves metadata and statistics")
+      ->capture_default_str();
   cmd->add_option("--concurrency", f->concurrency, "Closed loop: concurrent clients, a comma-separated sweep")
       ->capture_default_str();
   cmd->add_option("--request-rate", f->request_rate,

@@ -10,6 +10,7 @@
 #include "backends/identity/identity_backend.h"
 #include "backends/torchscript/torchscript_backend.h"
 #include "cli/commands.h"
+#include "frontends/grpc/grpc_server.h"
 #include "frontends/http/http_server.h"
 #include "frontends/http/router.h"
 #include "lifecycle/byte_size.h"
@@ -42,6 +43,8 @@ struct ServeFlags {
   double min_residency_secs = 1;
   int load_threads = 2;
   double load_wait_secs = 30;
+  bool allow_grpc = true;
+  grpcfe::GrpcServerOptions grpc;
 };
 
 int Serve(const ServeFlags& f) {
@@ -119,6 +122,18 @@ int Serve(const ServeFlags& f) {
   }
   spdlog::info("HTTP service listening on {}:{}", f.host, api.port());
 
+  std::unique_ptr<grpcfe::GrpcServer> grpc;
+  if (f.allow_grpc) {
+    grpcfe::GrpcServerOptions go = f.grpc;
+    go.host = f.host;
+    grpc = std::make_unique<grpcfe::GrpcServer>(go, &server);
+    if (Status st = grpc->Start(); !st.ok()) {
+      spdlog::critical("{}", st.message());
+      return 1;
+    }
+    spdlog::info("gRPC service listening on {}:{}", f.host, grpc->port());
+  }
+
   std::unique_ptr<http::HttpServer> metrics;
   if (f.allow_metrics) {
     http::HttpServerOptions mo = ho;
@@ -135,9 +150,12 @@ int Serve(const ServeFlags& f) {
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("received {}, shutting down: no new connections, finishing in-flight requests", strsignal(sig));
+  const std::chrono::milliseconds grace(f.shutdown_grace_ms);
   api.StopAccepting();
-  server.Shutdown();  // answers everything already accepted
-  api.Stop(std::chrono::milliseconds(f.shutdown_grace_ms));
+  if (grpc) grpc->StopAccepting(grace);  // open streams end once their requests are answered
+  server.Shutdown();                     // answers everything already accepted
+  api.Stop(grace);
+  if (grpc) grpc->Stop(grace);
   if (metrics) metrics->Stop(std::chrono::milliseconds(0));
   spdlog::info("stopped");
   return 0;
@@ -156,6 +174,46 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--metrics-port", flags->metrics_port, "Prometheus metrics port; 0 = any free port")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
+  cmd->add_option("--allow-grpc", flags->allow_grpc, "Serve the KServe v2 gRPC API on --grpc-port")
+      ->capture_default_str();
+  cmd->add_option("--grpc-port", flags->grpc.port,
+                  "gRPC port (KServe v2 GRPCInferenceService + grpc.health.v1); "
+                  "0 = any free port")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--grpc-max-message-bytes", flags->grpc.max_message_bytes,
+                  "Largest gRPC message received or sent (RESOURCE_EXHAUSTED beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1024}, size_t{INT32_MAX}));
+  cmd->add_option("--grpc-keepalive-time-ms", flags->grpc.keepalive_time_ms,
+                  "Send a keepalive ping on a gRPC connection idle this long")
+      ->capture_default_str()
+      ->check(CLI::Range(1, INT32_MAX));
+  cmd->add_option("--grpc-keepalive-timeout-ms", flags->grpc.keepalive_timeout_ms,
+                  "Close the connection when a keepalive ping is not answered within this long")
+      ->capture_default_str()
+      ->check(CLI::Range(1, INT32_MAX));
+  cmd->add_option("--grpc-keepalive-permit-without-calls", flags->grpc.keepalive_permit_without_calls,
+                  "Send keepalive pings, and accept client pings, on connections without calls")
+      ->capture_default_str();
+  cmd->add_option("--grpc-http2-max-pings-without-data", flags->grpc.http2_max_pings_without_data,
+                  "Pings the server sends without data before it must send data (0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, INT32_MAX));
+  cmd->add_option("--grpc-http2-min-recv-ping-interval-without-data-ms",
+                  flags->grpc.http2_min_recv_ping_interval_without_data_ms,
+                  "Client pings closer together than this (without data) count as strikes")
+      ->capture_default_str()
+      ->check(CLI::Range(0, INT32_MAX));
+  cmd->add_option("--grpc-http2-max-ping-strikes", flags->grpc.http2_max_ping_strikes,
+                  "Bad client pings tolerated before the connection is closed (0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, INT32_MAX));
+  cmd->add_option("--grpc-stream-max-in-flight", flags->grpc.max_stream_in_flight,
+                  "ModelStreamInfer: a stream stops reading requests while this many of its requests are "
+                  "unanswered or unsent")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   cmd->add_option("--allow-metrics", flags->allow_metrics, "Serve /metrics on the metrics port")->capture_default_str();
   cmd->add_option("--http-threads", flags->http_threads, "HTTP I/O threads (model code never runs on them)")
       ->capture_default_str()

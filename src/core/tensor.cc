@@ -39,6 +39,17 @@ Tensor Tensor::Allocate(std::string name, DataType dtype, Shape shape, size_t by
   return t;
 }
 
+Tensor Tensor::Own(std::string name, DataType dtype, Shape shape, std::shared_ptr<const std::string> buffer) {
+  Tensor t;
+  t.name = std::move(name);
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.data = reinterpret_cast<const std::byte*>(buffer->data());
+  t.byte_size = buffer->size();
+  t.owner = std::move(buffer);
+  return t;
+}
+
 Tensor Tensor::Copy(std::string name, DataType dtype, Shape shape, std::span<const std::byte> src) {
   std::byte* dst;
   Tensor t = Allocate(std::move(name), dtype, std::move(shape), src.size(), &dst);

@@ -49,6 +49,9 @@ struct Tensor {
   // writable pointer is returned through `out`.
   static Tensor Allocate(std::string name, DataType dtype, Shape shape, size_t bytes, std::byte** out);
 
+  // A tensor viewing all of `buffer`, which it keeps alive (no copy).
+  static Tensor Own(std::string name, DataType dtype, Shape shape, std::shared_ptr<const std::string> buffer);
+
   // A tensor holding a copy of `src`.
   static Tensor Copy(std::string name, DataType dtype, Shape shape, std::span<const std::byte> src);
 

@@ -14,6 +14,7 @@ bool DimsMatch(const Shape& want, const Shape& got, size_t offset) {
 
 std::string Expected(const ModelSpec& spec, const TensorSpec& t) {
   Shape s;
+  s.reserve(t.dims.size() + 1);  // also keeps GCC 12's -Warray-bounds false positive away
   if (spec.max_batch_size > 0) s.push_back(-1);
   s.insert(s.end(), t.dims.begin(), t.dims.end());
   return ShapeToString(s);

@@ -34,19 +34,24 @@ class Server:
         self.log = []
         self.proc = subprocess.Popen(
             [binary, "serve", "--model-repository", repo, "--http-port", "0", "--metrics-port", "0",
-             "--host", "127.0.0.1", *extra],
+             "--grpc-port", "0", "--host", "127.0.0.1", *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        want = {"HTTP", "Metrics", "gRPC"}
+        flags = list(extra)
+        for flag, service in (("--allow-grpc", "gRPC"), ("--allow-metrics", "Metrics")):
+            if flag in flags and flags[flags.index(flag) + 1] == "false":
+                want.discard(service)
         ports = {}
         for line in self.proc.stderr:
             self.log.append(line)
-            m = re.search(r"(HTTP|Metrics) service listening on [\d.]+:(\d+)", line)
+            m = re.search(r"(HTTP|Metrics|gRPC) service listening on [\d.]+:(\d+)", line)
             if m:
                 ports[m.group(1)] = int(m.group(2))
-            if len(ports) == 2:
+            if set(ports) == want:
                 break
-        if len(ports) != 2:
+        if set(ports) != want:
             raise RuntimeError("inferd did not start:\n" + "".join(self.log))
-        self.port, self.metrics_port = ports["HTTP"], ports["Metrics"]
+        self.port, self.metrics_port, self.grpc_port = ports["HTTP"], ports.get("Metrics"), ports.get("gRPC")
         self._drain = threading.Thread(target=self._read_rest, daemon=True)
         self._drain.start()
 

@@ -21,10 +21,13 @@ import threading
 import unittest
 import zlib
 
+import grpc
 import numpy as np
 import torch
+from google.protobuf import json_format
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import make_fixtures  # noqa: E402
 
@@ -32,8 +35,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ARGS = None
 SERVER = None
 REPO = None
+_STUBS = None
 TOL = 1e-5
 torch.set_num_threads(1)
+
+
+# One input per datatype of the `dtypes` fixture, with edge values.
+DTYPE_INPUTS = {
+    "b": np.array([[True, False, True]]), "i8": np.array([[-128, 5, 63]], np.int8),
+    "u8": np.array([[0, 7, 254]], np.uint8), "i16": np.array([[-300, 0, 300]], np.int16),
+    "i32": np.array([[-5, 0, 2 ** 30]], np.int32), "i64": np.array([[-(2 ** 40), 1, 2 ** 50]], np.int64),
+    "f16": np.array([[0.5, -1.25, 3.0]], np.float16), "f64": np.array([[0.1, 1e-300, -7.5]], np.float64),
+}
 
 
 def module(name, version=1):
@@ -48,6 +61,14 @@ def torch_ref(name, *arrays):
     if isinstance(out, (tuple, list)):
         return [v.numpy() for v in out]
     return out.numpy()
+
+
+def stubs():
+    """The gRPC stubs, generated once per run by protoc from proto/."""
+    global _STUBS
+    if _STUBS is None:
+        _STUBS = gc.Stubs(ROOT, os.path.join(ARGS.workdir, "grpc_stubs"))
+    return _STUBS
 
 
 def setUpModule():
@@ -108,12 +129,7 @@ class Infer(unittest.TestCase):
         self.three_ways("resnet18", "image", x, "logits", torch_ref("resnet18", x), tol=1e-4)
 
     def test_every_datatype(self):
-        ins = {
-            "b": np.array([[True, False, True]]), "i8": np.array([[-128, 5, 63]], np.int8),
-            "u8": np.array([[0, 7, 254]], np.uint8), "i16": np.array([[-300, 0, 300]], np.int16),
-            "i32": np.array([[-5, 0, 2 ** 30]], np.int32), "i64": np.array([[-(2 ** 40), 1, 2 ** 50]], np.int64),
-            "f16": np.array([[0.5, -1.25, 3.0]], np.float16), "f64": np.array([[0.1, 1e-300, -7.5]], np.float64),
-        }
+        ins = DTYPE_INPUTS
         want = torch_ref("dtypes", *ins.values())
         for binary in (False, True):
             if binary:
@@ -303,6 +319,250 @@ class Protocol(unittest.TestCase):
         self.assertGreaterEqual(s["inference_count"], 2)
         line = [l for l in text.splitlines() if l.startswith('nv_inference_count{model="tiny_mlp",version="1"}')][0]
         self.assertGreaterEqual(float(line.split()[-1]), s["inference_count"] - 1)
+
+
+class Grpc(unittest.TestCase):
+    """The KServe v2 gRPC API, driven by python3-grpcio like any client library."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = stubs()
+        cls.pb = cls.s.pb
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % SERVER.grpc_port)
+        cls.stub = cls.s.pb_grpc.GRPCInferenceServiceStub(cls.channel)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+
+    def infer(self, model, inputs, **kw):
+        return self.stub.ModelInfer(gc.infer_request(self.pb, model, inputs, **kw), timeout=120)
+
+    def assert_still_serving(self):
+        x = np.arange(16, dtype=np.float32).reshape(1, 16)
+        out = gc.outputs_of(self.infer("tiny_mlp", {"input": x}))
+        np.testing.assert_allclose(out["output"], torch_ref("tiny_mlp", x), atol=TOL)
+
+    def assert_rpc_error(self, code, call, text=None):
+        with self.assertRaises(grpc.RpcError) as cm:
+            call()
+        self.assertEqual(cm.exception.code(), code, cm.exception.details())
+        self.assertTrue(cm.exception.details())
+        if text:
+            self.assertIn(text, cm.exception.details())
+        self.assert_still_serving()
+
+    def http_binary(self, model, inputs):
+        body, hlen = ic.v2_binary_request(inputs)
+        st, hdrs, data = SERVER.request("POST", "/v2/models/%s/infer" % model, body,
+                                        {"Inference-Header-Content-Length": str(hlen)})
+        self.assertEqual(st, 200, data[:300])
+        return ic.decode_v2_response(hdrs, data)[1]
+
+    def test_health_metadata_config_index_statistics_match_http(self):
+        pb, h = self.pb, self.s.health
+        self.assertTrue(self.stub.ServerLive(pb.ServerLiveRequest()).live)
+        self.assertTrue(self.stub.ServerReady(pb.ServerReadyRequest()).ready)
+        health = self.s.health_grpc.HealthStub(self.channel)
+        for service in ("", "inference.GRPCInferenceService"):
+            self.assertEqual(health.Check(h.HealthCheckRequest(service=service)).status, h.HealthCheckResponse.SERVING)
+        self.assert_rpc_error(grpc.StatusCode.NOT_FOUND, lambda: health.Check(h.HealthCheckRequest(service="nope")))
+        watch = health.Watch(h.HealthCheckRequest())
+        self.assertEqual(next(watch).status, h.HealthCheckResponse.SERVING)
+        watch.cancel()
+
+        md = self.stub.ServerMetadata(pb.ServerMetadataRequest())
+        st, http_md = SERVER.get_json("/v2")
+        self.assertEqual((md.name, md.version, list(md.extensions)),
+                         (http_md["name"], http_md["version"], http_md["extensions"]))
+        for model in ("resnet18", "dtypes", "echo_bytes", "multi_io"):
+            md = self.stub.ModelMetadata(pb.ModelMetadataRequest(name=model))
+            st, want = SERVER.get_json("/v2/models/" + model)
+            got = json_format.MessageToDict(md, preserving_proto_field_name=True)
+            for t in got["inputs"] + got["outputs"]:
+                t["shape"] = [int(d) for d in t["shape"]]  # int64 is a string in proto JSON
+            self.assertEqual(got, want, model)
+            cfg = self.stub.ModelConfig(pb.ModelConfigRequest(name=model)).config
+            st, http_cfg = SERVER.get_json("/v2/models/%s/config" % model)
+            self.assertEqual(cfg, json_format.Parse(json.dumps(http_cfg), self.s.config.ModelConfig()), model)
+        self.assertEqual(self.stub.ModelConfig(pb.ModelConfigRequest(name="resnet18")).config.max_batch_size, 8)
+        self.assertTrue(self.stub.ModelReady(pb.ModelReadyRequest(name="mlp", version="1")).ready)
+        self.assert_rpc_error(grpc.StatusCode.NOT_FOUND, lambda: self.stub.ModelReady(pb.ModelReadyRequest(name="x")))
+        self.assert_rpc_error(grpc.StatusCode.NOT_FOUND,
+                              lambda: self.stub.ModelMetadata(pb.ModelMetadataRequest(name="mlp", version="9")))
+
+        index = self.stub.RepositoryIndex(pb.RepositoryIndexRequest())
+        st, http_index = SERVER.post_json("/v2/repository/index", {})
+        self.assertEqual({m.name: (m.version, m.state, m.reason) for m in index.models},
+                         {e["name"]: (e.get("version", ""), e["state"], e["reason"]) for e in http_index})
+        ready = self.stub.RepositoryIndex(pb.RepositoryIndexRequest(ready=True))
+        self.assertNotIn("broken", [m.name for m in ready.models])
+        self.assertIn("mlp", [m.name for m in ready.models])
+        self.assert_rpc_error(grpc.StatusCode.FAILED_PRECONDITION,
+                              lambda: self.stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="mlp")),
+                              text="explicit")
+
+        x = np.ones((2, 8), np.float32)
+        self.infer("mlp", {"x": x})
+        stats = self.stub.ModelStatistics(pb.ModelStatisticsRequest(name="mlp", version="1")).model_stats
+        st, http_stats = SERVER.get_json("/v2/models/mlp/versions/1/stats")
+        want = http_stats["model_stats"][0]
+        self.assertEqual((stats[0].name, stats[0].version), ("mlp", "1"))
+        self.assertEqual(stats[0].inference_count, want["inference_count"])
+        self.assertEqual(stats[0].execution_count, want["execution_count"])
+        self.assertEqual(stats[0].inference_stats.success.count, want["inference_stats"]["success"]["count"])
+        self.assertEqual(stats[0].inference_stats.success.ns, want["inference_stats"]["success"]["ns"])
+        self.assertGreaterEqual(stats[0].inference_count, 2)
+        self.assertEqual([b.batch_size for b in stats[0].batch_stats], [b["batch_size"] for b in want["batch_stats"]])
+        every = self.stub.ModelStatistics(pb.ModelStatisticsRequest()).model_stats
+        self.assertIn("tiny_mlp", [m.name for m in every])
+
+    def test_infer_raw_and_typed_match_pytorch_and_http(self):
+        x = np.random.default_rng(11).standard_normal((3, 16)).astype(np.float32)
+        want = torch_ref("tiny_mlp", x)
+        http = self.http_binary("tiny_mlp", {"input": x})["output"]
+        raw = self.infer("tiny_mlp", {"input": x}, id="req-7")
+        self.assertEqual((raw.model_name, raw.model_version, raw.id), ("tiny_mlp", "1", "req-7"))
+        self.assertEqual(len(raw.raw_output_contents), 1)  # raw in, raw out
+        np.testing.assert_allclose(gc.outputs_of(raw)["output"], want, atol=TOL)
+        np.testing.assert_array_equal(gc.outputs_of(raw)["output"], http)  # the same bits as HTTP
+        typed = self.infer("tiny_mlp", {"input": x}, raw=False)
+        self.assertEqual(len(typed.raw_output_contents), 0)  # typed in, typed out
+        self.assertEqual(list(typed.outputs[0].shape), [3, 4])
+        np.testing.assert_array_equal(gc.outputs_of(typed)["output"], http)
+
+        img = np.random.default_rng(12).standard_normal((1, 3, 224, 224)).astype(np.float32)
+        out = gc.outputs_of(self.infer("resnet18", {"image": img}))["logits"]
+        np.testing.assert_allclose(out, torch_ref("resnet18", img), atol=1e-4)
+        np.testing.assert_array_equal(out, self.http_binary("resnet18", {"image": img})["logits"])
+
+        # Only the requested output comes back; a version can be named.
+        a, b = np.arange(8, dtype=np.float32).reshape(2, 4), np.full((2, 4), 3, np.float32)
+        resp = self.infer("multi_io", {"INPUT__0": a, "INPUT__1": b}, outputs=["OUTPUT__1"], version="1")
+        self.assertEqual([o.name for o in resp.outputs], ["OUTPUT__1"])
+        np.testing.assert_allclose(gc.outputs_of(resp)["OUTPUT__1"], torch_ref("multi_io", a, b)[1], atol=TOL)
+
+    def test_every_datatype_raw_and_typed(self):
+        ins = DTYPE_INPUTS
+        want = torch_ref("dtypes", *ins.values())
+        for raw in (True, False):
+            resp = self.infer("dtypes", ins, raw=raw)
+            outs = gc.outputs_of(resp)
+            self.assertEqual({o.name: o.datatype for o in resp.outputs}["f16_out"], "FP16")
+            for k, v in want.items():
+                self.assertEqual(outs[k].dtype, v.dtype, k)
+                np.testing.assert_array_equal(outs[k], v, err_msg="%s raw=%s" % (k, raw))
+        words = [b"hello", b"", b"\x00\xffbinary", "ünïcode".encode()]
+        for raw in (True, False):
+            resp = self.infer("echo_bytes", {"text": ([4], words)}, raw=raw)
+            self.assertEqual(gc.outputs_of(resp)["text_out"], words)
+
+    def test_stream_many_in_flight_answers_every_id(self):
+        mlp = module("mlp")
+        rng = np.random.default_rng(13)
+        n = 300
+        xs = [rng.standard_normal((1 + k % 3, 8)).astype(np.float32) for k in range(n)]
+        bad = {"bad-model": gc.infer_request(self.pb, "nope", {"x": xs[0]}, id="bad-model"),
+               "bad-shape": gc.infer_request(self.pb, "mlp", {"x": np.ones((1, 7), np.float32)}, id="bad-shape"),
+               "bad-raw": gc.infer_request(self.pb, "mlp", {"x": xs[0]}, id="bad-raw")}
+        bad["bad-raw"].raw_input_contents.append(b"extra")
+
+        def requests():
+            for k, x in enumerate(xs):
+                yield gc.infer_request(self.pb, "mlp", {"x": x}, id=str(k), raw=k % 2 == 0)
+                if k in (10, 150, 290):
+                    yield list(bad.values())[(10, 150, 290).index(k)]
+
+        got, errors = {}, {}
+        for r in self.stub.ModelStreamInfer(requests(), timeout=300):
+            if r.error_message:
+                errors[r.infer_response.id] = r.error_message
+            else:
+                self.assertNotIn(r.infer_response.id, got)
+                got[r.infer_response.id] = gc.outputs_of(r.infer_response)["y"]
+        self.assertEqual(set(got), {str(k) for k in range(n)})
+        self.assertEqual(set(errors), set(bad))
+        self.assertIn("unknown model", errors["bad-model"])
+        self.assertIn("raw_input_contents", errors["bad-raw"])
+        with torch.no_grad():
+            for k, x in enumerate(xs):
+                np.testing.assert_allclose(got[str(k)], mlp(torch.from_numpy(x)).numpy(), atol=TOL, err_msg=str(k))
+
+    def test_bad_requests_get_the_right_status_and_the_server_keeps_serving(self):
+        pb = self.pb
+        x = np.ones((1, 16), np.float32)
+        INVALID = grpc.StatusCode.INVALID_ARGUMENT
+
+        def req(**kw):
+            return gc.infer_request(pb, "tiny_mlp", {"input": x}, **kw)
+
+        def call(r):
+            return lambda: self.stub.ModelInfer(r, timeout=60)
+
+        self.assert_rpc_error(grpc.StatusCode.NOT_FOUND, call(gc.infer_request(pb, "nope", {"input": x})), "nope")
+        self.assert_rpc_error(grpc.StatusCode.NOT_FOUND, call(req(version="7")))
+        self.assert_rpc_error(INVALID, call(gc.infer_request(pb, "tiny_mlp", {"input": np.ones((1, 15), np.float32)})))
+        self.assert_rpc_error(INVALID, call(gc.infer_request(pb, "tiny_mlp", {"input": np.ones((1, 16))})), "FP64")
+        self.assert_rpc_error(INVALID, call(gc.infer_request(pb, "tiny_mlp", {"other": x})))
+        r = req()
+        r.raw_input_contents.append(b"\0" * 64)
+        self.assert_rpc_error(INVALID, call(r), "raw_input_contents")
+        r = req()
+        r.raw_input_contents[0] = b"\0" * 63
+        self.assert_rpc_error(INVALID, call(r), "bytes")
+        r = req()
+        r.inputs[0].contents.fp32_contents.append(1.0)
+        self.assert_rpc_error(INVALID, call(r), "contents")
+        r = req(raw=False)
+        r.inputs[0].contents.ClearField("fp32_contents")
+        r.inputs[0].contents.int_contents.extend([1] * 16)
+        self.assert_rpc_error(INVALID, call(r), "fp32_contents")
+        r = req(raw=False)
+        del r.inputs[0].contents.fp32_contents[-1]
+        self.assert_rpc_error(INVALID, call(r), "number of elements")
+        r = req()
+        r.inputs[0].datatype = "FP8"
+        self.assert_rpc_error(INVALID, call(r), "FP8")
+        r = req()
+        r.inputs[0].shape[1] = -16
+        self.assert_rpc_error(INVALID, call(r))
+        r = req()
+        r.inputs[0].parameters["shared_memory_region"].string_param = "region0"
+        self.assert_rpc_error(grpc.StatusCode.UNIMPLEMENTED, call(r), "shared memory")
+        r = gc.infer_request(pb, "echo_bytes", {"text": ([2], [b"ab", b"cd"])})
+        r.raw_input_contents[0] = r.raw_input_contents[0][:-1]
+        self.assert_rpc_error(INVALID, call(r))
+        r = gc.infer_request(pb, "tiny_mlp", {"input": x}, params={"priority": "high"})
+        self.assert_rpc_error(INVALID, call(r), "priority")
+        # An RPC of Triton's service that inferd does not offer.
+        unknown = self.channel.unary_unary("/inference.GRPCInferenceService/SystemSharedMemoryStatus")
+        with self.assertRaises(grpc.RpcError) as cm:
+            unknown(b"")
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        self.assert_still_serving()
+
+    def test_taken_port_fails_the_start(self):
+        out = subprocess.run([ARGS.inferd, "serve", "--model-repository", REPO, "--http-port", "0", "--metrics-port",
+                              "0", "--host", "127.0.0.1", "--grpc-port", str(SERVER.grpc_port)],
+                             capture_output=True, text=True, timeout=180)
+        self.assertEqual(out.returncode, 1, out.stderr[-3000:])
+        self.assertIn("gRPC: cannot listen on 127.0.0.1:%d" % SERVER.grpc_port, out.stderr)
+        self.assert_still_serving()
+
+    def test_message_size_limit(self):
+        server = ic.Server(ARGS.inferd, REPO, "--grpc-max-message-bytes", "100000")
+        try:
+            with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
+                stub = self.s.pb_grpc.GRPCInferenceServiceStub(ch)
+                big = np.zeros((1, 3, 224, 224), np.float32)  # 602 KB
+                with self.assertRaises(grpc.RpcError) as cm:
+                    stub.ModelInfer(gc.infer_request(self.pb, "resnet18", {"image": big}), timeout=60)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+                x = np.ones((1, 16), np.float32)
+                out = gc.outputs_of(stub.ModelInfer(gc.infer_request(self.pb, "tiny_mlp", {"input": x}), timeout=60))
+                np.testing.assert_allclose(out["output"], torch_ref("tiny_mlp", x), atol=TOL)
+        finally:
+            self.assertEqual(server.stop(), 0)
 
 
 class BadInput(unittest.TestCase):
@@ -496,6 +756,15 @@ class Bench(unittest.TestCase):
             self.assertEqual(r["mode"], "in-process")
             self.assertGreater(r["requests"], 0)
 
+    def test_grpc_protocol(self):
+        rep = self.run_bench("--protocol", "grpc", "--grpc-url", "127.0.0.1:%d" % SERVER.grpc_port,
+                             "--concurrency", "2")
+        r = rep["rows"][0]
+        self.assertEqual(r["protocol"], "grpc")
+        self.assertEqual(r["errors"], 0)
+        self.assertGreater(r["requests"], 0)
+        self.assertGreater(r["server"]["compute_infer_us"], 0)  # the requests reached the model
+
     def test_unknown_model_fails_cleanly(self):
         proc = subprocess.run([ARGS.inferd, "bench", "-m", "nope", "--url", "http://127.0.0.1:%d" % SERVER.port],
                               capture_output=True, text=True, timeout=30)
@@ -533,6 +802,48 @@ class ExplicitControl(unittest.TestCase):
             self.assertEqual(st, 400)
             self.assertIn("max_batch_sise", js["error"])
             self.assertEqual(server.post_json("/v2/repository/models/ghost/load", {})[0], 404)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_load_unload_over_grpc(self):
+        pb = stubs().pb
+        server = ic.Server(ARGS.inferd, REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp")
+        try:
+            with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
+                stub = stubs().pb_grpc.GRPCInferenceServiceStub(ch)
+                x = np.random.default_rng(6).standard_normal((2, 8)).astype(np.float32)
+                infer = lambda: stub.ModelInfer(gc.infer_request(pb, "mlp", {"x": x}), timeout=60)  # noqa: E731
+                with self.assertRaises(grpc.RpcError) as cm:
+                    infer()
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                self.assertFalse(stub.ModelReady(pb.ModelReadyRequest(name="mlp")).ready)
+                stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="mlp"), timeout=120)
+                self.assertTrue(stub.ModelReady(pb.ModelReadyRequest(name="mlp")).ready)
+                np.testing.assert_allclose(gc.outputs_of(infer())["y"], torch_ref("mlp", x), atol=TOL)
+                stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="mlp"), timeout=120)
+                with self.assertRaises(grpc.RpcError) as cm:
+                    infer()
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                cfg = {"platform": "pytorch_libtorch", "max_batch_size": 0,
+                       "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [-1, 8]}],
+                       "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [-1, 3]}]}
+                load = pb.RepositoryModelLoadRequest(model_name="mlp")
+                load.parameters["config"].string_param = json.dumps(cfg)
+                stub.RepositoryModelLoad(load, timeout=120)
+                md = stub.ModelMetadata(pb.ModelMetadataRequest(name="mlp"))
+                self.assertEqual(list(md.inputs[0].shape), [-1, 8])
+                errors = {}
+                for name, param in (("broken", None), ("ghost", None), ("mlp", "file:1/model.pt")):
+                    req = pb.RepositoryModelLoadRequest(model_name=name)
+                    if param:
+                        req.parameters[param].bytes_param = b"\0"
+                    with self.assertRaises(grpc.RpcError) as cm:
+                        stub.RepositoryModelLoad(req, timeout=120)
+                    errors[name] = (cm.exception.code(), cm.exception.details())
+                self.assertEqual(errors["broken"][0], grpc.StatusCode.INVALID_ARGUMENT)
+                self.assertIn("max_batch_sise", errors["broken"][1])
+                self.assertEqual(errors["ghost"][0], grpc.StatusCode.NOT_FOUND)
+                self.assertEqual(errors["mlp"][0], grpc.StatusCode.UNIMPLEMENTED)
         finally:
             self.assertEqual(server.stop(), 0)
 
@@ -855,6 +1166,34 @@ class Shutdown(unittest.TestCase):
             t.join(60)
             self.assertEqual(result["r"][0], 200, result)
             self.assertEqual(server.proc.wait(60), 0)
+        finally:
+            server.stop()
+
+    def test_sigterm_ends_grpc_streams_after_their_answers(self):
+        pb = stubs().pb
+        server = ic.Server(ARGS.inferd, REPO)
+        try:
+            ch = grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port)
+            stub = stubs().pb_grpc.GRPCInferenceServiceStub(ch)
+            x = np.ones((1, 256), np.float32)
+            sent = threading.Event()
+
+            def requests():
+                yield gc.infer_request(pb, "slow", {"x": x}, id="slow-1")
+                sent.wait(60)  # the client keeps its side of the stream open
+
+            stream = stub.ModelStreamInfer(requests(), timeout=120)
+            idle = stub.ModelStreamInfer(iter(lambda: sent.wait(60), True), timeout=120)  # open, no requests
+            while 'nv_inference_pending_request_count{model="slow",version="1"} 1' not in server.metrics():
+                pass
+            server.proc.send_signal(signal.SIGTERM)
+            answers = list(stream)  # ends OK once its accepted request is answered
+            self.assertEqual([a.infer_response.id for a in answers], ["slow-1"])
+            self.assertEqual(answers[0].error_message, "")
+            self.assertEqual(list(idle), [])
+            self.assertEqual(server.proc.wait(60), 0)
+            sent.set()
+            ch.close()
         finally:
             server.stop()
 

@@ -237,14 +237,7 @@ Result<Tensor> DecodeTensorData(const rapidjson::Value& data, DataType dtype, Sh
                                      std::string(DataTypeToWire(dtype)) + ": " + st.message());
     }
   }
-  Tensor t;
-  t.name = std::move(name);
-  t.dtype = dtype;
-  t.shape = std::move(shape);
-  t.data = reinterpret_cast<const std::byte*>(buf->data());
-  t.byte_size = buf->size();
-  t.owner = std::move(buf);
-  return t;
+  return Tensor::Own(std::move(name), dtype, std::move(shape), std::move(buf));
 }
 
 Result<Shape> InferShape(const rapidjson::Value& v) {

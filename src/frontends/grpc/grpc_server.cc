@@ -1,0 +1,174 @@
+#include "frontends/grpc/grpc_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include "frontends/grpc/services.h"
+#include "server/inference_server.h"
+
+namespace inferd::grpcfe {
+
+grpc::Status ToGrpcStatus(const Status& st) {
+  grpc::StatusCode code = grpc::StatusCode::UNKNOWN;
+  switch (st.code()) {
+    case StatusCode::kOk:
+      return grpc::Status::OK;
+    case StatusCode::kInvalidArgument:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case StatusCode::kNotFound:
+      code = grpc::StatusCode::NOT_FOUND;
+      break;
+    case StatusCode::kUnavailable:
+      code = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case StatusCode::kInternal:
+      code = grpc::StatusCode::INTERNAL;
+      break;
+    case StatusCode::kUnimplemented:
+      code = grpc::StatusCode::UNIMPLEMENTED;
+      break;
+    case StatusCode::kDeadlineExceeded:
+      code = grpc::StatusCode::DEADLINE_EXCEEDED;
+      break;
+    case StatusCode::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case StatusCode::kResourceExhausted:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    case StatusCode::kAlreadyExists:
+      code = grpc::StatusCode::ALREADY_EXISTS;
+      break;
+  }
+  return grpc::Status(code, st.message());
+}
+
+bool DrainRegistry::Add(Drainable* d) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (draining_) return false;
+  open_.insert(d);
+  return true;
+}
+
+void DrainRegistry::Remove(Drainable* d) {
+  std::lock_guard<std::mutex> g(mu_);
+  open_.erase(d);
+}
+
+void DrainRegistry::DrainAll() {
+  // Held throughout: a drained call's OnDone (which Removes it) waits here,
+  // so no call is deleted while it is being drained.
+  std::lock_guard<std::mutex> g(mu_);
+  draining_ = true;
+  for (Drainable* d : open_) d->Drain();
+}
+
+AdminQueue::AdminQueue() : thread_([this] { Run(); }) {}
+
+AdminQueue::~AdminQueue() { Stop(); }
+
+void AdminQueue::Post(std::function<void(bool)> job) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!stop_) {
+      jobs_.push_back(std::move(job));
+      cv_.notify_one();
+      return;
+    }
+  }
+  job(true);
+}
+
+void AdminQueue::Stop() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AdminQueue::Run() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    cv_.wait(l, [&] { return stop_ || !jobs_.empty(); });
+    if (jobs_.empty()) return;  // stopped
+    auto job = std::move(jobs_.front());
+    jobs_.pop_front();
+    const bool cancelled = stop_;
+    l.unlock();
+    job(cancelled);
+    l.lock();
+  }
+}
+
+struct GrpcServer::Impl {
+  GrpcServerOptions options;
+  ServiceContext ctx;
+  InferenceService inference{&ctx};
+  HealthService health{&ctx};
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  bool stop_begun = false;
+  std::thread shutdown_thread;
+};
+
+GrpcServer::GrpcServer(GrpcServerOptions options, InferenceServer* server) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->ctx.server = server;
+  impl_->ctx.max_stream_in_flight = std::max<size_t>(1, impl_->options.max_stream_in_flight);
+}
+
+GrpcServer::~GrpcServer() { Stop(std::chrono::milliseconds(0)); }
+
+Status GrpcServer::Start() {
+  const GrpcServerOptions& o = impl_->options;
+  const std::string address =
+      (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) + ":" + std::to_string(o.port);
+  grpc::ServerBuilder b;
+  b.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl_->port);
+  b.RegisterService(&impl_->inference);
+  b.RegisterService(&impl_->health);
+  const int max_msg = static_cast<int>(std::min<size_t>(o.max_message_bytes, INT32_MAX));
+  b.SetMaxReceiveMessageSize(max_msg);
+  b.SetMaxSendMessageSize(max_msg);
+  // gRPC sets SO_REUSEPORT by default: a second server on the same port would
+  // then start and silently take half the connections. Fail instead, as HTTP does.
+  b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, o.keepalive_time_ms);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, o.keepalive_timeout_ms);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, o.keepalive_permit_without_calls ? 1 : 0);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, o.http2_max_pings_without_data);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                       o.http2_min_recv_ping_interval_without_data_ms);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, o.http2_max_ping_strikes);
+  impl_->server = b.BuildAndStart();
+  if (!impl_->server || impl_->port == 0) {
+    impl_->server.reset();
+    return Status::Unavailable("gRPC: cannot listen on " + address);
+  }
+  return Status::OK();
+}
+
+uint16_t GrpcServer::port() const { return static_cast<uint16_t>(impl_->port); }
+
+void GrpcServer::StopAccepting(std::chrono::milliseconds grace) {
+  if (!impl_->server || impl_->stop_begun) return;
+  impl_->stop_begun = true;
+  impl_->ctx.stopping = true;
+  impl_->ctx.drains.DrainAll();
+  const auto deadline = std::chrono::system_clock::now() + grace;
+  // Shutdown blocks until every call has finished (unary calls when the
+  // server answers them); calls still open at the deadline are cancelled.
+  impl_->shutdown_thread = std::thread([this, deadline] { impl_->server->Shutdown(deadline); });
+}
+
+void GrpcServer::Stop(std::chrono::milliseconds grace) {
+  if (!impl_->server) return;
+  StopAccepting(grace);
+  if (impl_->shutdown_thread.joinable()) impl_->shutdown_thread.join();
+  impl_->ctx.admin.Stop();
+  impl_->server.reset();
+}
+
+}  // namespace inferd::grpcfe

@@ -1,0 +1,73 @@
+// GrpcServer: the KServe v2 gRPC front end (inference.GRPCInferenceService and
+// grpc.health.v1.Health) over the InferenceServer facade.
+//
+// Built on gRPC's callback API: calls are reactors, not threads, so thousands
+// of concurrent calls and streams cost memory, not threads. Inference is
+// handed to InferenceServer::InferAsync and answered from the model worker
+// that ran it; model code never runs on gRPC threads. Repository load/unload
+// (which block for a model load) run on one admin thread of this front end.
+//
+// This header is free of gRPC types: the CLI includes it without gRPC headers.
+//
+// Thread-safety: Start, StopAccepting and Stop are called from one thread.
+// Ownership: the InferenceServer is not owned and must outlive this object.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace inferd {
+class InferenceServer;
+}
+
+namespace inferd::grpcfe {
+
+struct GrpcServerOptions {
+  std::string host = "0.0.0.0";
+  uint16_t port = 8001;  // 0: any free port (see port())
+  // Largest message received or sent; a bigger request is answered
+  // RESOURCE_EXHAUSTED by gRPC before it reaches inferd.
+  size_t max_message_bytes = 64u << 20;
+  // Keepalive (gRPC channel arguments; defaults are Triton's).
+  int keepalive_time_ms = 7200000;
+  int keepalive_timeout_ms = 20000;
+  bool keepalive_permit_without_calls = false;
+  int http2_max_pings_without_data = 2;
+  int http2_min_recv_ping_interval_without_data_ms = 300000;
+  int http2_max_ping_strikes = 2;
+  // ModelStreamInfer: a stream stops reading new requests while this many of
+  // its requests are unanswered or unsent (HTTP/2 flow control then holds the
+  // client back).
+  size_t max_stream_in_flight = 1024;
+};
+
+class GrpcServer {
+ public:
+  GrpcServer(GrpcServerOptions options, InferenceServer* server);
+  ~GrpcServer();  // Stop(0) if still running
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  // Binds and starts serving. UNAVAILABLE if the address cannot be bound.
+  Status Start();
+  uint16_t port() const;
+
+  // Begins a graceful shutdown: health turns NOT_SERVING, new calls are
+  // refused, open streams finish once their accepted requests are answered
+  // and sent; calls still open after `grace` are cancelled. Returns at once.
+  void StopAccepting(std::chrono::milliseconds grace);
+  // Waits for the shutdown StopAccepting began (begins it if needed).
+  void Stop(std::chrono::milliseconds grace);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inferd::grpcfe

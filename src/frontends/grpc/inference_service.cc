@@ -1,0 +1,386 @@
+// inference.GRPCInferenceService: each RPC decodes its message, calls the
+// server facade and encodes the answer; nothing else lives here.
+#include <google/protobuf/util/json_util.h>
+
+#include "frontends/grpc/grpc_codec.h"
+#include "frontends/grpc/services.h"
+#include "server/inference_server.h"
+
+namespace inferd::grpcfe {
+namespace {
+
+using inference::ModelInferRequest;
+using inference::ModelStreamInferResponse;
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* c, const Status& st) {
+  auto* reactor = c->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(st));
+  return reactor;
+}
+
+void SetDuration(inference::StatisticDuration* d, const DurationSnapshot& s) {
+  d->set_count(s.count);
+  d->set_ns(s.ns);
+}
+
+void SetTensorMetadata(const std::vector<TensorMetadata>& from,
+                       google::protobuf::RepeatedPtrField<inference::ModelMetadataResponse::TensorMetadata>* to) {
+  for (const auto& t : from) {
+    auto* m = to->Add();
+    m->set_name(t.name);
+    m->set_datatype(std::string(DataTypeToWire(t.dtype)));
+    m->mutable_shape()->Add(t.shape.begin(), t.shape.end());
+  }
+}
+
+// The "config" parameter of a load (a JSON model config); file overrides are
+// not supported.
+template <typename Params>
+Result<std::optional<std::string>> LoadConfigParameter(const Params& params) {
+  std::optional<std::string> config;
+  for (const auto& [key, p] : params) {
+    if (key == "config") {
+      if (p.parameter_choice_case() != inference::ModelRepositoryParameter::kStringParam)
+        return Status::InvalidArgument("parameter 'config' must be a string holding a JSON model config");
+      config = p.string_param();
+    } else if (key.rfind("file:", 0) == 0) {
+      return Status::Unimplemented("loading model files from the request ('" + key + "') is not supported");
+    }
+  }
+  return config;
+}
+
+// Requests and responses of one ModelStreamInfer call. Requests are decoded
+// and handed to the server as they arrive; responses are written in the
+// order they complete, one write at a time. The stream ends (OK) when the
+// client has closed its side, or the server drains, and every accepted
+// request has been answered and sent.
+//
+// Lifetime: gRPC deletes nothing; OnDone deletes this, which gRPC calls
+// after Finish and after every reaction has returned. Finish is only called
+// with no request in flight, so no server callback can outlive the reactor.
+// StartRead/StartWrite/Finish are never called with mu_ held (a completion
+// may run inline), and Finish is the last thing a path does with `this`.
+class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>,
+                            public Drainable {
+ public:
+  explicit StreamReactor(ServiceContext* ctx) : ctx_(ctx) {
+    if (!ctx_->drains.Add(this)) {
+      finished_ = true;
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+      return;
+    }
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      bool finish;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        reads_done_ = true;
+        finish = ShouldFinishLocked();
+      }
+      if (finish) Finish(grpc::Status::OK);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (finished_) return;
+    }
+    Submit();
+    incoming_.Clear();
+    bool read = false;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (draining_ || broken_) return;  // the last completion finishes the stream
+      if (in_flight_ + queue_.size() < ctx_->max_stream_in_flight)
+        read = true;
+      else
+        read_paused_ = true;
+    }
+    if (read) StartRead(&incoming_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const ModelStreamInferResponse* next = nullptr;
+    bool read = false, finish = false;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      queue_.pop_front();
+      if (!ok) {
+        broken_ = true;  // the client is gone: later responses have nowhere to go
+        queue_.clear();
+      }
+      if (!queue_.empty())
+        next = &queue_.front();
+      else
+        writing_ = false;
+      if (read_paused_ && !reads_done_ && !draining_ && !broken_ &&
+          in_flight_ + queue_.size() < ctx_->max_stream_in_flight) {
+        read_paused_ = false;
+        read = true;
+      }
+      finish = ShouldFinishLocked();
+    }
+    if (next) StartWrite(next);
+    if (read) StartRead(&incoming_);
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  void OnCancel() override {
+    bool finish;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      broken_ = true;
+      finish = ShouldFinishLocked();
+    }
+    if (finish) Finish(grpc::Status::CANCELLED);
+  }
+
+  void Drain() override {
+    bool finish;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      draining_ = true;
+      finish = ShouldFinishLocked();
+    }
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  void OnDone() override {
+    ctx_->drains.Remove(this);
+    delete this;
+  }
+
+ private:
+  // Decodes incoming_ and hands it to the server (or answers its error).
+  void Submit() {
+    const bool raw = incoming_.raw_input_contents_size() > 0;
+    auto decoded = DecodeInferRequest(&incoming_);
+    if (!decoded.ok()) {
+      Push(ErrorResponse(decoded.status(), incoming_.model_name(), incoming_.model_version(), incoming_.id()), false);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      ++in_flight_;
+    }
+    const InferRequest& r = **decoded;
+    ctx_->server->InferAsync(std::move(*decoded), [this, raw, name = r.model_name, version = r.model_version,
+                                                   id = r.id](Result<InferResponse> result) {
+      ModelStreamInferResponse resp;
+      if (result.ok())
+        EncodeInferResponse(*result, raw, resp.mutable_infer_response());
+      else
+        resp = ErrorResponse(result.status(), name, version, id);
+      Push(std::move(resp), true);
+    });
+  }
+
+  static ModelStreamInferResponse ErrorResponse(const Status& st, const std::string& model, const std::string& version,
+                                                const std::string& id) {
+    ModelStreamInferResponse resp;
+    resp.set_error_message(st.message());
+    auto* r = resp.mutable_infer_response();
+    r->set_model_name(model);
+    r->set_model_version(version);
+    r->set_id(id);
+    return resp;
+  }
+
+  // Queues a response (`answered`: it ends an in-flight request) and writes
+  // it if no write is in progress.
+  void Push(ModelStreamInferResponse resp, bool answered) {
+    const ModelStreamInferResponse* write = nullptr;
+    bool finish;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (answered) --in_flight_;
+      if (!broken_ && !finished_) {
+        queue_.push_back(std::move(resp));
+        if (!writing_) {
+          writing_ = true;
+          write = &queue_.front();
+        }
+      }
+      finish = ShouldFinishLocked();
+    }
+    if (write) StartWrite(write);
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  bool ShouldFinishLocked() {
+    if (finished_ || in_flight_ > 0 || writing_) return false;
+    if (!(reads_done_ || draining_ || broken_)) return false;
+    finished_ = true;
+    return true;
+  }
+
+  ServiceContext* ctx_;
+  ModelInferRequest incoming_;  // the read buffer; one read at a time
+  std::mutex mu_;
+  std::deque<ModelStreamInferResponse> queue_;  // front is being written while writing_
+  size_t in_flight_ = 0;                        // handed to the server, not yet answered
+  bool writing_ = false, reads_done_ = false, read_paused_ = false;
+  bool draining_ = false, broken_ = false, finished_ = false;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* c,
+                                                       const inference::ServerLiveRequest*,
+                                                       inference::ServerLiveResponse* resp) {
+  resp->set_live(ctx_->server->IsLive());
+  return Done(c, Status::OK());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerContext* c,
+                                                        const inference::ServerReadyRequest*,
+                                                        inference::ServerReadyResponse* resp) {
+  resp->set_ready(!ctx_->stopping.load() && ctx_->server->IsReady());
+  return Done(c, Status::OK());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerContext* c,
+                                                       const inference::ModelReadyRequest* req,
+                                                       inference::ModelReadyResponse* resp) {
+  auto ready = ctx_->server->IsModelReady(req->name(), req->version());
+  if (ready.ok()) resp->set_ready(*ready);
+  return Done(c, ready.ok() ? Status::OK() : ready.status());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerContext* c,
+                                                           const inference::ServerMetadataRequest*,
+                                                           inference::ServerMetadataResponse* resp) {
+  const inferd::ServerMetadata md = ctx_->server->GetServerMetadata();
+  resp->set_name(md.name);
+  resp->set_version(md.version);
+  for (const auto& e : md.extensions) resp->add_extensions(e);
+  return Done(c, Status::OK());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerContext* c,
+                                                          const inference::ModelMetadataRequest* req,
+                                                          inference::ModelMetadataResponse* resp) {
+  auto md = ctx_->server->GetModelMetadata(req->name(), req->version());
+  if (!md.ok()) return Done(c, md.status());
+  resp->set_name(md->name);
+  for (const auto& v : md->versions) resp->add_versions(v);
+  resp->set_platform(md->platform);
+  SetTensorMetadata(md->inputs, resp->mutable_inputs());
+  SetTensorMetadata(md->outputs, resp->mutable_outputs());
+  return Done(c, Status::OK());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* c,
+                                                       const inference::ModelInferRequest* request,
+                                                       inference::ModelInferResponse* response) {
+  // gRPC owns the request until Finish and reads it no more; decoding moves
+  // the raw input buffers out of it (no copy), hence the const_cast.
+  auto* req = const_cast<inference::ModelInferRequest*>(request);
+  const bool raw = req->raw_input_contents_size() > 0;
+  auto decoded = DecodeInferRequest(req);
+  if (!decoded.ok()) {
+    // An unknown model or version is the more useful answer than a body error.
+    auto ready = ctx_->server->IsModelReady(req->model_name(), req->model_version());
+    return Done(c, ready.ok() ? decoded.status() : ready.status());
+  }
+  auto* reactor = c->DefaultReactor();
+  ctx_->server->InferAsync(std::move(*decoded), [reactor, response, raw](Result<InferResponse> r) {
+    if (!r.ok()) return reactor->Finish(ToGrpcStatus(r.status()));
+    EncodeInferResponse(*r, raw, response);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* InferenceService::ModelStreamInfer(
+    grpc::CallbackServerContext*) {
+  return new StreamReactor(ctx_);
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* c,
+                                                        const inference::ModelConfigRequest* req,
+                                                        inference::ModelConfigResponse* resp) {
+  auto json = ctx_->server->GetModelConfigJson(req->name(), req->version());
+  if (!json.ok()) return Done(c, json.status());
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  auto st = google::protobuf::util::JsonStringToMessage(*json, resp->mutable_config(), opts);
+  if (!st.ok()) return Done(c, Status::Internal("cannot render the model config: " + st.ToString()));
+  return Done(c, Status::OK());
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServerContext* c,
+                                                            const inference::ModelStatisticsRequest* req,
+                                                            inference::ModelStatisticsResponse* resp) {
+  auto stats = ctx_->server->GetStatistics(req->name(), req->version());
+  if (!stats.ok()) return Done(c, stats.status());
+  for (const auto& s : *stats) {
+    auto* m = resp->add_model_stats();
+    m->set_name(s.name);
+    m->set_version(s.version);
+    m->set_last_inference(s.last_inference_ms);
+    m->set_inference_count(s.inference_count);
+    m->set_execution_count(s.execution_count);
+    auto* is = m->mutable_inference_stats();
+    SetDuration(is->mutable_success(), s.success);
+    SetDuration(is->mutable_fail(), s.fail);
+    SetDuration(is->mutable_queue(), s.queue);
+    SetDuration(is->mutable_compute_input(), s.compute_input);
+    SetDuration(is->mutable_compute_infer(), s.compute_infer);
+    SetDuration(is->mutable_compute_output(), s.compute_output);
+    SetDuration(is->mutable_cache_hit(), {});
+    SetDuration(is->mutable_cache_miss(), {});
+    for (const auto& b : s.batch_stats) {
+      auto* bs = m->add_batch_stats();
+      bs->set_batch_size(static_cast<uint64_t>(b.batch_size));
+      SetDuration(bs->mutable_compute_input(), {b.count, b.input_ns});
+      SetDuration(bs->mutable_compute_infer(), {b.count, b.infer_ns});
+      SetDuration(bs->mutable_compute_output(), {b.count, b.output_ns});
+    }
+  }
+  return Done(c, Status::OK());
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServerContext* c,
+                                                            const inference::RepositoryIndexRequest* req,
+                                                            inference::RepositoryIndexResponse* resp) {
+  auto index = ctx_->server->RepositoryIndex(req->ready());
+  if (!index.ok()) return Done(c, index.status());
+  for (const auto& e : *index) {
+    auto* m = resp->add_models();
+    m->set_name(e.name);
+    m->set_version(e.version);
+    m->set_state(e.state);
+    m->set_reason(e.reason);
+  }
+  return Done(c, Status::OK());
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackServerContext* c,
+                                                                const inference::RepositoryModelLoadRequest* req,
+                                                                inference::RepositoryModelLoadResponse*) {
+  auto config = LoadConfigParameter(req->parameters());
+  if (!config.ok()) return Done(c, config.status());
+  auto* reactor = c->DefaultReactor();
+  ctx_->admin.Post([reactor, server = ctx_->server, name = req->model_name(), config = *config](bool cancelled) {
+    const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->LoadModel(name, config);
+    reactor->Finish(ToGrpcStatus(st));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(grpc::CallbackServerContext* c,
+                                                                  const inference::RepositoryModelUnloadRequest* req,
+                                                                  inference::RepositoryModelUnloadResponse*) {
+  auto* reactor = c->DefaultReactor();
+  ctx_->admin.Post([reactor, server = ctx_->server, name = req->model_name()](bool cancelled) {
+    const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->UnloadModel(name);
+    reactor->Finish(ToGrpcStatus(st));
+  });
+  return reactor;
+}
+
+}  // namespace inferd::grpcfe

@@ -1,0 +1,129 @@
+// Internal to the gRPC front end: the callback services and what they share.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/status.h"
+#include "grpc_service.grpc.pb.h"
+#include "health.grpc.pb.h"
+
+namespace inferd {
+class InferenceServer;
+}
+
+namespace inferd::grpcfe {
+
+// The gRPC status for a facade Status (the same codes HTTP maps to 4xx/5xx).
+grpc::Status ToGrpcStatus(const Status& st);
+
+// A long-lived call (a stream) that must end itself when the server stops.
+class Drainable {
+ public:
+  virtual ~Drainable() = default;
+  // Finish once what was accepted is answered. Called once, under the
+  // registry's lock: must not block.
+  virtual void Drain() = 0;
+};
+
+// Open streams, so a shutdown can drain them. Thread-safe.
+class DrainRegistry {
+ public:
+  // False when draining has begun: the caller must end itself.
+  bool Add(Drainable* d);
+  void Remove(Drainable* d);
+  void DrainAll();
+
+ private:
+  std::mutex mu_;
+  std::set<Drainable*> open_;
+  bool draining_ = false;
+};
+
+// One thread for calls that block (repository load/unload), so they never
+// hold a gRPC callback thread. Thread-safe.
+class AdminQueue {
+ public:
+  AdminQueue();
+  ~AdminQueue();  // Stop()
+  // `job(cancelled)`: cancelled is true for jobs still queued at Stop.
+  void Post(std::function<void(bool cancelled)> job);
+  void Stop();
+
+ private:
+  void Run();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void(bool)>> jobs_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+struct ServiceContext {
+  InferenceServer* server = nullptr;
+  size_t max_stream_in_flight = 1024;
+  std::atomic<bool> stopping{false};
+  DrainRegistry drains;
+  AdminQueue admin;
+};
+
+class InferenceService final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  explicit InferenceService(ServiceContext* ctx) : ctx_(ctx) {}
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* c, const inference::ServerLiveRequest* req,
+                                       inference::ServerLiveResponse* resp) override;
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* c, const inference::ServerReadyRequest* req,
+                                        inference::ServerReadyResponse* resp) override;
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* c, const inference::ModelReadyRequest* req,
+                                       inference::ModelReadyResponse* resp) override;
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* c, const inference::ServerMetadataRequest* req,
+                                           inference::ServerMetadataResponse* resp) override;
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* c, const inference::ModelMetadataRequest* req,
+                                          inference::ModelMetadataResponse* resp) override;
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* c, const inference::ModelInferRequest* req,
+                                       inference::ModelInferResponse* resp) override;
+  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
+      grpc::CallbackServerContext* c) override;
+  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* c, const inference::ModelConfigRequest* req,
+                                        inference::ModelConfigResponse* resp) override;
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* c,
+                                            const inference::ModelStatisticsRequest* req,
+                                            inference::ModelStatisticsResponse* resp) override;
+  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* c,
+                                            const inference::RepositoryIndexRequest* req,
+                                            inference::RepositoryIndexResponse* resp) override;
+  grpc::ServerUnaryReactor* RepositoryModelLoad(grpc::CallbackServerContext* c,
+                                                const inference::RepositoryModelLoadRequest* req,
+                                                inference::RepositoryModelLoadResponse* resp) override;
+  grpc::ServerUnaryReactor* RepositoryModelUnload(grpc::CallbackServerContext* c,
+                                                  const inference::RepositoryModelUnloadRequest* req,
+                                                  inference::RepositoryModelUnloadResponse* resp) override;
+
+ private:
+  ServiceContext* ctx_;
+};
+
+// grpc.health.v1.Health: SERVING while the server is ready (the service ""
+// and "inference.GRPCInferenceService"), NOT_SERVING otherwise and from the
+// start of a shutdown.
+class HealthService final : public grpc::health::v1::Health::CallbackService {
+ public:
+  explicit HealthService(ServiceContext* ctx) : ctx_(ctx) {}
+  grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* c, const grpc::health::v1::HealthCheckRequest* req,
+                                  grpc::health::v1::HealthCheckResponse* resp) override;
+  grpc::ServerWriteReactor<grpc::health::v1::HealthCheckResponse>* Watch(
+      grpc::CallbackServerContext* c, const grpc::health::v1::HealthCheckRequest* req) override;
+
+ private:
+  ServiceContext* ctx_;
+};
+
+}  // namespace inferd::grpcfe
