@@ -469,7 +469,8 @@ class Grpc(unittest.TestCase):
 
         def requests():
             for k, x in enumerate(xs):
-                yield gc.infer_request(self.pb, "mlp", {"x": x}, id=str(k), raw=k % 2 == 0)
+                params = {"triton_enable_empty_final_response": True} if k % 3 == 0 else None
+                yield gc.infer_request(self.pb, "mlp", {"x": x}, id=str(k), raw=k % 2 == 0, params=params)
                 if k in (10, 150, 290):
                     yield list(bad.values())[(10, 150, 290).index(k)]
 
@@ -480,6 +481,9 @@ class Grpc(unittest.TestCase):
             else:
                 self.assertNotIn(r.infer_response.id, got)
                 got[r.infer_response.id] = gc.outputs_of(r.infer_response)["y"]
+                final = r.infer_response.parameters.get("triton_final_response")
+                self.assertEqual(final.bool_param if final else None,
+                                 True if int(r.infer_response.id) % 3 == 0 else None, r.infer_response.id)
         self.assertEqual(set(got), {str(k) for k in range(n)})
         self.assertEqual(set(errors), set(bad))
         self.assertIn("unknown model", errors["bad-model"])
@@ -549,8 +553,8 @@ class Grpc(unittest.TestCase):
         self.assertIn("gRPC: cannot listen on 127.0.0.1:%d" % SERVER.grpc_port, out.stderr)
         self.assert_still_serving()
 
-    def test_message_size_limit(self):
-        server = ic.Server(ARGS.inferd, REPO, "--grpc-max-message-bytes", "100000")
+    def test_message_size_and_stream_flow_limits(self):
+        server = ic.Server(ARGS.inferd, REPO, "--grpc-max-message-bytes", "100000", "--grpc-stream-max-in-flight", "1")
         try:
             with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
                 stub = self.s.pb_grpc.GRPCInferenceServiceStub(ch)
@@ -561,6 +565,14 @@ class Grpc(unittest.TestCase):
                 x = np.ones((1, 16), np.float32)
                 out = gc.outputs_of(stub.ModelInfer(gc.infer_request(self.pb, "tiny_mlp", {"input": x}), timeout=60))
                 np.testing.assert_allclose(out["output"], torch_ref("tiny_mlp", x), atol=TOL)
+                # A stream that may have 1 request in flight pauses and resumes reading after each: all 60 are answered.
+                xs = [np.full((1, 16), k, np.float32) for k in range(60)]
+                reqs = (gc.infer_request(self.pb, "tiny_mlp", {"input": v}, id=str(k)) for k, v in enumerate(xs))
+                got = {r.infer_response.id: gc.outputs_of(r.infer_response)["output"]
+                       for r in stub.ModelStreamInfer(reqs, timeout=120)}
+                self.assertEqual(set(got), {str(k) for k in range(60)})
+                for k, v in enumerate(xs):
+                    np.testing.assert_allclose(got[str(k)], torch_ref("tiny_mlp", v), atol=TOL)
         finally:
             self.assertEqual(server.stop(), 0)
 

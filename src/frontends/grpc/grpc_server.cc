@@ -44,23 +44,27 @@ grpc::Status ToGrpcStatus(const Status& st) {
 }
 
 bool DrainRegistry::Add(Drainable* d) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::recursive_mutex> g(mu_);
   if (draining_) return false;
   open_.insert(d);
   return true;
 }
 
 void DrainRegistry::Remove(Drainable* d) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::recursive_mutex> g(mu_);
   open_.erase(d);
 }
 
 void DrainRegistry::DrainAll() {
-  // Held throughout: a drained call's OnDone (which Removes it) waits here,
-  // so no call is deleted while it is being drained.
-  std::lock_guard<std::mutex> g(mu_);
+  // Held throughout: the OnDone (which Removes, then deletes) of a call
+  // drained here waits on another thread, so no call is deleted before its
+  // turn. gRPC may also run a call's OnDone inline, inside the Finish its
+  // Drain makes, on this thread: hence the recursive mutex and the snapshot
+  // (that call is never touched again).
+  std::lock_guard<std::recursive_mutex> g(mu_);
   draining_ = true;
-  for (Drainable* d : open_) d->Drain();
+  const std::vector<Drainable*> open(open_.begin(), open_.end());
+  for (Drainable* d : open) d->Drain();
 }
 
 AdminQueue::AdminQueue() : thread_([this] { Run(); }) {}

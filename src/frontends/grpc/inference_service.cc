@@ -157,9 +157,12 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   // Decodes incoming_ and hands it to the server (or answers its error).
   void Submit() {
     const bool raw = incoming_.raw_input_contents_size() > 0;
+    const bool mark_final = WantsFinalFlag(incoming_);
     auto decoded = DecodeInferRequest(&incoming_);
     if (!decoded.ok()) {
-      Push(ErrorResponse(decoded.status(), incoming_.model_name(), incoming_.model_version(), incoming_.id()), false);
+      auto resp = ErrorResponse(decoded.status(), incoming_.model_name(), incoming_.model_version(), incoming_.id());
+      if (mark_final) MarkFinal(&resp);
+      Push(std::move(resp), false);
       return;
     }
     {
@@ -167,15 +170,27 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
       ++in_flight_;
     }
     const InferRequest& r = **decoded;
-    ctx_->server->InferAsync(std::move(*decoded), [this, raw, name = r.model_name, version = r.model_version,
-                                                   id = r.id](Result<InferResponse> result) {
+    ctx_->server->InferAsync(std::move(*decoded), [this, raw, mark_final, name = r.model_name,
+                                                   version = r.model_version, id = r.id](Result<InferResponse> result) {
       ModelStreamInferResponse resp;
       if (result.ok())
         EncodeInferResponse(*result, raw, resp.mutable_infer_response());
       else
         resp = ErrorResponse(result.status(), name, version, id);
+      if (mark_final) MarkFinal(&resp);
       Push(std::move(resp), true);
     });
+  }
+
+  // Triton's streaming clients may ask (request parameter
+  // triton_enable_empty_final_response) to be told which response is a
+  // request's last; with one response per request, every response is.
+  static bool WantsFinalFlag(const ModelInferRequest& r) {
+    auto it = r.parameters().find("triton_enable_empty_final_response");
+    return it != r.parameters().end() && it->second.bool_param();
+  }
+  static void MarkFinal(ModelStreamInferResponse* resp) {
+    (*resp->mutable_infer_response()->mutable_parameters())["triton_final_response"].set_bool_param(true);
   }
 
   static ModelStreamInferResponse ErrorResponse(const Status& st, const std::string& model, const std::string& version,

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "core/status.h"
 #include "grpc_service.grpc.pb.h"
@@ -29,7 +30,8 @@ class Drainable {
  public:
   virtual ~Drainable() = default;
   // Finish once what was accepted is answered. Called once, under the
-  // registry's lock: must not block.
+  // registry's lock: must not block; the call may be deleted before it
+  // returns (gRPC can run OnDone inline).
   virtual void Drain() = 0;
 };
 
@@ -42,7 +44,7 @@ class DrainRegistry {
   void DrainAll();
 
  private:
-  std::mutex mu_;
+  std::recursive_mutex mu_;
   std::set<Drainable*> open_;
   bool draining_ = false;
 };
