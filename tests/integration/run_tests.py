@@ -370,6 +370,11 @@ class Grpc(unittest.TestCase):
         watch = health.Watch(h.HealthCheckRequest())
         self.assertEqual(next(watch).status, h.HealthCheckResponse.SERVING)
         watch.cancel()
+        # Server reflection (what grpcurl uses), spoken in raw bytes: ServerReflectionRequest{list_services: ""}.
+        reflect = self.channel.stream_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+        listing = b"".join(reflect(iter([b"\x3a\x00"]), timeout=60))
+        for service in (b"inference.GRPCInferenceService", b"grpc.health.v1.Health"):
+            self.assertIn(service, listing)
 
         md = self.stub.ServerMetadata(pb.ServerMetadataRequest())
         st, http_md = SERVER.get_json("/v2")

@@ -1,5 +1,6 @@
 #include "frontends/grpc/grpc_server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <spdlog/spdlog.h>
 
 #include "frontends/grpc/services.h"
@@ -129,6 +130,9 @@ Status GrpcServer::Start() {
   const GrpcServerOptions& o = impl_->options;
   const std::string address =
       (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) + ":" + std::to_string(o.port);
+  // Server reflection (grpcurl, grpc_cli). Linking the plugin library
+  // registers it for every server anyway; the call keeps the link explicit.
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder b;
   b.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl_->port);
   b.RegisterService(&impl_->inference);

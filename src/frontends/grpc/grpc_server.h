@@ -1,5 +1,5 @@
-// GrpcServer: the KServe v2 gRPC front end (inference.GRPCInferenceService and
-// grpc.health.v1.Health) over the InferenceServer facade.
+// GrpcServer: the KServe v2 gRPC front end (inference.GRPCInferenceService,
+// grpc.health.v1.Health and server reflection) over the InferenceServer facade.
 //
 // Built on gRPC's callback API: calls are reactors, not threads, so thousands
 // of concurrent calls and streams cost memory, not threads. Inference is
