@@ -392,7 +392,9 @@ class Grpc(unittest.TestCase):
             self.assertEqual(cfg, json_format.Parse(json.dumps(http_cfg), self.s.config.ModelConfig()), model)
         self.assertEqual(self.stub.ModelConfig(pb.ModelConfigRequest(name="resnet18")).config.max_batch_size, 8)
         self.assertTrue(self.stub.ModelReady(pb.ModelReadyRequest(name="mlp", version="1")).ready)
-        self.assert_rpc_error(grpc.StatusCode.NOT_FOUND, lambda: self.stub.ModelReady(pb.ModelReadyRequest(name="x")))
+        self.assertFalse(self.stub.ModelReady(pb.ModelReadyRequest(name="x")).ready)  # Triton: not ready, no error
+        self.assertFalse(self.stub.ModelReady(pb.ModelReadyRequest(name="mlp", version="9")).ready)
+        self.assertFalse(self.stub.ModelReady(pb.ModelReadyRequest(name="broken")).ready)
         self.assert_rpc_error(grpc.StatusCode.NOT_FOUND,
                               lambda: self.stub.ModelMetadata(pb.ModelMetadataRequest(name="mlp", version="9")))
 

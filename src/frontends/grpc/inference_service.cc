@@ -260,9 +260,11 @@ grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerContext* c,
                                                        const inference::ModelReadyRequest* req,
                                                        inference::ModelReadyResponse* resp) {
+  // A readiness probe, as in Triton: an unknown model or version is simply
+  // not ready (ready=false, OK); clients such as tritonclient raise on errors.
   auto ready = ctx_->server->IsModelReady(req->name(), req->version());
-  if (ready.ok()) resp->set_ready(*ready);
-  return Done(c, ready.ok() ? Status::OK() : ready.status());
+  resp->set_ready(ready.ok() && *ready);
+  return Done(c, Status::OK());
 }
 
 grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerContext* c,
