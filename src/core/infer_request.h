@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "core/cancellation.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -40,6 +42,12 @@ struct InferRequest {
   // Scheduling hints (from parameters "priority" and "timeout").
   uint32_t priority = 0;    // 0 = the model's default level
   uint64_t timeout_us = 0;  // 0 = the model's default
+
+  // Raised by the front end when the client gives up; null = not cancellable.
+  // A cancelled request still queued is answered CANCELLED and never runs.
+  std::shared_ptr<const Cancellation> cancellation;
+
+  bool cancelled() const { return cancellation && cancellation->cancelled(); }
 };
 
 struct InferResponse {

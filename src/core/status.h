@@ -26,6 +26,7 @@ enum class StatusCode {
   kFailedPrecondition,  // the operation is not allowed in this state (HTTP 400)
   kResourceExhausted,   // a size limit was exceeded (HTTP 413 where relevant)
   kAlreadyExists,
+  kCancelled,  // the client gave up (cancelled the call or its deadline passed) (HTTP 400 like Triton)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -45,6 +46,7 @@ class [[nodiscard]] Status {
   static Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
   static Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
+  static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

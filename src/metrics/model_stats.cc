@@ -12,6 +12,8 @@ const char* FailureReasonName(FailureReason r) {
       return "BACKEND";
     case FailureReason::kTimeout:
       return "TIMEOUT";
+    case FailureReason::kCancelled:
+      return "CANCELED";  // Triton's spelling
     case FailureReason::kOther:
     case FailureReason::kCount:
       break;

@@ -27,7 +27,7 @@ struct DurationStat {
   }
 };
 
-enum class FailureReason : int { kRejected = 0, kInvalid, kBackend, kTimeout, kOther, kCount };
+enum class FailureReason : int { kRejected = 0, kInvalid, kBackend, kTimeout, kCancelled, kOther, kCount };
 const char* FailureReasonName(FailureReason r);
 
 class ModelStats {

@@ -26,6 +26,7 @@ BatchQueue::BatchQueue(BatchPolicy policy) : policy_(std::move(policy)) {
 }
 
 Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
+  if (size_ >= policy_.max_queue_size && cancellable_ > 0) RemoveCancelled(&purged_);
   if (size_ >= policy_.max_queue_size) {
     return Status::Unavailable("model '" + p->request->model_name + "' queue is full (max_queue_size " +
                                std::to_string(policy_.max_queue_size) + ")");
@@ -51,9 +52,32 @@ Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
     p->deadline = now + std::chrono::microseconds(timeout_us);
     ++with_deadline_;
   }
+  if (p->request->cancellation) ++cancellable_;
   normal_[level].push_back(std::move(p));
   ++size_;
   return Status::OK();
+}
+
+void BatchQueue::Forget(const PendingRequest& p) {
+  --size_;
+  if (p.deadline) --with_deadline_;
+  if (p.request->cancellation) --cancellable_;
+}
+
+void BatchQueue::RemoveCancelled(std::vector<std::unique_ptr<PendingRequest>>* out) {
+  for (auto* queues : {&normal_, &delayed_}) {
+    for (Queue& q : *queues) {
+      for (auto it = q.begin(); it != q.end();) {
+        if ((*it)->request->cancelled()) {
+          Forget(**it);
+          out->push_back(std::move(*it));
+          it = q.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
 }
 
 void BatchQueue::Expire(TimePoint now, std::vector<std::unique_ptr<PendingRequest>>* expired) {
@@ -62,13 +86,13 @@ void BatchQueue::Expire(TimePoint now, std::vector<std::unique_ptr<PendingReques
     Queue& q = normal_[l];
     for (auto it = q.begin(); it != q.end();) {
       if ((*it)->deadline && *(*it)->deadline <= now) {
-        --with_deadline_;
         if (policy_.queue.delay_on_timeout) {
+          --with_deadline_;
           (*it)->deadline.reset();
           delayed_[l].push_back(std::move(*it));
         } else {
+          Forget(**it);
           expired->push_back(std::move(*it));
-          --size_;
         }
         it = q.erase(it);
       } else {
@@ -100,6 +124,9 @@ bool BatchQueue::Compatible(const PendingRequest& a, const PendingRequest& b) {
 
 BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
   Decision d;
+  d.cancelled = std::move(purged_);
+  purged_.clear();
+  if (cancellable_ > 0) RemoveCancelled(&d.cancelled);
   Expire(now, &d.expired);
   if (size_ == 0) return d;
   std::vector<Queue*> order = Order();
@@ -107,10 +134,9 @@ BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
   auto pop = [&](size_t count) {
     for (Queue* q : order) {
       while (count > 0 && !q->empty()) {
-        if (q->front()->deadline) --with_deadline_;
+        Forget(*q->front());
         d.batch.push_back(std::move(q->front()));
         q->pop_front();
-        --size_;
         --count;
       }
     }

@@ -21,7 +21,9 @@
 //    row count equals a preferred size, or the whole prefix if none does (so
 //    with preferred [2] and 10 queued requests, batches of 2 go out).
 //  * The queue holds at most max_queue_size requests: Push answers
-//    UNAVAILABLE beyond that.
+//    UNAVAILABLE beyond that. Cancelled requests (InferRequest::cancelled)
+//    leave the queue at the next decision, or at a Push that finds the queue
+//    full, and never run; they do not count toward a batch.
 //
 // Thread-safety: none; the owner serializes access (DynamicBatcher holds its
 // mutex around every call).
@@ -61,20 +63,25 @@ class BatchQueue {
   Status Push(std::unique_ptr<PendingRequest>& p, TimePoint now);
 
   struct Decision {
-    std::vector<std::unique_ptr<PendingRequest>> batch;    // run these now (may be empty)
-    std::vector<std::unique_ptr<PendingRequest>> expired;  // fail these: timed out (REJECT)
-    std::optional<TimePoint> wake_at;                      // when nothing is sent: when to call Next again
+    std::vector<std::unique_ptr<PendingRequest>> batch;      // run these now (may be empty)
+    std::vector<std::unique_ptr<PendingRequest>> expired;    // fail these: timed out (REJECT)
+    std::vector<std::unique_ptr<PendingRequest>> cancelled;  // fail these: their client gave up
+    std::optional<TimePoint> wake_at;                        // when nothing is sent: when to call Next again
   };
   // `flush` sends whatever is queued without waiting (shutdown).
   Decision Next(TimePoint now, bool flush = false);
 
   size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
+  bool empty() const { return size_ == 0 && purged_.empty(); }  // nothing left to run or answer
   const BatchPolicy& policy() const { return policy_; }
 
  private:
   using Queue = std::deque<std::unique_ptr<PendingRequest>>;
   void Expire(TimePoint now, std::vector<std::unique_ptr<PendingRequest>>* expired);
+  // Moves every cancelled request out of the queue into `out`.
+  void RemoveCancelled(std::vector<std::unique_ptr<PendingRequest>>* out);
+  // Bookkeeping for a request leaving the queue.
+  void Forget(const PendingRequest& p);
   std::vector<Queue*> Order();
   static bool Compatible(const PendingRequest& a, const PendingRequest& b);
 
@@ -83,6 +90,8 @@ class BatchQueue {
   std::vector<Queue> delayed_;  // per level: timed out under DELAY
   size_t size_ = 0;
   size_t with_deadline_ = 0;  // queued requests that have a deadline (Expire skips its scan at 0)
+  size_t cancellable_ = 0;    // queued requests that carry a cancellation flag (no scan at 0)
+  std::vector<std::unique_ptr<PendingRequest>> purged_;  // cancelled, removed by Push; reported by Next
 };
 
 }  // namespace inferd

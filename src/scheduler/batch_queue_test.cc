@@ -169,6 +169,66 @@ TEST(BatchQueue, DelayActionKeepsTimedOutRequestsBehindOthers) {
   EXPECT_EQ(Rows(q.Next(kT0 + microseconds(100))), (std::vector<int64_t>{1}));
 }
 
+// A pending request of `rows` rows covered by `flag`.
+std::unique_ptr<PendingRequest> Cancellable(int64_t rows, const std::shared_ptr<Cancellation>& flag) {
+  auto p = Pending(rows);
+  p->request->cancellation = flag;
+  return p;
+}
+
+TEST(BatchQueue, CancelledRequestsLeaveAtTheNextDecisionAndNeverRun) {
+  BatchQueue q(Dynamic(4, 0));
+  auto gone = std::make_shared<Cancellation>();
+  auto live = std::make_shared<Cancellation>();
+  Push(q, Cancellable(1, gone));
+  Push(q, Cancellable(2, live));
+  Push(q, Cancellable(3, gone));  // one flag may cover many requests (a stream)
+  Push(q, Pending(1));            // not cancellable
+  gone->Cancel();
+  auto d = q.Next(kT0);
+  ASSERT_EQ(d.cancelled.size(), 2u);
+  EXPECT_EQ(d.cancelled[0]->rows, 1);
+  EXPECT_EQ(d.cancelled[1]->rows, 3);
+  EXPECT_EQ(Rows(d), (std::vector<int64_t>{2, 1}));  // the cancelled rows do not take batch room
+  EXPECT_TRUE(q.empty());
+  EXPECT_TRUE(q.Next(kT0).cancelled.empty());  // reported once
+}
+
+TEST(BatchQueue, CancelledRequestsAreAlsoTakenFromTheDelayedQueue) {
+  BatchPolicy p = Dynamic(8, 1000000);
+  p.queue.default_timeout_us = 100;
+  p.queue.delay_on_timeout = true;
+  BatchQueue q(p);
+  auto flag = std::make_shared<Cancellation>();
+  Push(q, Cancellable(1, flag));
+  EXPECT_TRUE(q.Next(kT0 + microseconds(100)).batch.empty());  // timed out: moved behind, still queued
+  flag->Cancel();
+  auto d = q.Next(kT0 + microseconds(100));
+  EXPECT_EQ(d.cancelled.size(), 1u);
+  EXPECT_TRUE(d.batch.empty());
+  EXPECT_TRUE(q.empty());
+}
+
+TEST(BatchQueue, AFullQueueMakesRoomByDroppingCancelledRequests) {
+  BatchPolicy p = Dynamic(8, 1000000);
+  p.max_queue_size = 2;
+  BatchQueue q(p);
+  auto flag = std::make_shared<Cancellation>();
+  Push(q, Cancellable(1, flag));
+  Push(q, Pending(2));
+  auto third = Pending(3);
+  EXPECT_EQ(q.Push(third, kT0).code(), StatusCode::kUnavailable);  // full, nothing cancelled
+  flag->Cancel();
+  ASSERT_TRUE(q.Push(third, kT0).ok());  // the cancelled one made room
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_FALSE(q.empty());
+  auto d = q.Next(kT0, /*flush=*/true);
+  ASSERT_EQ(d.cancelled.size(), 1u);  // the dropped request is still answered, once
+  EXPECT_EQ(d.cancelled[0]->rows, 1);
+  EXPECT_EQ(Rows(d), (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(q.empty());
+}
+
 TEST(BatchQueue, HigherPriorityGoesFirst) {
   BatchPolicy p = Dynamic(2, 0);
   p.priority_levels = 2;

@@ -56,13 +56,17 @@ void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {
   warmup_cv_.notify_all();
   for (;;) {
     BatchQueue::Decision d = queue_.Next(clock.Now(), stopping_);
-    if (!d.batch.empty() || !d.expired.empty()) {
+    if (!d.batch.empty() || !d.expired.empty() || !d.cancelled.empty()) {
       const bool more = !queue_.empty();
       lock.unlock();
       if (more) cv_.notify_one();  // another idle instance may take the rest
       for (auto& p : d.expired) {
         FailRequest(*p, Status::Unavailable("request timed out in the queue of model '" + spec_.name + "'"),
                     FailureReason::kTimeout, options_.stats.get(), clock);
+      }
+      for (auto& p : d.cancelled) {
+        FailRequest(*p, Status::Cancelled("request cancelled by the client before it ran (model '" + spec_.name + "')"),
+                    FailureReason::kCancelled, options_.stats.get(), clock);
       }
       ExecuteBatch(*instance, spec_, d.batch, options_.stats.get(), clock);
       lock.lock();

@@ -36,13 +36,15 @@ struct Harness {
     batcher = std::make_unique<DynamicBatcher>(std::move(o), spec, std::move(inst));
   }
 
-  std::future<Result<InferResponse>> Send(int64_t rows, float value) {
+  std::future<Result<InferResponse>> Send(int64_t rows, float value,
+                                          std::shared_ptr<const Cancellation> cancellation = nullptr) {
     auto promise = std::make_shared<std::promise<Result<InferResponse>>>();
     auto fut = promise->get_future();
     auto p = std::make_unique<PendingRequest>();
     p->request = std::make_unique<InferRequest>();
     p->request->model_name = "m";
     p->request->inputs.push_back(F32("x", {rows, 3}, {value}));
+    p->request->cancellation = std::move(cancellation);
     p->rows = rows;
     p->arrival = clock.Now();
     p->callback = [promise](Result<InferResponse> r) { promise->set_value(std::move(r)); };
@@ -102,6 +104,25 @@ TEST(DynamicBatcher, QueueTimeoutFailsTheRequest) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(h.stats->failure_count(FailureReason::kTimeout), 1u);
+}
+
+TEST(DynamicBatcher, ACancelledRequestIsAnsweredCancelledAndNeverRuns) {
+  Harness h(Spec(8, true, 1000));
+  auto flag = std::make_shared<Cancellation>();
+  auto a = h.Send(1, 1.f, flag);
+  auto b = h.Send(2, 5.f);
+  h.clock.AwaitWaitCalls(1);  // both queued; the worker waits for the delay
+  flag->Cancel();
+  h.clock.Advance(std::chrono::microseconds(1000));
+  auto ra = a.get();
+  ASSERT_FALSE(ra.ok());
+  EXPECT_EQ(ra.status().code(), StatusCode::kCancelled);
+  EXPECT_NE(ra.status().message().find("cancelled by the client"), std::string::npos);
+  ASSERT_TRUE(b.get().ok());
+  std::lock_guard<std::mutex> g(h.log.mu);
+  EXPECT_EQ(h.log.batch_rows, (std::vector<int64_t>{2}));  // only b ran
+  EXPECT_EQ(h.stats->failure_count(FailureReason::kCancelled), 1u);
+  EXPECT_EQ(h.stats->inference_count(), 2u);
 }
 
 TEST(DynamicBatcher, ManyConcurrentRequestsGetTheirOwnAnswers) {

@@ -4,7 +4,8 @@
 Besides the example models (scripts/make_examples.py), it holds fixtures that
 exercise one feature each: every datatype, tuple/dict outputs, positional
 inputs, auto-completed configs, reshape, BYTES through the identity backend,
-a slow model for queue and shutdown tests, and a broken config.
+a slow model for queue and shutdown tests, a model that runs as long as the
+request asks (cancellation and concurrency tests), and a broken config.
 """
 import os
 import shutil
@@ -89,6 +90,18 @@ class Slow(nn.Module):
         return y[:1]
 
 
+class Spin(nn.Module):
+    """Runs x.max() small steps (~10 us each) and echoes x: a request that keeps the model busy as long as a test
+    needs, while the requests behind it wait in the queue."""
+
+    def forward(self, x: torch.Tensor):
+        m = torch.ones(64, 64) / 64.0
+        y = torch.ones(1, 64)
+        for _ in range(int(x.max().item())):
+            y = torch.tanh(y @ m)
+        return x + 0.0 * y.sum()
+
+
 def main(repo, root):
     if os.path.exists(repo):
         shutil.rmtree(repo)
@@ -150,6 +163,16 @@ max_batch_size: 1
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 256 ] } ]
 output [ { name: "y" data_type: TYPE_FP32 dims: [ 256 ] } ]
 dynamic_batching { default_queue_policy { max_queue_size: 1 } }
+parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }
+""")
+
+    save(Spin(), repo, "spin")
+    write(os.path.join(repo, "spin", "config.pbtxt"), """platform: "pytorch_libtorch"
+max_batch_size: 2048
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 1 ] } ]
+dynamic_batching { default_queue_policy { max_queue_size: 4096 } }
+instance_group [ { count: 1 kind: KIND_CPU } ]
 parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }
 """)
 

@@ -8,6 +8,7 @@ on the server's own counters, or on a socket closing.
 Usage: run_tests.py --inferd PATH --workdir DIR [--reuse-repository] [unittest args, e.g. a class name]
 """
 import argparse
+import concurrent.futures
 import gzip
 import json
 import re
@@ -321,6 +322,26 @@ class Protocol(unittest.TestCase):
         self.assertGreaterEqual(float(line.split()[-1]), s["inference_count"] - 1)
 
 
+# Steps of the spin fixture that keep its one instance busy for seconds (~6 us a step in the server), far longer
+# than what a test does meanwhile, so the requests sent behind it are still queued when the test acts on them.
+SPIN_BUSY = 600000
+
+
+def spin_counts():
+    text = SERVER.metrics()
+    labels = 'model="spin",version="1"'
+    return {"exec": metric(text, "nv_inference_exec_count{%s}" % labels),
+            "inferences": metric(text, "nv_inference_count{%s}" % labels),
+            "pending": metric(text, "nv_inference_pending_request_count{%s}" % labels),
+            "cancelled": metric(text, 'nv_inference_request_failure{%s,reason="CANCELED"}' % labels)}
+
+
+def wait_spin_pending(test, n, busy=None):
+    """Waits until the server holds n spin requests (its own gauge: queued + running), while `busy` runs."""
+    while spin_counts()["pending"] != n:
+        test.assertFalse(busy and busy.done(), "the busy request ended first: make SPIN_BUSY longer")
+
+
 class Grpc(unittest.TestCase):
     """The KServe v2 gRPC API, driven by python3-grpcio like any client library."""
 
@@ -499,6 +520,66 @@ class Grpc(unittest.TestCase):
             for k, x in enumerate(xs):
                 np.testing.assert_allclose(got[str(k)], mlp(torch.from_numpy(x)).numpy(), atol=TOL, err_msg=str(k))
 
+    def spin(self, steps, id=""):
+        return gc.infer_request(self.pb, "spin", {"x": np.array([[steps]], np.float32)}, id=id)
+
+    def spin_counts(self):
+        return spin_counts()
+
+    def wait_spin_pending(self, n, busy=None):
+        wait_spin_pending(self, n, busy)
+
+    def test_cancelled_calls_and_passed_deadlines_never_run(self):
+        before = self.spin_counts()
+        busy = self.stub.ModelInfer.future(self.spin(SPIN_BUSY, "busy"), timeout=300)
+        self.wait_spin_pending(1)
+        # A call whose deadline passes while it waits in the queue.
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.stub.ModelInfer(self.spin(0, "late"), timeout=0.5)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        # A call the client cancels, and a stream cancelled with two requests queued.
+        gone = self.stub.ModelInfer.future(self.spin(0, "gone"), timeout=300)
+        hold = threading.Event()
+
+        def stream_requests():
+            yield self.spin(0, "s1")
+            yield self.spin(0, "s2")
+            hold.wait(300)
+
+        stream = self.stub.ModelStreamInfer(stream_requests(), timeout=300)
+        self.wait_spin_pending(5, busy)
+        gone.cancel()
+        stream.cancel()
+        hold.set()
+        out = gc.outputs_of(busy.result())
+        self.assertEqual(out["y"].tolist(), [[SPIN_BUSY]])
+        self.wait_spin_pending(0)
+        after = self.spin_counts()
+        self.assertEqual(after["exec"] - before["exec"], 1)  # only the busy request ran
+        self.assertEqual(after["inferences"] - before["inferences"], 1)
+        self.assertEqual(after["cancelled"] - before["cancelled"], 4)
+        self.assertTrue(gone.cancelled())
+        self.assert_still_serving()
+
+    def test_thousands_of_concurrent_calls_need_no_thread_each(self):
+        def threads():
+            with open("/proc/%d/status" % SERVER.proc.pid) as f:
+                return int(re.search(r"^Threads:\s+(\d+)", f.read(), re.M).group(1))
+
+        n = 1000
+        busy = self.stub.ModelInfer.future(self.spin(3 * SPIN_BUSY, "busy"), timeout=300)
+        self.wait_spin_pending(1)
+        idle_threads = threads()
+        calls = [self.stub.ModelInfer.future(self.spin(k % 7, str(k)), timeout=300) for k in range(n)]
+        self.wait_spin_pending(1 + n, busy)  # every call is held by the server at once
+        held_threads = threads()
+        self.assertLess(held_threads - idle_threads, 16, (idle_threads, held_threads))
+        busy.result()
+        for k, call in enumerate(calls):
+            r = call.result()
+            self.assertEqual(r.id, str(k))
+            self.assertEqual(gc.outputs_of(r)["y"].tolist(), [[k % 7]])
+
     def test_bad_requests_get_the_right_status_and_the_server_keeps_serving(self):
         pb = self.pb
         x = np.ones((1, 16), np.float32)
@@ -598,6 +679,26 @@ class BadInput(unittest.TestCase):
         st, js = SERVER.post_json("/v2/models/tiny_mlp/infer", ic.v2_json_request({"input": x}))
         self.assertEqual(st, 200)
         np.testing.assert_allclose(np.array(js["outputs"][0]["data"]).reshape(1, 4), torch_ref("tiny_mlp", x), atol=TOL)
+
+    def test_a_request_whose_client_hung_up_never_runs(self):
+        before = spin_counts()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            busy = pool.submit(SERVER.post_json, "/v2/models/spin/infer",
+                               ic.v2_json_request({"x": np.array([[SPIN_BUSY]], np.float32)}))
+            wait_spin_pending(self, 1, busy)
+            body = json.dumps(ic.v2_json_request({"x": np.array([[0]], np.float32)})).encode()
+            c = socket.create_connection(("127.0.0.1", SERVER.port), timeout=60)
+            c.sendall(b"POST /v2/models/spin/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            wait_spin_pending(self, 2, busy)
+            c.close()  # the client gives up while its request waits behind the busy one
+            st, js = busy.result()
+            self.assertEqual(st, 200, js)
+            self.assertEqual(js["outputs"][0]["data"], [SPIN_BUSY])
+        wait_spin_pending(self, 0)
+        after = spin_counts()
+        self.assertEqual(after["exec"] - before["exec"], 1)  # only the busy request ran
+        self.assertEqual(after["cancelled"] - before["cancelled"], 1)
 
     def test_deeply_nested_json_is_rejected_not_a_stack_overflow(self):
         # 2 million '[' fit the 8 MiB body limit; a recursive JSON parser runs out of stack on them.

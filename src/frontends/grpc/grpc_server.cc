@@ -40,6 +40,9 @@ grpc::Status ToGrpcStatus(const Status& st) {
     case StatusCode::kAlreadyExists:
       code = grpc::StatusCode::ALREADY_EXISTS;
       break;
+    case StatusCode::kCancelled:
+      code = grpc::StatusCode::CANCELLED;
+      break;
   }
   return grpc::Status(code, st.message());
 }

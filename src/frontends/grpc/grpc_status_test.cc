@@ -16,6 +16,7 @@ TEST(GrpcStatus, EveryFacadeCodeMapsToItsGrpcCodeWithTheMessage) {
       {Status::FailedPrecondition("g"), grpc::StatusCode::FAILED_PRECONDITION},
       {Status::ResourceExhausted("h"), grpc::StatusCode::RESOURCE_EXHAUSTED},
       {Status::AlreadyExists("i"), grpc::StatusCode::ALREADY_EXISTS},
+      {Status::Cancelled("j"), grpc::StatusCode::CANCELLED},
   };
   for (const auto& [st, code] : cases) {
     const grpc::Status g = ToGrpcStatus(st);

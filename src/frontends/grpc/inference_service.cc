@@ -50,11 +50,26 @@ Result<std::optional<std::string>> LoadConfigParameter(const Params& params) {
   return config;
 }
 
+// One ModelInfer call. The request runs on a server worker, which Finishes
+// the call. When the call is cancelled (the client cancelled it, or its
+// deadline passed) the request's cancellation flag is raised, so a request
+// still queued never runs. OnDone, after Finish, deletes this.
+class InferReactor final : public grpc::ServerUnaryReactor {
+ public:
+  const std::shared_ptr<Cancellation>& cancellation() const { return cancellation_; }
+  void OnCancel() override { cancellation_->Cancel(); }
+  void OnDone() override { delete this; }
+
+ private:
+  std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();
+};
+
 // Requests and responses of one ModelStreamInfer call. Requests are decoded
 // and handed to the server as they arrive; responses are written in the
 // order they complete, one write at a time. The stream ends (OK) when the
 // client has closed its side, or the server drains, and every accepted
-// request has been answered and sent.
+// request has been answered and sent. When the client cancels the stream (or
+// stops reading), the requests it still has queued are cancelled.
 //
 // Lifetime: gRPC deletes nothing; OnDone deletes this, which gRPC calls
 // after Finish and after every reaction has returned. Finish is only called
@@ -111,6 +126,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
       if (!ok) {
         broken_ = true;  // the client is gone: later responses have nowhere to go
         queue_.clear();
+        cancellation_->Cancel();
       }
       if (!queue_.empty())
         next = &queue_.front();
@@ -129,6 +145,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   }
 
   void OnCancel() override {
+    cancellation_->Cancel();
     bool finish;
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -170,6 +187,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
       ++in_flight_;
     }
     const InferRequest& r = **decoded;
+    (*decoded)->cancellation = cancellation_;
     ctx_->server->InferAsync(std::move(*decoded), [this, raw, mark_final, name = r.model_name,
                                                    version = r.model_version, id = r.id](Result<InferResponse> result) {
       ModelStreamInferResponse resp;
@@ -233,6 +251,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   }
 
   ServiceContext* ctx_;
+  const std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();  // covers every request
   ModelInferRequest incoming_;  // the read buffer; one read at a time
   std::mutex mu_;
   std::deque<ModelStreamInferResponse> queue_;  // front is being written while writing_
@@ -303,7 +322,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
     auto ready = ctx_->server->IsModelReady(req->model_name(), req->model_version());
     return Done(c, ready.ok() ? decoded.status() : ready.status());
   }
-  auto* reactor = c->DefaultReactor();
+  auto* reactor = new InferReactor();
+  (*decoded)->cancellation = reactor->cancellation();
   ctx_->server->InferAsync(std::move(*decoded), [reactor, response, raw](Result<InferResponse> r) {
     if (!r.ok()) return reactor->Finish(ToGrpcStatus(r.status()));
     EncodeInferResponse(*r, raw, response);

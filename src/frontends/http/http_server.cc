@@ -1,11 +1,13 @@
 #include "frontends/http/http_server.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -156,12 +158,38 @@ class Session : public std::enable_shared_from_this<Session> {
       }
     }
     req.body = std::move(body);
+    cancellation_ = std::make_shared<Cancellation>();
+    req.cancellation = cancellation_;
 
     server_->RequestStarted();
+    WatchForClose();
     auto self = shared_from_this();
     server_->handler(std::move(req), [self](Response r) {
       net::post(self->stream_.get_executor(),
                 [self, r = std::move(r)]() mutable { self->Write(std::move(r), self->keep_alive_, /*counted=*/true); });
+    });
+  }
+
+  // While a handler runs the session reads nothing, so a client that closes
+  // its connection meanwhile is noticed here: the socket turns readable and a
+  // peek finds the end of the stream (or a reset), and the request's
+  // cancellation is raised (a request still queued then never runs). Bytes
+  // of a pipelined next request end the watch. Write stops it.
+  void WatchForClose() {
+    watching_ = true;
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      if (ec == net::error::operation_aborted || !self->watching_) return;
+      if (!ec) {
+        char c;
+        const ssize_t n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0) {
+          self->watching_ = false;  // a pipelined request: the client is still there
+          return;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return self->WatchForClose();
+      }
+      self->watching_ = false;
+      self->cancellation_->Cancel();
     });
   }
 
@@ -175,6 +203,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // its own buffer, not copied): Beast's message/serializer allocates a node
   // per header field and costs more than the rest of the write path.
   void Write(Response r, bool keep_alive, bool counted) {
+    if (watching_) {
+      watching_ = false;
+      beast::error_code ec;
+      stream_.socket().cancel(ec);  // the close watch; nothing else is outstanding while a handler runs
+    }
     out_body_ = std::move(r.body);
     if (accept_encoding_ != Encoding::kIdentity && !out_body_.empty()) {
       auto packed = Compress(out_body_, accept_encoding_);
@@ -220,6 +253,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;
   bool head_request_ = false;
+  bool watching_ = false;                       // WatchForClose is armed
+  std::shared_ptr<Cancellation> cancellation_;  // the running request's
   unsigned version_ = 11;
   Encoding accept_encoding_ = Encoding::kIdentity;
   std::string out_head_, out_body_;  // the response being written (one at a time per session)

@@ -23,6 +23,7 @@ int HttpStatusOf(const Status& st) {
       return 409;
     case StatusCode::kInvalidArgument:
     case StatusCode::kFailedPrecondition:
+    case StatusCode::kCancelled:
       return 400;
   }
   return 400;

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cancellation.h"
 #include "core/status.h"
 
 namespace inferd::http {
@@ -22,6 +23,9 @@ struct Request {
   // for Header(). A flat list: requests carry a handful of headers.
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<const std::string> body;  // already decompressed
+  // Raised when the client closes its connection before the answer is sent;
+  // handlers pass it on to the requests they start.
+  std::shared_ptr<const Cancellation> cancellation;
 
   const std::string* Header(std::string_view lower_name) const {
     for (auto it = headers.rbegin(); it != headers.rend(); ++it)

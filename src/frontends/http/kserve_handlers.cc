@@ -166,6 +166,7 @@ void Infer(InferenceServer* server, Request&& req, std::string model, std::strin
     auto ready = server->IsModelReady(model, version);
     return respond(ErrorResponse(ready.ok() ? parsed.status() : ready.status()));
   }
+  (*parsed)->cancellation = req.cancellation;
   v2::OutputOptions opts = v2::OutputOptionsOf(**parsed);
   server->InferAsync(
       std::move(*parsed), [respond = std::move(respond), opts = std::move(opts)](Result<InferResponse> r) {

@@ -100,6 +100,7 @@ void Predict(InferenceServer* server, const Request& req, const std::string& mod
   auto parsed = v1::ParsePredictRequest(req.body ? std::string_view(*req.body) : std::string_view(), inputs, model,
                                         md->resolved_version);
   if (!parsed.ok()) return respond(ErrorResponse(parsed.status()));
+  parsed->request->cancellation = req.cancellation;
   const v1::Format format = parsed->format;
   server->InferAsync(std::move(parsed->request), [respond = std::move(respond), format](Result<InferResponse> r) {
     if (!r.ok()) return respond(ErrorResponse(r.status()));
