@@ -38,6 +38,7 @@ struct ServeFlags {
   bool strict_readiness = false;
   std::string log_level = "info";
   int http_spin_us = 100;
+  int http_cancel_check_ms = 100;
   std::string residency = "eager";
   std::string memory_budget;  // bytes or units; "" = none
   double min_residency_secs = 1;
@@ -115,6 +116,7 @@ int Serve(const ServeFlags& f) {
   ho.idle_timeout = std::chrono::milliseconds(f.idle_timeout_ms);
   ho.read_timeout = std::chrono::milliseconds(f.read_timeout_ms);
   ho.idle_spin = std::chrono::microseconds(f.http_spin_us);
+  ho.cancel_check = std::chrono::milliseconds(f.http_cancel_check_ms);
   http::HttpServer api(ho, http::MakeApiHandler(&server));
   if (Status st = api.Start(); !st.ok()) {
     spdlog::critical("{}", st.message());
@@ -285,6 +287,11 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "finished by a model worker is then written without a thread wake-up (0 = never)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
+  cmd->add_option("--http-cancel-check-ms", flags->http_cancel_check_ms,
+                  "How often connections whose request has been in flight this long are checked for a client "
+                  "that hung up; its request, if still queued, is cancelled (0 = never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600000));
   cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|critical|off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));

@@ -59,6 +59,10 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   const std::shared_ptr<Cancellation>& cancellation() const { return cancellation_; }
   void OnCancel() override { cancellation_->Cancel(); }
   void OnDone() override { delete this; }
+  // Both reactions are trivial and never block, so gRPC may run them inline
+  // (as it does for its DefaultReactor). Otherwise it hands every OnDone to
+  // another thread: measured +12 us of server CPU per tiny request.
+  bool InternalInlineable() override { return true; }
 
  private:
   std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();

@@ -24,6 +24,18 @@ namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
+// A request being handled, linked into HttpServer::Impl's list (under its
+// mutex) from RequestStarted to RequestFinished, so the cancel check can
+// find connections whose client hung up. Owned by its Session.
+struct InFlight {
+  InFlight* prev = nullptr;
+  InFlight* next = nullptr;
+  std::chrono::steady_clock::time_point since;
+  int fd = -1;  // the connection; open while linked
+  bool gone = false;
+  std::shared_ptr<Cancellation> cancellation;
+};
+
 struct HttpServer::Impl {
   HttpServerOptions options;
   Handler handler;
@@ -38,16 +50,33 @@ struct HttpServer::Impl {
   int64_t in_flight = 0;  // guarded by mu
   bool stopped = false;
 
+  InFlight* in_flight_head = nullptr;  // guarded by mu
+  std::optional<net::steady_timer> cancel_timer;
+
   void Accept();
   void RunLoop();
-  void RequestStarted() {
+  void ScheduleCancelCheck();
+  void CheckForHangUps();
+  void RequestStarted(InFlight* r) {
+    r->since = std::chrono::steady_clock::now();
+    r->gone = false;
     std::lock_guard<std::mutex> g(mu);
     ++in_flight;
+    r->prev = nullptr;
+    r->next = in_flight_head;
+    if (in_flight_head) in_flight_head->prev = r;
+    in_flight_head = r;
   }
-  void RequestFinished() {
+  void RequestFinished(InFlight* r) {
     {
       std::lock_guard<std::mutex> g(mu);
       --in_flight;
+      if (r->prev)
+        r->prev->next = r->next;
+      else
+        in_flight_head = r->next;
+      if (r->next) r->next->prev = r->prev;
+      r->prev = r->next = nullptr;
     }
     idle_cv.notify_all();
   }
@@ -158,38 +187,15 @@ class Session : public std::enable_shared_from_this<Session> {
       }
     }
     req.body = std::move(body);
-    cancellation_ = std::make_shared<Cancellation>();
-    req.cancellation = cancellation_;
+    in_flight_.cancellation = std::make_shared<Cancellation>();
+    in_flight_.fd = stream_.socket().native_handle();
+    req.cancellation = in_flight_.cancellation;
 
-    server_->RequestStarted();
-    WatchForClose();
+    server_->RequestStarted(&in_flight_);
     auto self = shared_from_this();
     server_->handler(std::move(req), [self](Response r) {
       net::post(self->stream_.get_executor(),
                 [self, r = std::move(r)]() mutable { self->Write(std::move(r), self->keep_alive_, /*counted=*/true); });
-    });
-  }
-
-  // While a handler runs the session reads nothing, so a client that closes
-  // its connection meanwhile is noticed here: the socket turns readable and a
-  // peek finds the end of the stream (or a reset), and the request's
-  // cancellation is raised (a request still queued then never runs). Bytes
-  // of a pipelined next request end the watch. Write stops it.
-  void WatchForClose() {
-    watching_ = true;
-    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
-      if (ec == net::error::operation_aborted || !self->watching_) return;
-      if (!ec) {
-        char c;
-        const ssize_t n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n > 0) {
-          self->watching_ = false;  // a pipelined request: the client is still there
-          return;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return self->WatchForClose();
-      }
-      self->watching_ = false;
-      self->cancellation_->Cancel();
     });
   }
 
@@ -203,11 +209,6 @@ class Session : public std::enable_shared_from_this<Session> {
   // its own buffer, not copied): Beast's message/serializer allocates a node
   // per header field and costs more than the rest of the write path.
   void Write(Response r, bool keep_alive, bool counted) {
-    if (watching_) {
-      watching_ = false;
-      beast::error_code ec;
-      stream_.socket().cancel(ec);  // the close watch; nothing else is outstanding while a handler runs
-    }
     out_body_ = std::move(r.body);
     if (accept_encoding_ != Encoding::kIdentity && !out_body_.empty()) {
       auto packed = Compress(out_body_, accept_encoding_);
@@ -235,7 +236,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (head_request_) out_body_.clear();
     std::array<net::const_buffer, 2> buffers{net::buffer(out_head_), net::buffer(out_body_)};
     net::async_write(stream_, buffers, [self = shared_from_this(), keep_alive, counted](beast::error_code ec, size_t) {
-      if (counted) self->server_->RequestFinished();
+      if (counted) self->server_->RequestFinished(&self->in_flight_);
       if (ec || !keep_alive) return self->Close();
       self->ReadHeader();
     });
@@ -253,8 +254,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;
   bool head_request_ = false;
-  bool watching_ = false;                       // WatchForClose is armed
-  std::shared_ptr<Cancellation> cancellation_;  // the running request's
+  InFlight in_flight_;  // the request being handled (one at a time per session)
   unsigned version_ = 11;
   Encoding accept_encoding_ = Encoding::kIdentity;
   std::string out_head_, out_body_;  // the response being written (one at a time per session)
@@ -272,6 +272,32 @@ void HttpServer::Impl::RunLoop() {
       if (ran) continue;
     }
     ioc.run_one();
+  }
+}
+
+void HttpServer::Impl::ScheduleCancelCheck() {
+  cancel_timer->expires_after(options.cancel_check);
+  cancel_timer->async_wait([this](beast::error_code ec) {
+    if (ec) return;
+    CheckForHangUps();
+    ScheduleCancelCheck();
+  });
+}
+
+// A connection is only read between requests, so while its request is in
+// flight the end of the stream (or a reset) waits unread in the socket: a
+// peek finds it without taking bytes a pipelined next request may have sent.
+void HttpServer::Impl::CheckForHangUps() {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> g(mu);
+  for (InFlight* r = in_flight_head; r != nullptr; r = r->next) {
+    if (r->gone || now - r->since < options.cancel_check) continue;
+    char c;
+    const ssize_t n = ::recv(r->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      r->gone = true;
+      r->cancellation->Cancel();
+    }
   }
 }
 
@@ -319,6 +345,10 @@ Status HttpServer::Start() {
   impl_->port = a.local_endpoint().port();
   impl_->work.emplace(impl_->ioc.get_executor());
   impl_->Accept();
+  if (impl_->options.cancel_check.count() > 0) {
+    impl_->cancel_timer.emplace(impl_->ioc);
+    impl_->ScheduleCancelCheck();
+  }
   for (int i = 0; i < std::max(1, impl_->options.threads); ++i) {
     impl_->threads.emplace_back([this] { impl_->RunLoop(); });
   }

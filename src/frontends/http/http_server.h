@@ -13,6 +13,12 @@
 //   no complete header within idle_timeout                       -> close
 //   body not complete within read_timeout after its header       -> close
 //
+// A client that closes its connection while its request is being handled
+// cancels the request (Request::cancellation): every cancel_check, the
+// connections whose request has been in flight at least that long are peeked
+// (one non-blocking recv each); the end of the stream or a reset raises the
+// flag. Fast requests are never peeked, so this costs nothing per request.
+//
 // Thread-safety: Start/StopAccepting/Stop from one controlling thread.
 #pragma once
 
@@ -40,6 +46,9 @@ struct HttpServerOptions {
   // epoll: a response completed by a model worker right after is then written
   // without a cross-thread wake-up. 0 = block at once.
   std::chrono::microseconds idle_spin{100};
+  // How often connections with a request in flight are checked for a client
+  // that hung up (see above). 0 = never.
+  std::chrono::milliseconds cancel_check{100};
 };
 
 class HttpServer {
