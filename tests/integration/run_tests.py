@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import unittest
 import zlib
 
@@ -322,9 +323,27 @@ class Protocol(unittest.TestCase):
         self.assertGreaterEqual(float(line.split()[-1]), s["inference_count"] - 1)
 
 
-# Steps of the spin fixture that keep its one instance busy for seconds (~6 us a step in the server), far longer
-# than what a test does meanwhile, so the requests sent behind it are still queued when the test acts on them.
-SPIN_BUSY = 600000
+_spin_steps_per_second = None
+
+
+def spin_steps(seconds):
+    """Steps of the spin fixture that keep its one instance busy for about `seconds` on this build, far longer than
+    what a test does meanwhile, so the requests sent behind it are still queued when the test acts on them.
+
+    A step costs ~3 us in the release build and ~13 us under ASan, and TorchScript's first run of a model (its
+    profiling run) is 3-15x slower still, so the rate is measured on the server under test after warming up."""
+    global _spin_steps_per_second
+    if _spin_steps_per_second is None:
+        def run(steps):
+            start = time.monotonic()
+            st, js = SERVER.post_json("/v2/models/spin/infer", ic.v2_json_request({"x": np.array([[steps]], np.float32)}))
+            assert st == 200 and js["outputs"][0]["data"] == [steps], (st, js)
+            return time.monotonic() - start
+
+        run(1000)  # the profiling run
+        run(1000)
+        _spin_steps_per_second = 20000 / run(20000)
+    return int(seconds * _spin_steps_per_second)
 
 
 def spin_counts():
@@ -339,7 +358,7 @@ def spin_counts():
 def wait_spin_pending(test, n, busy=None):
     """Waits until the server holds n spin requests (its own gauge: queued + running), while `busy` runs."""
     while spin_counts()["pending"] != n:
-        test.assertFalse(busy and busy.done(), "the busy request ended first: make SPIN_BUSY longer")
+        test.assertFalse(busy and busy.done(), "the busy request ended first: give it more seconds")
 
 
 class Grpc(unittest.TestCase):
@@ -530,8 +549,9 @@ class Grpc(unittest.TestCase):
         wait_spin_pending(self, n, busy)
 
     def test_cancelled_calls_and_passed_deadlines_never_run(self):
+        steps = spin_steps(8)
         before = self.spin_counts()
-        busy = self.stub.ModelInfer.future(self.spin(SPIN_BUSY, "busy"), timeout=300)
+        busy = self.stub.ModelInfer.future(self.spin(steps, "busy"), timeout=300)
         self.wait_spin_pending(1)
         # A call whose deadline passes while it waits in the queue.
         with self.assertRaises(grpc.RpcError) as cm:
@@ -552,7 +572,7 @@ class Grpc(unittest.TestCase):
         stream.cancel()
         hold.set()
         out = gc.outputs_of(busy.result())
-        self.assertEqual(out["y"].tolist(), [[SPIN_BUSY]])
+        self.assertEqual(out["y"].tolist(), [[steps]])
         self.wait_spin_pending(0)
         after = self.spin_counts()
         self.assertEqual(after["exec"] - before["exec"], 1)  # only the busy request ran
@@ -567,7 +587,7 @@ class Grpc(unittest.TestCase):
                 return int(re.search(r"^Threads:\s+(\d+)", f.read(), re.M).group(1))
 
         n = 1000
-        busy = self.stub.ModelInfer.future(self.spin(3 * SPIN_BUSY, "busy"), timeout=300)
+        busy = self.stub.ModelInfer.future(self.spin(spin_steps(10), "busy"), timeout=300)
         self.wait_spin_pending(1)
         idle_threads = threads()
         calls = [self.stub.ModelInfer.future(self.spin(k % 7, str(k)), timeout=300) for k in range(n)]
@@ -681,10 +701,11 @@ class BadInput(unittest.TestCase):
         np.testing.assert_allclose(np.array(js["outputs"][0]["data"]).reshape(1, 4), torch_ref("tiny_mlp", x), atol=TOL)
 
     def test_a_request_whose_client_hung_up_never_runs(self):
+        steps = spin_steps(8)
         before = spin_counts()
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             busy = pool.submit(SERVER.post_json, "/v2/models/spin/infer",
-                               ic.v2_json_request({"x": np.array([[SPIN_BUSY]], np.float32)}))
+                               ic.v2_json_request({"x": np.array([[steps]], np.float32)}))
             wait_spin_pending(self, 1, busy)
             body = json.dumps(ic.v2_json_request({"x": np.array([[0]], np.float32)})).encode()
             c = socket.create_connection(("127.0.0.1", SERVER.port), timeout=60)
@@ -694,7 +715,7 @@ class BadInput(unittest.TestCase):
             c.close()  # the client gives up while its request waits behind the busy one
             st, js = busy.result()
             self.assertEqual(st, 200, js)
-            self.assertEqual(js["outputs"][0]["data"], [SPIN_BUSY])
+            self.assertEqual(js["outputs"][0]["data"], [steps])
         wait_spin_pending(self, 0)
         after = spin_counts()
         self.assertEqual(after["exec"] - before["exec"], 1)  # only the busy request ran
