@@ -26,7 +26,14 @@ BatchQueue::BatchQueue(BatchPolicy policy) : policy_(std::move(policy)) {
 }
 
 Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
-  if (size_ >= policy_.max_queue_size && cancellable_ > 0) RemoveCancelled(&purged_);
+  if (size_ >= policy_.max_queue_size && may_purge_) {
+    // Cancelled requests deep in the queue hold room until they come within
+    // reach of a batch; a full queue looks for them, at most once between
+    // decisions when it finds none (a scan of the whole queue).
+    const size_t before = purged_.size();
+    RemoveCancelled(&purged_, /*reach=*/0);
+    may_purge_ = purged_.size() > before;
+  }
   if (size_ >= policy_.max_queue_size) {
     return Status::Unavailable("model '" + p->request->model_name + "' queue is full (max_queue_size " +
                                std::to_string(policy_.max_queue_size) + ")");
@@ -52,7 +59,6 @@ Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
     p->deadline = now + std::chrono::microseconds(timeout_us);
     ++with_deadline_;
   }
-  if (p->request->cancellation) ++cancellable_;
   normal_[level].push_back(std::move(p));
   ++size_;
   return Status::OK();
@@ -61,18 +67,20 @@ Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
 void BatchQueue::Forget(const PendingRequest& p) {
   --size_;
   if (p.deadline) --with_deadline_;
-  if (p.request->cancellation) --cancellable_;
 }
 
-void BatchQueue::RemoveCancelled(std::vector<std::unique_ptr<PendingRequest>>* out) {
-  for (auto* queues : {&normal_, &delayed_}) {
+void BatchQueue::RemoveCancelled(std::vector<std::unique_ptr<PendingRequest>>* out, int64_t reach) {
+  int64_t live = 0;                             // rows (requests when not batching) of the live requests passed so far
+  for (auto* queues : {&normal_, &delayed_}) {  // batch order, as Order()
     for (Queue& q : *queues) {
       for (auto it = q.begin(); it != q.end();) {
+        if (reach > 0 && live >= reach) return;
         if ((*it)->request->cancelled()) {
           Forget(**it);
           out->push_back(std::move(*it));
           it = q.erase(it);
         } else {
+          live += policy_.dynamic ? (*it)->rows : 1;
           ++it;
         }
       }
@@ -80,7 +88,7 @@ void BatchQueue::RemoveCancelled(std::vector<std::unique_ptr<PendingRequest>>* o
   }
 }
 
-void BatchQueue::Expire(TimePoint now, std::vector<std::unique_ptr<PendingRequest>>* expired) {
+void BatchQueue::Expire(TimePoint now, Decision* d) {
   if (with_deadline_ == 0) return;
   for (size_t l = 0; l < normal_.size(); ++l) {
     Queue& q = normal_[l];
@@ -92,7 +100,8 @@ void BatchQueue::Expire(TimePoint now, std::vector<std::unique_ptr<PendingReques
           delayed_[l].push_back(std::move(*it));
         } else {
           Forget(**it);
-          expired->push_back(std::move(*it));
+          // A cancelled request beyond a batch's reach is still answered as cancelled.
+          ((*it)->request->cancelled() ? d->cancelled : d->expired).push_back(std::move(*it));
         }
         it = q.erase(it);
       } else {
@@ -126,8 +135,11 @@ BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
   Decision d;
   d.cancelled = std::move(purged_);
   purged_.clear();
-  if (cancellable_ > 0) RemoveCancelled(&d.cancelled);
-  Expire(now, &d.expired);
+  may_purge_ = true;
+  Expire(now, &d);  // first: it may move requests (DELAY) or take them from ahead (REJECT)
+  // Only the requests a batch could take are checked: the work per decision
+  // is bounded by max_batch_size, not by the queue length.
+  RemoveCancelled(&d.cancelled, policy_.dynamic ? std::max(1, policy_.max_batch_size) : 1);
   if (size_ == 0) return d;
   std::vector<Queue*> order = Order();
 
@@ -193,9 +205,11 @@ BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
     return d;
   }
   TimePoint wake = send_at;
-  for (Queue* q : order)
-    for (const auto& p : *q)
-      if (p->deadline && *p->deadline < wake) wake = *p->deadline;
+  if (with_deadline_ > 0) {
+    for (Queue* q : order)
+      for (const auto& p : *q)
+        if (p->deadline && *p->deadline < wake) wake = *p->deadline;
+  }
   d.wake_at = wake;
   return d;
 }

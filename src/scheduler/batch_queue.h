@@ -21,9 +21,13 @@
 //    row count equals a preferred size, or the whole prefix if none does (so
 //    with preferred [2] and 10 queued requests, batches of 2 go out).
 //  * The queue holds at most max_queue_size requests: Push answers
-//    UNAVAILABLE beyond that. Cancelled requests (InferRequest::cancelled)
-//    leave the queue at the next decision, or at a Push that finds the queue
-//    full, and never run; they do not count toward a batch.
+//    UNAVAILABLE beyond that.
+//  * Cancelled requests (InferRequest::cancelled) never run and take no
+//    batch room: a decision answers those within reach of the next batch
+//    (max_batch_size rows from the front) or past their queue timeout; a
+//    Push that finds the queue full looks through all of it to make room
+//    (at most once between decisions when it finds none). So looking for
+//    them costs a decision O(max_batch_size), however many requests wait.
 //
 // Thread-safety: none; the owner serializes access (DynamicBatcher holds its
 // mutex around every call).
@@ -77,9 +81,10 @@ class BatchQueue {
 
  private:
   using Queue = std::deque<std::unique_ptr<PendingRequest>>;
-  void Expire(TimePoint now, std::vector<std::unique_ptr<PendingRequest>>* expired);
-  // Moves every cancelled request out of the queue into `out`.
-  void RemoveCancelled(std::vector<std::unique_ptr<PendingRequest>>* out);
+  void Expire(TimePoint now, Decision* d);
+  // Moves the cancelled requests out of the queue into `out`, in batch order,
+  // stopping once the live requests passed hold `reach` rows (0 = all).
+  void RemoveCancelled(std::vector<std::unique_ptr<PendingRequest>>* out, int64_t reach);
   // Bookkeeping for a request leaving the queue.
   void Forget(const PendingRequest& p);
   std::vector<Queue*> Order();
@@ -90,8 +95,8 @@ class BatchQueue {
   std::vector<Queue> delayed_;  // per level: timed out under DELAY
   size_t size_ = 0;
   size_t with_deadline_ = 0;  // queued requests that have a deadline (Expire skips its scan at 0)
-  size_t cancellable_ = 0;    // queued requests that carry a cancellation flag (no scan at 0)
   std::vector<std::unique_ptr<PendingRequest>> purged_;  // cancelled, removed by Push; reported by Next
+  bool may_purge_ = true;  // false after a full Push found nothing to purge, until the next decision
 };
 
 }  // namespace inferd

@@ -209,23 +209,67 @@ TEST(BatchQueue, CancelledRequestsAreAlsoTakenFromTheDelayedQueue) {
   EXPECT_TRUE(q.empty());
 }
 
+TEST(BatchQueue, ADecisionOnlyLooksForCancelledRequestsWithinReachOfTheNextBatch) {
+  BatchQueue q(Dynamic(2, 0));
+  auto flag = std::make_shared<Cancellation>();
+  Push(q, Pending(1));
+  Push(q, Pending(1));
+  Push(q, Cancellable(1, flag));  // beyond the 2 rows a batch can take
+  Push(q, Pending(1));
+  flag->Cancel();
+  auto d = q.Next(kT0);
+  EXPECT_TRUE(d.cancelled.empty());
+  EXPECT_EQ(Rows(d), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(q.size(), 2u);
+  d = q.Next(kT0);  // now within reach: answered, and the batch takes the request behind it
+  ASSERT_EQ(d.cancelled.size(), 1u);
+  EXPECT_EQ(Rows(d), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(q.empty());
+}
+
+TEST(BatchQueue, ACancelledRequestBehindTimedOutOnesNeverRuns) {
+  BatchPolicy p = Dynamic(2, 0);
+  p.queue.default_timeout_us = 100;
+  BatchQueue q(p);
+  Push(q, Pending(1));
+  Push(q, Pending(1));
+  auto flag = std::make_shared<Cancellation>();
+  auto late = Cancellable(1, flag);
+  ASSERT_TRUE(q.Push(late, kT0 + microseconds(50)).ok());  // times out 50 us after the two ahead
+  flag->Cancel();
+  auto d = q.Next(kT0 + microseconds(100));  // the two ahead time out: the cancelled one moves to the front
+  EXPECT_EQ(d.expired.size(), 2u);
+  EXPECT_EQ(d.cancelled.size(), 1u);
+  EXPECT_TRUE(d.batch.empty());
+  EXPECT_TRUE(q.empty());
+}
+
 TEST(BatchQueue, AFullQueueMakesRoomByDroppingCancelledRequests) {
-  BatchPolicy p = Dynamic(8, 1000000);
+  BatchPolicy p = Dynamic(2, 0);
   p.max_queue_size = 2;
   BatchQueue q(p);
   auto flag = std::make_shared<Cancellation>();
-  Push(q, Cancellable(1, flag));
   Push(q, Pending(2));
-  auto third = Pending(3);
+  Push(q, Cancellable(1, flag));
+  auto third = Pending(2);
   EXPECT_EQ(q.Push(third, kT0).code(), StatusCode::kUnavailable);  // full, nothing cancelled
   flag->Cancel();
-  ASSERT_TRUE(q.Push(third, kT0).ok());  // the cancelled one made room
+  // Having found nothing, a full queue does not look again before the next decision.
+  EXPECT_EQ(q.Push(third, kT0).code(), StatusCode::kUnavailable);
+  auto d = q.Next(kT0);
+  EXPECT_EQ(Rows(d), (std::vector<int64_t>{2}));
+  EXPECT_TRUE(d.cancelled.empty());  // beyond the batch's reach
+  Push(q, std::move(third));
+  auto fourth = Pending(1);
+  ASSERT_TRUE(q.Push(fourth, kT0).ok());  // full again: the cancelled one made room
   EXPECT_EQ(q.size(), 2u);
   EXPECT_FALSE(q.empty());
-  auto d = q.Next(kT0, /*flush=*/true);
-  ASSERT_EQ(d.cancelled.size(), 1u);  // the dropped request is still answered, once
-  EXPECT_EQ(d.cancelled[0]->rows, 1);
-  EXPECT_EQ(Rows(d), (std::vector<int64_t>{2, 3}));
+  d = q.Next(kT0, /*flush=*/true);
+  EXPECT_EQ(d.cancelled.size(), 1u);  // the dropped request is still answered, once
+  EXPECT_EQ(Rows(d), (std::vector<int64_t>{2}));
+  d = q.Next(kT0);
+  EXPECT_TRUE(d.cancelled.empty());
+  EXPECT_EQ(Rows(d), (std::vector<int64_t>{1}));
   EXPECT_TRUE(q.empty());
 }
 

@@ -88,7 +88,9 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, HttpServer::Impl* server) : stream_(std::move(socket)), server_(server) {}
+  Session(tcp::socket socket, HttpServer::Impl* server) : stream_(std::move(socket)), server_(server) {
+    in_flight_.fd = stream_.socket().native_handle();
+  }
 
   void Start() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
@@ -187,8 +189,10 @@ class Session : public std::enable_shared_from_this<Session> {
       }
     }
     req.body = std::move(body);
-    in_flight_.cancellation = std::make_shared<Cancellation>();
-    in_flight_.fd = stream_.socket().native_handle();
+    // One flag serves the connection's requests in turn; it is raised only
+    // when the client hung up, and then a new request gets a fresh one.
+    if (!in_flight_.cancellation || in_flight_.cancellation->cancelled())
+      in_flight_.cancellation = std::make_shared<Cancellation>();
     req.cancellation = in_flight_.cancellation;
 
     server_->RequestStarted(&in_flight_);
