@@ -1,7 +1,10 @@
 # inferd: one-command entry points. Every target installs what it needs first.
 #   make run    build, generate the example models, serve them on :8000 (metrics :8002)
-#   make test   a short fuzz run, the tests under ASan+UBSan, then unit + integration tests of the release build
+#   make test   a short fuzz run, the thread-safety analysis, the tests under ASan+UBSan and under
+#               ThreadSanitizer, then unit + integration tests of the release build
 #   make check  only the ASan+UBSan debug build and its tests
+#   make thread-safety  only the clang -Wthread-safety -Werror build (compile-time lock checking)
+#   make tsan   only the ThreadSanitizer build and its tests
 #   make fuzz   only the libFuzzer run of every request codec: reproducible (fixed seed and run count)
 #   make fuzz-explore  a longer randomized run (FUZZ_SECONDS each) to find new inputs
 #   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
@@ -15,7 +18,7 @@ FUZZ_ARGS ?= -seed=1 -runs=2000000
 PY := /usr/bin/python3
 EXAMPLES := examples/repository
 
-.PHONY: all deps build examples run test unit check fuzz fuzz-build fuzz-explore bench bench-many-models format clean
+.PHONY: all deps build examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-many-models format clean
 
 all: build
 
@@ -40,13 +43,29 @@ unit: build
 	ctest --test-dir build --output-on-failure
 
 # Unit+integration tests of the release build run last, so the run ends with ctest's summary.
-test: fuzz check unit
+test: fuzz thread-safety check tsan unit
 
 check: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DINFERD_SANITIZE=ON
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir build-asan --output-on-failure
+
+# The lock annotations (TSA_GUARDED_BY, TSA_REQUIRES...) checked by clang; a
+# violation fails the build. The TorchScript backend is left out: libtorch
+# 1.13's headers do not compile with clang in C++20 mode (and it takes no locks).
+thread-safety: deps
+	CXX=clang++ cmake -S . -B build-tsa -G Ninja -DCMAKE_BUILD_TYPE=Debug -DINFERD_BACKEND_PYTORCH=OFF \
+	  -DINFERD_JEMALLOC=OFF
+	cmake --build build-tsa -j $(JOBS)
+
+# Unit and integration tests under ThreadSanitizer; cmake/tsan.supp lists
+# the third-party code it cannot see into, each entry explained.
+tsan: deps
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_TSAN=ON
+	cmake --build build-tsan -j $(JOBS)
+	TSAN_OPTIONS="suppressions=$(CURDIR)/cmake/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --test-dir build-tsan --output-on-failure
 
 fuzz-build: deps
 	CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_FUZZ=ON
@@ -82,4 +101,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf build build-asan build-fuzz $(EXAMPLES)
+	rm -rf build build-asan build-fuzz build-tsa build-tsan $(EXAMPLES)

@@ -163,7 +163,7 @@ def phase_zipf(args, repo, model_bytes, rss_idle):
 
 def phase_swaps(args, workdir):
     repo = os.path.join(workdir, "swap_repo")
-    shutil.rmtree(repo, ignore_errors=True)
+    ic.remove_repository(repo)
     os.makedirs(os.path.join(repo, "swap"))
     with open(os.path.join(repo, "swap", "config.pbtxt"), "w") as f:
         f.write('platform: "pytorch_libtorch"\nmax_batch_size: 8\n'
@@ -242,7 +242,7 @@ def main():
     repo = os.path.join(args.workdir, "tenants_%d" % args.models)
     t0 = time.time()
     if not os.path.isdir(os.path.join(repo, "tenant_%05d" % (args.models - 1))):
-        shutil.rmtree(repo, ignore_errors=True)
+        ic.remove_repository(repo)
         subprocess.check_call([sys.executable, os.path.join(HERE, "make_tenant_models.py"), repo, str(args.models)])
     gen_s = time.time() - t0
     a = phase_index(args, repo)

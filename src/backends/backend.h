@@ -4,6 +4,13 @@
 // LoadedModel; the server asks it for `instance_count` ModelInstances; each
 // instance runs on its own worker thread.
 //
+// Registration: a backend is an optional CMake target (src/CMakeLists.txt,
+// INFERD_BACKENDS) that provides `Status Register<Name>Backend(BackendRegistry*)`;
+// the build generates RegisterBuiltinBackends from the enabled ones. The
+// registry checks the interface version the backend was compiled against,
+// and resolves a config's `backend` / `platform` fields to a backend with the
+// names and platforms each backend declares (Triton's platform names).
+//
 // Contract for implementers (INTERFACE_VERSION 1):
 //  1. ModelInstance::Execute is never called concurrently on one instance;
 //     different instances of one LoadedModel may execute concurrently.
@@ -51,7 +58,16 @@ class LoadedModel {
 class Backend {
  public:
   virtual ~Backend() = default;
+  // The name configs use in `backend:` ("pytorch").
   virtual std::string_view name() const = 0;
+  // Other `backend:` names accepted for it ("torchscript", "libtorch").
+  virtual std::vector<std::string> aliases() const { return {}; }
+  // The `platform:` values it serves, the first being the one reported for
+  // models whose config names none ("pytorch_libtorch").
+  virtual std::vector<std::string> platforms() const { return {}; }
+  // The interface version this backend was compiled against (inline: the
+  // value comes from the header the backend saw).
+  virtual int interface_version() const { return kBackendInterfaceVersion; }
 
   // Fills what the spec lacks (inputs, outputs) from the model file in
   // `version_dir`, when the backend can. Called only for specs with no inputs.
@@ -61,16 +77,34 @@ class Backend {
   virtual Result<std::unique_ptr<LoadedModel>> Load(const ModelSpec& spec, const std::string& version_dir) = 0;
 };
 
-// Backends by name. Not thread-safe for registration; register at start-up,
-// then Find from any thread.
+// Backends by name, alias and platform. Not thread-safe for registration;
+// register at start-up, then look up from any thread.
 class BackendRegistry {
  public:
-  void Register(std::unique_ptr<Backend> backend);
+  // Fails on an interface version other than kBackendInterfaceVersion and on
+  // a name, alias or platform another backend already has.
+  Status Register(std::unique_ptr<Backend> backend);
+  // By name or alias.
   Backend* Find(std::string_view name) const;
+  // The backend for a config: by `backend` (name or alias) when given, else
+  // by `platform`, else the default backend (pytorch, as Triton infers it
+  // from model.pt). NOT_FOUND names what is registered.
+  Result<Backend*> Resolve(std::string_view backend, std::string_view platform) const;
+  // Resolve for a spec, then sets spec->backend to the backend's name and,
+  // when the config names no platform, spec->platform to its first one.
+  // Errors name the config field at fault.
+  Result<Backend*> ResolveSpec(ModelSpec* spec) const;
   std::vector<std::string> Names() const;
+  // "pytorch (platforms: pytorch_libtorch), identity" for error messages.
+  std::string Describe() const;
 
  private:
   std::map<std::string, std::unique_ptr<Backend>, std::less<>> backends_;
+  std::map<std::string, Backend*, std::less<>> by_alias_;     // names and aliases
+  std::map<std::string, Backend*, std::less<>> by_platform_;
 };
+
+// The backends this build includes (generated from INFERD_BACKENDS).
+Status RegisterBuiltinBackends(BackendRegistry* registry);
 
 }  // namespace inferd

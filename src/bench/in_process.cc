@@ -12,11 +12,10 @@ namespace inferd::bench {
 Result<std::vector<ReportRow>> RunInProcess(const InProcessOptions& o, const BackendRegistry& backends) {
   ModelRepository repo(o.repository);
   INFERD_ASSIGN_OR_RETURN(ModelSource src, repo.ReadModel(o.model));
-  Backend* backend = backends.Find(src.spec.backend);
-  if (!backend) return Status::InvalidArgument("unknown backend '" + src.spec.backend + "'");
+  ModelSpec spec = src.spec;
+  INFERD_ASSIGN_OR_RETURN(Backend * backend, backends.ResolveSpec(&spec));
   if (src.available_versions.empty()) return Status::NotFound("model '" + o.model + "' has no version");
   const std::string dir = (std::filesystem::path(src.dir) / std::to_string(src.available_versions.back())).string();
-  ModelSpec spec = src.spec;
   if (spec.inputs.empty()) INFERD_RETURN_IF_ERROR(backend->AutoComplete(dir, &spec));
   INFERD_RETURN_IF_ERROR(ValidateSpec(spec, src.config_path));
   spec.parameters["INTRA_OP_THREAD_COUNT"] = std::to_string(o.intra_op_threads);

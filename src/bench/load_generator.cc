@@ -2,10 +2,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <thread>
 
 #include "bench/http_client.h"
+#include "core/mutex.h"
 
 namespace inferd::bench {
 namespace {
@@ -18,11 +18,11 @@ double Seconds(Clock::time_point from, Clock::time_point to) {
 
 // Samples of one client thread; the main thread reads them between windows.
 struct Recorder {
-  std::mutex mu;
-  std::vector<Sample> samples;
-  std::string first_error;
+  Mutex mu;
+  std::vector<Sample> samples TSA_GUARDED_BY(mu);
+  std::string first_error TSA_GUARDED_BY(mu);
   void Add(const Sample& s) {
-    std::lock_guard<std::mutex> g(mu);
+    MutexLock g(&mu);
     samples.push_back(s);
   }
 };
@@ -84,9 +84,9 @@ LoadResult RunLoad(const LoadOptions& o) {
       const bool ok = sender->Send(req, &error);
       const Clock::time_point end = Clock::now();
       rec.Add({Seconds(t0, end), std::chrono::duration<double, std::micro>(end - start).count(), ok});
-      if (!ok && rec.first_error.empty()) {
-        std::lock_guard<std::mutex> g(rec.mu);
-        rec.first_error = error;
+      if (!ok) {
+        MutexLock g(&rec.mu);
+        if (rec.first_error.empty()) rec.first_error = error;
       }
     }
   };
@@ -96,7 +96,7 @@ LoadResult RunLoad(const LoadOptions& o) {
   auto collect = [&]() {
     std::vector<Sample> all;
     for (auto& r : recorders) {
-      std::lock_guard<std::mutex> g(r.mu);
+      MutexLock g(&r.mu);
       all.insert(all.end(), r.samples.begin(), r.samples.end());
     }
     return all;
@@ -127,6 +127,7 @@ LoadResult RunLoad(const LoadOptions& o) {
   const double from = o.warmup_s + o.window_s * (n - result.reported_windows);
   result.summary = Summarize(collect(), from, o.warmup_s + o.window_s * n);
   for (auto& r : recorders) {
+    MutexLock g(&r.mu);
     if (!r.first_error.empty()) {
       result.first_error = r.first_error;
       break;

@@ -8,8 +8,7 @@
 #include <memory>
 #include <sstream>
 
-#include "backends/identity/identity_backend.h"
-#include "backends/torchscript/torchscript_backend.h"
+#include "backends/backend.h"
 #include "bench/http_client.h"
 #include "bench/in_process.h"
 #include "bench/load_generator.h"
@@ -184,8 +183,10 @@ int Bench(const BenchFlags& f) {
       return 2;
     }
     BackendRegistry backends;
-    backends.Register(MakeTorchScriptBackend());
-    backends.Register(MakeIdentityBackend());
+    if (Status st = RegisterBuiltinBackends(&backends); !st.ok()) {
+      std::cerr << st.message() << "\n";
+      return 1;
+    }
     bench::InProcessOptions o;
     o.repository = f.repository;
     o.model = f.model;

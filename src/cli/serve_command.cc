@@ -4,16 +4,17 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
-#include "backends/identity/identity_backend.h"
-#include "backends/torchscript/torchscript_backend.h"
+#include "backends/backend.h"
 #include "cli/commands.h"
 #include "frontends/grpc/grpc_server.h"
 #include "frontends/http/http_server.h"
 #include "frontends/http/router.h"
 #include "lifecycle/byte_size.h"
+#include "lifecycle/control_state_store.h"
 #include "server/inference_server.h"
 
 namespace inferd::cli {
@@ -21,6 +22,7 @@ namespace {
 
 struct ServeFlags {
   std::string repository;
+  std::string control_state_dir;  // "" = DefaultStateDirectory(repository)
   std::string host = "0.0.0.0";
   int http_port = 8000;
   int metrics_port = 8002;
@@ -64,12 +66,17 @@ int Serve(const ServeFlags& f) {
 
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   BackendRegistry backends;
-  backends.Register(MakeTorchScriptBackend());
-  backends.Register(MakeIdentityBackend());
+  if (Status st = RegisterBuiltinBackends(&backends); !st.ok()) {
+    spdlog::critical("cannot register backends: {}", st.message());
+    return 1;
+  }
   SteadyClock clock;
 
   ServerOptions so;
   so.model_repository = f.repository;
+  so.control_state_dir = f.control_state_dir.empty()
+                             ? DefaultStateDirectory(f.repository, std::getenv("XDG_STATE_HOME"), std::getenv("HOME"))
+                             : f.control_state_dir;
   so.control_mode = f.control_mode == "explicit" ? ModelControlMode::kExplicit
                     : f.control_mode == "poll"   ? ModelControlMode::kPoll
                                                  : ModelControlMode::kNone;
@@ -169,6 +176,10 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve the models of a model repository");
   cmd->add_option("--model-repository", flags->repository, "Triton-layout model repository directory")->required();
+  cmd->add_option("--control-state-dir", flags->control_state_dir,
+                  "Where run-time control state (version labels, default-version history) persists; the "
+                  "repository is only read (default: $XDG_STATE_HOME/inferd/repositories/<repository path>, "
+                  "else ~/.local/state/inferd/...)");
   cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--http-port", flags->http_port, "HTTP port (KServe v2 + TF Serving REST); 0 = any free port")
       ->capture_default_str()

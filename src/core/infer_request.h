@@ -61,4 +61,21 @@ struct InferResponse {
 // Must not block: front ends post the result to their own threads.
 using InferCallback = std::function<void(Result<InferResponse>)>;
 
+// A part of a request's answer sent before its final one (decoupled models,
+// token streaming): zero or more calls, in order, from a server worker
+// thread, all before the final callback; must not block. Returns false when
+// the client is gone, so the producer may stop early (it still answers the
+// final callback).
+using PartialCallback = std::function<bool(InferResponse)>;
+
+// Where a request's answers go: zero or more partial responses, then exactly
+// one final answer. The unary path sets only `final` (one std::function, as
+// before partial responses existed). A front end that can deliver parts
+// (a gRPC stream, an HTTP event stream) sets `partial`; when it is null, a
+// model that answers in parts must refuse the request or send one answer.
+struct ResponseSink {
+  PartialCallback partial;
+  InferCallback final;
+};
+
 }  // namespace inferd

@@ -5,12 +5,12 @@
 // Thread-safety: thread-safe. A handle must not outlive its KeyedMutex.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
+
+#include "core/mutex.h"
 
 namespace inferd {
 
@@ -42,37 +42,37 @@ class KeyedMutex {
   };
 
   Lock Acquire(const std::string& key) {
-    std::unique_lock<std::mutex> g(mu_);
-    cv_.wait(g, [&] { return !held_.count(key); });
+    MutexLock g(&mu_);
+    while (held_.count(key)) cv_.Wait(&mu_);
     held_.insert(key);
     return Lock(this, key);
   }
 
   // A lock that owns() nothing when `key` is held elsewhere.
   Lock TryAcquire(const std::string& key) {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(&mu_);
     if (!held_.insert(key).second) return Lock();
     return Lock(this, key);
   }
 
   // Blocks until no key is held.
   void AwaitIdle() {
-    std::unique_lock<std::mutex> g(mu_);
-    cv_.wait(g, [&] { return held_.empty(); });
+    MutexLock g(&mu_);
+    while (!held_.empty()) cv_.Wait(&mu_);
   }
 
  private:
   void Unlock(const std::string& key) {
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       held_.erase(key);
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::set<std::string, std::less<>> held_;
+  Mutex mu_;
+  CondVar cv_;
+  std::set<std::string, std::less<>> held_ TSA_GUARDED_BY(mu_);
 };
 
 }  // namespace inferd

@@ -107,19 +107,17 @@ Result<VersionLabels> ReadVersionLabels(const std::string& model_dir) {
   return r;
 }
 
-Status WriteVersionLabels(const std::string& model_dir, const VersionLabels& labels) {
-  const std::filesystem::path path = std::filesystem::path(model_dir) / kVersionLabelsFile;
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << VersionLabelsToJson(labels) << "\n";
-    f.flush();
-    if (!f) return Status::Unavailable("cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Unavailable("cannot replace " + path.string() + ": " + ec.message());
-  return Status::OK();
+Result<VersionLabels> LoadVersionLabels(const ControlStateStore& store, const std::string& model,
+                                        const std::string& model_dir) {
+  INFERD_ASSIGN_OR_RETURN(std::optional<std::string> doc, store.Get(model, "labels"));
+  if (!doc) return ReadVersionLabels(model_dir);
+  auto r = ParseVersionLabelsJson(*doc);
+  if (!r.ok()) return r.status().WithPrefix(store.Describe() + ": labels of model '" + model + "'");
+  return r;
+}
+
+Status SaveVersionLabels(ControlStateStore& store, const std::string& model, const VersionLabels& labels) {
+  return store.Put(model, "labels", VersionLabelsToJson(labels) + "\n");
 }
 
 }  // namespace inferd

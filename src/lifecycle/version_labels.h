@@ -1,13 +1,16 @@
 // VersionLabels: a model's named version labels ("stable", "canary", ...)
-// and the history of its default version, persisted beside the model as
-// <repo>/<model>/version_labels.json so they survive restarts:
+// and the history of its default version, persisted in the control-state
+// store (document "labels" of the model) so they survive restarts:
 //
 //   {"labels": {"stable": 3, "canary": 4}, "history": [1, 2, 3]}
 //
+// Servers before the store kept them beside the model as
+// <repo>/<model>/version_labels.json; that file is still read (never
+// written) for a model the store has no labels for.
 // (Not labels.txt: in Triton layouts that file holds classification labels.)
 //
 // Thread-safety: plain values and free functions; callers serialize writes
-// to one model's file (the server holds its load lock).
+// to one model's labels (the manager holds the model's lock).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "lifecycle/control_state_store.h"
 
 namespace inferd {
 
@@ -56,9 +60,14 @@ Status ValidateLabelName(std::string_view label);
 Result<VersionLabels> ParseVersionLabelsJson(std::string_view json);
 std::string VersionLabelsToJson(const VersionLabels& labels);
 
-// Missing file = no labels. A corrupt file is an error naming the file.
+// <model_dir>/version_labels.json (the pre-store location). Missing file =
+// no labels. A corrupt file is an error naming the file.
 Result<VersionLabels> ReadVersionLabels(const std::string& model_dir);
-// Writes atomically (temporary file + rename).
-Status WriteVersionLabels(const std::string& model_dir, const VersionLabels& labels);
+
+// The model's labels: from the store; else from the legacy file in
+// `model_dir`; else none. A corrupt document is an error naming it.
+Result<VersionLabels> LoadVersionLabels(const ControlStateStore& store, const std::string& model,
+                                        const std::string& model_dir);
+Status SaveVersionLabels(ControlStateStore& store, const std::string& model, const VersionLabels& labels);
 
 }  // namespace inferd

@@ -58,30 +58,81 @@ TEST(VersionLabels, JsonRoundTripAndErrors) {
   EXPECT_FALSE(ParseVersionLabelsJson(R"({"history": ["x"]})").ok());
 }
 
-TEST(VersionLabels, PersistsAcrossReadsAndMissingFileIsEmpty) {
-  const auto dir = std::filesystem::temp_directory_path() / ("inferd_labels_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  auto empty = ReadVersionLabels(dir.string());
+class LabelStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("inferd_labels_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_ / "repo" / "m");
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  void WriteLegacy(const std::string& text) {
+    std::FILE* f = std::fopen((root_ / "repo" / "m" / kVersionLabelsFile).c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+  std::string ModelDir() const { return (root_ / "repo" / "m").string(); }
+  std::filesystem::path root_;
+};
+
+TEST_F(LabelStoreTest, PersistInTheStateDirectoryNotInTheRepository) {
+  auto store = MakeDirectoryStateStore((root_ / "state").string());
+  ASSERT_TRUE(store->Open().ok());
+  auto empty = LoadVersionLabels(*store, "m", ModelDir());
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->labels.empty());
   VersionLabels l;
   l.labels["stable"] = 2;
   l.RecordDefault(2);
-  ASSERT_TRUE(WriteVersionLabels(dir.string(), l).ok());
-  auto read = ReadVersionLabels(dir.string());
+  ASSERT_TRUE(SaveVersionLabels(*store, "m", l).ok());
+  EXPECT_TRUE(std::filesystem::exists(root_ / "state" / "m" / "labels.json"));
+  EXPECT_FALSE(std::filesystem::exists(root_ / "state" / "m" / "labels.json.tmp"));
+  EXPECT_TRUE(std::filesystem::is_empty(root_ / "repo" / "m"));  // the repository is untouched
+  // A second store over the same directory (a restarted server) reads them back.
+  auto again = MakeDirectoryStateStore((root_ / "state").string());
+  auto read = LoadVersionLabels(*again, "m", ModelDir());
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(read->Find("stable"), 2);
-  EXPECT_FALSE(std::filesystem::exists(dir / "version_labels.json.tmp"));
-  {
-    std::FILE* f = std::fopen((dir / kVersionLabelsFile).c_str(), "w");
-    std::fputs("{broken", f);
-    std::fclose(f);
-  }
-  auto bad = ReadVersionLabels(dir.string());
+  EXPECT_EQ(read->history, (std::vector<int64_t>{2}));
+}
+
+TEST_F(LabelStoreTest, TheLegacyFileIsReadUntilTheStoreHasLabels) {
+  auto store = MakeMemoryStateStore();
+  WriteLegacy(R"({"labels": {"stable": 1}, "history": [1]})");
+  auto legacy = LoadVersionLabels(*store, "m", ModelDir());
+  ASSERT_TRUE(legacy.ok());
+  EXPECT_EQ(legacy->Find("stable"), 1);
+  VersionLabels l;
+  l.labels["canary"] = 3;
+  ASSERT_TRUE(SaveVersionLabels(*store, "m", l).ok());
+  auto stored = LoadVersionLabels(*store, "m", ModelDir());
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->Find("stable"), std::nullopt);
+  EXPECT_EQ(stored->Find("canary"), 3);
+}
+
+TEST_F(LabelStoreTest, CorruptDocumentsAreErrorsThatNameThem) {
+  WriteLegacy("{broken");
+  auto store = MakeDirectoryStateStore((root_ / "state").string());
+  auto bad = LoadVersionLabels(*store, "m", ModelDir());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("version_labels.json"), std::string::npos);
-  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(store->Put("m", "labels", "[1,2]").ok());
+  bad = LoadVersionLabels(*store, "m", ModelDir());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("labels of model 'm'"), std::string::npos) << bad.status().message();
+  EXPECT_EQ(store->Put("../escape", "labels", "{}").code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ControlStateStore, DefaultDirectoryIsPerRepositoryUnderTheUsersStateHome) {
+  EXPECT_EQ(DefaultStateDirectory("/srv/models/", "/state", "/home/u"), "/state/inferd/repositories/_srv_models");
+  EXPECT_EQ(DefaultStateDirectory("/srv/my_models", nullptr, "/home/u"),
+            "/home/u/.local/state/inferd/repositories/_srv_my__models");
+  EXPECT_EQ(DefaultStateDirectory("/a/b", "", nullptr), "/var/lib/inferd/repositories/_a_b");
+  // '/a_b' and '/a/b' never share a directory.
+  EXPECT_NE(DefaultStateDirectory("/a_b", nullptr, "/h"), DefaultStateDirectory("/a/b", nullptr, "/h"));
 }
 
 }  // namespace

@@ -65,15 +65,6 @@ Result<TensorSpec> ToTensorSpec(std::string_view source, const std::string& fiel
   return t;
 }
 
-std::string ResolveBackend(const config::ModelConfig& c) {
-  const std::string& b = c.backend();
-  const std::string& p = c.platform();
-  if (b == "pytorch" || b == "torchscript" || b == "libtorch") return "pytorch";
-  if (!b.empty()) return b;
-  if (p == "pytorch_libtorch" || p == "torchscript") return "pytorch";
-  return p;  // "" or unknown: the caller reports it
-}
-
 // proto3 JSON prints 64-bit integers as strings; Triton's config endpoint
 // prints numbers (its clients read dims as ints). Converts them back, guided
 // by the message descriptors.
@@ -123,10 +114,9 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     return Bad(source, "name",
                "'" + c.name() + "' does not match the model directory '" + std::string(model_name) + "'");
   }
+  // As written: the backend registry resolves them (backends/backend.h).
   s.platform = c.platform();
-  s.backend = ResolveBackend(c);
-  if (s.backend.empty()) s.backend = "pytorch";  // Triton infers it from model.pt; inferd's default backend
-  if (s.platform.empty() && s.backend == "pytorch") s.platform = "pytorch_libtorch";
+  s.backend = c.backend();
   if (c.max_batch_size() < 0) return Bad(source, "max_batch_size", "must be >= 0");
   s.max_batch_size = c.max_batch_size();
   s.default_model_filename = c.default_model_filename();

@@ -53,7 +53,8 @@ TEST(ModelConfig, ParsesEverySupportedField) {
   auto r = ParseModelConfig(kFull, "m", "m/config.pbtxt");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const ModelSpec& s = *r;
-  EXPECT_EQ(s.backend, "pytorch");
+  EXPECT_EQ(s.backend, "");  // as written: the backend registry resolves the platform
+  EXPECT_EQ(s.platform, "pytorch_libtorch");
   EXPECT_EQ(s.max_batch_size, 8);
   ASSERT_EQ(s.inputs.size(), 2u);
   EXPECT_EQ(s.inputs[0].dtype, DataType::kFp32);

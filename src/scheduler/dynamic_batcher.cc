@@ -16,33 +16,33 @@ DynamicBatcher::~DynamicBatcher() { Shutdown(); }
 
 Status DynamicBatcher::Enqueue(std::unique_ptr<PendingRequest>& pending) {
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(&mu_);
     if (stopping_) return Status::Unavailable("model '" + spec_.name + "' is shutting down");
     INFERD_RETURN_IF_ERROR(queue_.Push(pending, options_.clock->Now()));
   }
   if (options_.stats) options_.stats->AddPending(1);
-  cv_.notify_one();
+  cv_.NotifyOne();
   return Status::OK();
 }
 
 size_t DynamicBatcher::QueueSize() const {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(&mu_);
   return queue_.size();
 }
 
 void DynamicBatcher::Shutdown() {
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (auto& t : workers_)
     if (t.joinable()) t.join();
 }
 
-Status DynamicBatcher::WaitWarmedUp() {
-  std::unique_lock<std::mutex> lock(mu_);
-  warmup_cv_.wait(lock, [this] { return warmed_up_ == instances_.size(); });
+Status DynamicBatcher::WaitReady() {
+  MutexLock lock(&mu_);
+  while (warmed_up_ < instances_.size()) warmup_cv_.Wait(&mu_);
   return warmup_status_;
 }
 
@@ -50,16 +50,16 @@ void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {
   instance->OnWorkerThreadStart();
   Status warm = options_.warmup ? options_.warmup(*instance) : Status::OK();
   Clock& clock = *options_.clock;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!warm.ok() && warmup_status_.ok()) warmup_status_ = warm.WithPrefix("instance " + std::to_string(index));
   ++warmed_up_;
-  warmup_cv_.notify_all();
+  warmup_cv_.NotifyAll();
   for (;;) {
     BatchQueue::Decision d = queue_.Next(clock.Now(), stopping_);
     if (!d.batch.empty() || !d.expired.empty() || !d.cancelled.empty()) {
       const bool more = !queue_.empty();
-      lock.unlock();
-      if (more) cv_.notify_one();  // another idle instance may take the rest
+      lock.Unlock();
+      if (more) cv_.NotifyOne();  // another idle instance may take the rest
       for (auto& p : d.expired) {
         FailRequest(*p, Status::Unavailable("request timed out in the queue of model '" + spec_.name + "'"),
                     FailureReason::kTimeout, options_.stats.get(), clock);
@@ -69,14 +69,14 @@ void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {
                     FailureReason::kCancelled, options_.stats.get(), clock);
       }
       ExecuteBatch(*instance, spec_, d.batch, options_.stats.get(), clock);
-      lock.lock();
+      lock.Lock();
       continue;
     }
     if (stopping_ && queue_.empty()) return;
     if (d.wake_at)
-      clock.WaitUntil(cv_, lock, *d.wake_at);
+      cv_.WaitUntil(&mu_, &clock, *d.wake_at);
     else
-      cv_.wait(lock);
+      cv_.Wait(&mu_);
   }
 }
 

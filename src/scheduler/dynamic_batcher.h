@@ -11,15 +11,14 @@
 // once (no waiting for the delay), in-flight ones finish, workers join.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "backends/backend.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/model_spec.h"
 #include "metrics/model_stats.h"
 #include "scheduler/batch_queue.h"
@@ -51,7 +50,7 @@ class DynamicBatcher final : public Scheduler {
 
   // Blocks until every worker has run Options::warmup; the first failure,
   // prefixed with the instance index, or OK.
-  Status WaitWarmedUp();
+  Status WaitReady() override;
 
  private:
   void WorkerLoop(ModelInstance* instance, size_t index);
@@ -60,13 +59,13 @@ class DynamicBatcher final : public Scheduler {
   const ModelSpec& spec_;
   std::vector<std::unique_ptr<ModelInstance>> instances_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable warmup_cv_;
-  BatchQueue queue_;       // guarded by mu_
-  bool stopping_ = false;  // guarded by mu_
-  size_t warmed_up_ = 0;   // guarded by mu_: workers done with warmup
-  Status warmup_status_;   // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  CondVar warmup_cv_;
+  BatchQueue queue_ TSA_GUARDED_BY(mu_);
+  bool stopping_ TSA_GUARDED_BY(mu_) = false;
+  size_t warmed_up_ TSA_GUARDED_BY(mu_) = 0;  // workers done with warmup
+  Status warmup_status_ TSA_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
 };
 

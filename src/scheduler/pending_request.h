@@ -14,6 +14,8 @@ struct PendingRequest {
   // Inputs are in ModelSpec::inputs order and validated against the spec.
   std::unique_ptr<InferRequest> request;
   InferCallback callback;
+  // Partial responses before `callback` (ResponseSink::partial); may be null.
+  PartialCallback partial;
   int64_t rows = 1;                   // batch-dimension size (1 when the model does not batch)
   TimePoint arrival{};                // when the server received it (start of request duration)
   TimePoint enqueued{};               // set by the queue

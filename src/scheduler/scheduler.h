@@ -17,6 +17,9 @@ class Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual Status Enqueue(std::unique_ptr<PendingRequest>& pending) = 0;
+  // Blocks until the scheduler can take requests (e.g. every instance ran
+  // its warm-up); the first error, or OK. A version is not READY before.
+  virtual Status WaitReady() { return Status::OK(); }
   // Requests queued, not yet running.
   virtual size_t QueueSize() const = 0;
   // Stops accepting (Enqueue answers UNAVAILABLE), runs everything already

@@ -28,7 +28,7 @@ class InferenceServerTest : public ::testing::Test {
     fs::create_directories(root_ / "echo/2");
     Write("broken/config.pbtxt", "backend: \"identity\" max_batch_size: 2 not_a_field: 1");
     fs::create_directories(root_ / "broken/1");
-    backends_.Register(MakeIdentityBackend());
+    ASSERT_TRUE(backends_.Register(MakeIdentityBackend()).ok());
   }
   void TearDown() override {
     server_.reset();
@@ -40,8 +40,10 @@ class InferenceServerTest : public ::testing::Test {
     std::ofstream(root_ / rel) << text;
   }
 
-  void Start(ModelControlMode mode = ModelControlMode::kNone, std::vector<std::string> load = {}) {
+  void Start(ModelControlMode mode = ModelControlMode::kNone, std::vector<std::string> load = {},
+             const SchedulerFactory* schedulers = nullptr) {
     ServerOptions o;
+    o.schedulers = schedulers;
     o.model_repository = root_.string();
     o.control_mode = mode;
     o.startup_models = std::move(load);
@@ -132,7 +134,9 @@ TEST_F(InferenceServerTest, InfersAndValidates) {
   auto stats = server_->GetStatistics("echo", "2");
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ((*stats)[0].success.count, 1u);
-  EXPECT_GE((*stats)[0].fail.count, 6u);
+  // Every case that reached the model (all but the unknown model and the
+  // two bad versions) counts as a failure of version 2.
+  EXPECT_EQ((*stats)[0].fail.count, 7u);
 }
 
 TEST_F(InferenceServerTest, ExplicitModeLoadsAndUnloadsOnRequest) {
@@ -170,6 +174,48 @@ TEST_F(InferenceServerTest, MetricsExposeTritonNamesAndHistograms) {
   EXPECT_NE(t.find("nv_inference_request_failure{model=\"echo\",version=\"2\",reason=\"REJECTED\"} 0"),
             std::string::npos);
   EXPECT_NE(t.find("process_resident_memory_bytes"), std::string::npos);
+}
+
+// A scheduler that answers in parts: one partial response per input row,
+// then an empty final answer. Requests without a partial callback are refused.
+class PartsScheduler final : public Scheduler {
+ public:
+  Status Enqueue(std::unique_ptr<PendingRequest>& p) override {
+    if (!p->partial) return Status::InvalidArgument("this model answers in parts: use a streaming API");
+    std::unique_ptr<PendingRequest> taken = std::move(p);
+    const Tensor& x = taken->request->inputs[0];
+    for (int64_t row = 0; row < x.shape[0]; ++row) {
+      InferResponse part;
+      part.model_name = taken->request->model_name;
+      part.outputs.push_back(F32("y", {1, 2}, {static_cast<float>(row)}));
+      if (!taken->partial(std::move(part))) break;
+    }
+    taken->callback(InferResponse{});
+    return Status::OK();
+  }
+  size_t QueueSize() const override { return 0; }
+  void Shutdown() override {}
+};
+
+TEST_F(InferenceServerTest, PartialResponsesReachTheSinkBeforeTheFinalAnswer) {
+  SchedulerFactory parts;
+  parts.Register("dynamic", [](SchedulerContext) -> Result<std::unique_ptr<Scheduler>> {
+    return std::unique_ptr<Scheduler>(new PartsScheduler());
+  });
+  Start(ModelControlMode::kNone, {}, &parts);
+  std::vector<std::string> events;
+  ResponseSink sink;
+  sink.partial = [&](InferResponse r) {
+    events.push_back("part " + std::to_string(static_cast<int>(testing::ToFloats(r.outputs[0])[0])));
+    return true;
+  };
+  sink.final = [&](Result<InferResponse> r) { events.push_back(r.ok() ? "final" : r.status().message()); };
+  server_->InferAsync(Req("echo", F32("x", {3, 2}, {1})), std::move(sink));
+  EXPECT_EQ(events, (std::vector<std::string>{"part 0", "part 1", "part 2", "final"}));
+  // A client that takes only one answer gets the model's refusal.
+  auto unary = Infer(Req("echo", F32("x", {1, 2}, {1})));
+  EXPECT_EQ(unary.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(unary.status().message(), "this model answers in parts: use a streaming API");
 }
 
 TEST_F(InferenceServerTest, ShutdownRejectsNewRequests) {

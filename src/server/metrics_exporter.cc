@@ -30,16 +30,9 @@ struct CounterDef {
 }  // namespace
 
 void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
-  std::vector<std::shared_ptr<ModelVersion>> versions;
-  size_t registered = 0, loaded = 0;
-  {
-    std::shared_lock<std::shared_mutex> g(mu_);
-    registered = models_.size();
-    for (const auto& [n, e] : models_) {
-      loaded += e.versions.empty() ? 0 : 1;
-      for (const auto& [v, mv] : e.versions) versions.push_back(mv);
-    }
-  }
+  const std::vector<std::shared_ptr<ModelVersion>> versions = manager_->ServingVersions();
+  const auto [registered, loaded] = manager_->ModelCounts();
+  const LifecycleMetrics& lifecycle_ = manager_->metrics();
   auto labels = [](const ModelStats& s) { return Labels{{"model", s.model()}, {"version", s.version()}}; };
 
   static const CounterDef kCounters[] = {

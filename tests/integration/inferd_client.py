@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -29,12 +30,25 @@ def wire_type(arr):
     raise ValueError(arr.dtype)
 
 
+def state_dir(repo):
+    """The control-state directory tests give a server of `repo` (beside it, so
+    a restarted server finds its labels and nothing lands in $HOME)."""
+    return os.path.abspath(repo).rstrip("/") + ".state"
+
+
+def remove_repository(repo):
+    """Removes a test repository and its control state (labels)."""
+    shutil.rmtree(repo, ignore_errors=True)
+    shutil.rmtree(state_dir(repo), ignore_errors=True)
+
+
 class Server:
     def __init__(self, binary, repo, *extra):
         self.log = []
+        state = [] if "--control-state-dir" in extra else ["--control-state-dir", state_dir(repo)]
         self.proc = subprocess.Popen(
             [binary, "serve", "--model-repository", repo, "--http-port", "0", "--metrics-port", "0",
-             "--grpc-port", "0", "--host", "127.0.0.1", *extra],
+             "--grpc-port", "0", "--host", "127.0.0.1", *state, *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         want = {"HTTP", "Metrics", "gRPC"}
         flags = list(extra)

@@ -105,6 +105,8 @@ class Spin(nn.Module):
 def main(repo, root):
     if os.path.exists(repo):
         shutil.rmtree(repo)
+    # The control state (labels) servers keep for this repository (inferd_client.state_dir).
+    shutil.rmtree(os.path.abspath(repo).rstrip("/") + ".state", ignore_errors=True)
     os.makedirs(repo)
     subprocess.check_call([sys.executable, os.path.join(root, "scripts", "make_examples.py"), repo],
                           stdout=subprocess.DEVNULL)

@@ -1004,7 +1004,7 @@ class Lifecycle(unittest.TestCase):
 
     def setUp(self):
         self.repo = os.path.join(ARGS.workdir, "lifecycle_repo")
-        shutil.rmtree(self.repo, ignore_errors=True)
+        ic.remove_repository(self.repo)
         os.makedirs(os.path.join(self.repo, "lc"))
         with open(os.path.join(self.repo, "lc", "config.pbtxt"), "w") as f:
             f.write(LIFECYCLE_CONFIG)
@@ -1098,9 +1098,11 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual([v["state"] for v in lc["versions"]], ["READY", "READY", "UNAVAILABLE"])
         finally:
             self.assertEqual(server.stop(), 0)
-        # Labels live in the repository: a restarted server keeps serving the rolled-back version.
-        with open(os.path.join(self.repo, "lc", "version_labels.json")) as f:
+        # Labels live in the control-state directory, not in the (read-only) repository: a restarted
+        # server keeps serving the rolled-back version.
+        with open(os.path.join(ic.state_dir(self.repo), "lc", "labels.json")) as f:
             self.assertEqual(json.load(f)["labels"], {"stable": 1, "canary": 2})
+        self.assertFalse(os.path.exists(os.path.join(self.repo, "lc", "version_labels.json")))
         server = ic.Server(ARGS.inferd, self.repo, "--model-control-mode", "explicit", "--load-model", "lc")
         try:
             self.assertEqual(self.answer(server), (1, "1"))
@@ -1165,7 +1167,7 @@ class Residency(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.repo = os.path.join(ARGS.workdir, "tenants_repo")
-        shutil.rmtree(cls.repo, ignore_errors=True)
+        ic.remove_repository(cls.repo)
         subprocess.check_call([sys.executable, os.path.join(ROOT, "bench", "make_tenant_models.py"), cls.repo,
                                str(cls.N)])
         # One pinned model: loaded at start, never evicted.
@@ -1258,7 +1260,7 @@ class Residency(unittest.TestCase):
 
     def test_size_override_and_unknown_model(self):
         repo = os.path.join(ARGS.workdir, "tenants_override")
-        shutil.rmtree(repo, ignore_errors=True)
+        ic.remove_repository(repo)
         subprocess.check_call([sys.executable, os.path.join(ROOT, "bench", "make_tenant_models.py"), repo, "3"])
         with open(os.path.join(repo, "tenant_00001", "config.pbtxt"), "a") as f:
             f.write('parameters { key: "memory_bytes" value: { string_value: "3MiB" } }\n')

@@ -55,4 +55,6 @@ class IdentityBackend final : public Backend {
 
 std::unique_ptr<Backend> MakeIdentityBackend() { return std::make_unique<IdentityBackend>(); }
 
+Status RegisterIdentityBackend(BackendRegistry* registry) { return registry->Register(MakeIdentityBackend()); }
+
 }  // namespace inferd

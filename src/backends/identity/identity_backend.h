@@ -11,5 +11,6 @@
 namespace inferd {
 
 std::unique_ptr<Backend> MakeIdentityBackend();
+Status RegisterIdentityBackend(BackendRegistry* registry);
 
 }  // namespace inferd

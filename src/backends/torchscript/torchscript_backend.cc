@@ -211,6 +211,8 @@ int ParseThreads(const ModelSpec& spec) {
 class TorchScriptBackend final : public Backend {
  public:
   std::string_view name() const override { return "pytorch"; }
+  std::vector<std::string> aliases() const override { return {"torchscript", "libtorch"}; }
+  std::vector<std::string> platforms() const override { return {"pytorch_libtorch", "torchscript"}; }
 
   Status AutoComplete(const std::string& version_dir, ModelSpec* spec) override {
     INFERD_ASSIGN_OR_RETURN(auto module, LoadModule(ModelPath(*spec, version_dir)));
@@ -283,6 +285,8 @@ class TorchScriptBackend final : public Backend {
 };
 
 }  // namespace
+
+Status RegisterTorchScriptBackend(BackendRegistry* registry) { return registry->Register(MakeTorchScriptBackend()); }
 
 std::unique_ptr<Backend> MakeTorchScriptBackend() { return std::make_unique<TorchScriptBackend>(); }
 

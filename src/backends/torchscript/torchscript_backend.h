@@ -19,5 +19,6 @@
 namespace inferd {
 
 std::unique_ptr<Backend> MakeTorchScriptBackend();
+Status RegisterTorchScriptBackend(BackendRegistry* registry);
 
 }  // namespace inferd

@@ -48,14 +48,14 @@ grpc::Status ToGrpcStatus(const Status& st) {
 }
 
 bool DrainRegistry::Add(Drainable* d) {
-  std::lock_guard<std::recursive_mutex> g(mu_);
+  RecursiveMutexLock g(&mu_);
   if (draining_) return false;
   open_.insert(d);
   return true;
 }
 
 void DrainRegistry::Remove(Drainable* d) {
-  std::lock_guard<std::recursive_mutex> g(mu_);
+  RecursiveMutexLock g(&mu_);
   open_.erase(d);
 }
 
@@ -65,50 +65,12 @@ void DrainRegistry::DrainAll() {
   // turn. gRPC may also run a call's OnDone inline, inside the Finish its
   // Drain makes, on this thread: hence the recursive mutex and the snapshot
   // (that call is never touched again).
-  std::lock_guard<std::recursive_mutex> g(mu_);
+  RecursiveMutexLock g(&mu_);
   draining_ = true;
   const std::vector<Drainable*> open(open_.begin(), open_.end());
   for (Drainable* d : open) d->Drain();
 }
 
-AdminQueue::AdminQueue() : thread_([this] { Run(); }) {}
-
-AdminQueue::~AdminQueue() { Stop(); }
-
-void AdminQueue::Post(std::function<void(bool)> job) {
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    if (!stop_) {
-      jobs_.push_back(std::move(job));
-      cv_.notify_one();
-      return;
-    }
-  }
-  job(true);
-}
-
-void AdminQueue::Stop() {
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    stop_ = true;
-  }
-  cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
-}
-
-void AdminQueue::Run() {
-  std::unique_lock<std::mutex> l(mu_);
-  for (;;) {
-    cv_.wait(l, [&] { return stop_ || !jobs_.empty(); });
-    if (jobs_.empty()) return;  // stopped
-    auto job = std::move(jobs_.front());
-    jobs_.pop_front();
-    const bool cancelled = stop_;
-    l.unlock();
-    job(cancelled);
-    l.lock();
-  }
-}
 
 struct GrpcServer::Impl {
   GrpcServerOptions options;
@@ -178,7 +140,6 @@ void GrpcServer::Stop(std::chrono::milliseconds grace) {
   if (!impl_->server) return;
   StopAccepting(grace);
   if (impl_->shutdown_thread.joinable()) impl_->shutdown_thread.join();
-  impl_->ctx.admin.Stop();
   impl_->server.reset();
 }
 

@@ -37,7 +37,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse>,
   void OnWriteDone(bool ok) override {
     bool last = false, finish = false;
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       writing_ = false;
       if (finished_) return;
       if (!ok || cancelled_) {
@@ -53,7 +53,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse>,
   void OnCancel() override {
     bool finish;
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       cancelled_ = true;
       finish = !writing_ && !finished_;
       if (finish) finished_ = true;
@@ -64,7 +64,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse>,
   void Drain() override {
     bool last;
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       draining_ = true;
       last = !writing_ && !finished_;
       if (last) finished_ = true;
@@ -80,8 +80,11 @@ class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse>,
  private:
   ServiceContext* ctx_;
   HealthCheckResponse first_, last_;
-  std::mutex mu_;
-  bool writing_ = false, draining_ = false, cancelled_ = false, finished_ = false;
+  Mutex mu_;
+  bool writing_ TSA_GUARDED_BY(mu_) = false;
+  bool draining_ TSA_GUARDED_BY(mu_) = false;
+  bool cancelled_ TSA_GUARDED_BY(mu_) = false;
+  bool finished_ TSA_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "frontends/grpc/grpc_codec.h"
 #include "frontends/grpc/services.h"
 #include "server/inference_server.h"
+#include "server/load_parameters.h"
 
 namespace inferd::grpcfe {
 namespace {
@@ -37,17 +38,12 @@ void SetTensorMetadata(const std::vector<TensorMetadata>& from,
 // not supported.
 template <typename Params>
 Result<std::optional<std::string>> LoadConfigParameter(const Params& params) {
-  std::optional<std::string> config;
+  std::vector<LoadParameter> list;
   for (const auto& [key, p] : params) {
-    if (key == "config") {
-      if (p.parameter_choice_case() != inference::ModelRepositoryParameter::kStringParam)
-        return Status::InvalidArgument("parameter 'config' must be a string holding a JSON model config");
-      config = p.string_param();
-    } else if (key.rfind("file:", 0) == 0) {
-      return Status::Unimplemented("loading model files from the request ('" + key + "') is not supported");
-    }
+    const bool is_string = p.parameter_choice_case() == inference::ModelRepositoryParameter::kStringParam;
+    list.push_back({key, is_string, is_string ? p.string_param() : std::string()});
   }
-  return config;
+  return ConfigFromLoadParameters(list);
 }
 
 // One ModelInfer call. The request runs on a server worker, which Finishes
@@ -96,7 +92,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     if (!ok) {
       bool finish;
       {
-        std::lock_guard<std::mutex> g(mu_);
+        MutexLock g(&mu_);
         reads_done_ = true;
         finish = ShouldFinishLocked();
       }
@@ -104,14 +100,14 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
       return;
     }
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       if (finished_) return;
     }
     Submit();
     incoming_.Clear();
     bool read = false;
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       if (draining_ || broken_) return;  // the last completion finishes the stream
       if (in_flight_ + queue_.size() < ctx_->max_stream_in_flight)
         read = true;
@@ -125,7 +121,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     const ModelStreamInferResponse* next = nullptr;
     bool read = false, finish = false;
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       queue_.pop_front();
       if (!ok) {
         broken_ = true;  // the client is gone: later responses have nowhere to go
@@ -152,7 +148,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     cancellation_->Cancel();
     bool finish;
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       broken_ = true;
       finish = ShouldFinishLocked();
     }
@@ -162,7 +158,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   void Drain() override {
     bool finish;
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       draining_ = true;
       finish = ShouldFinishLocked();
     }
@@ -187,13 +183,27 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
       return;
     }
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       ++in_flight_;
     }
     const InferRequest& r = **decoded;
     (*decoded)->cancellation = cancellation_;
-    ctx_->server->InferAsync(std::move(*decoded), [this, raw, mark_final, name = r.model_name,
-                                                   version = r.model_version, id = r.id](Result<InferResponse> result) {
+    // A model that answers in parts (decoupled) sends each part as its own
+    // stream response; the final answer follows, marked final when the
+    // client asked. An empty final answer after parts is sent only then.
+    auto parts = std::make_shared<std::atomic<size_t>>(0);
+    ResponseSink sink;
+    sink.partial = [this, raw, parts](InferResponse part) {
+      parts->fetch_add(1, std::memory_order_relaxed);
+      ModelStreamInferResponse resp;
+      EncodeInferResponse(part, raw, resp.mutable_infer_response());
+      return Push(std::move(resp), /*answered=*/false);
+    };
+    sink.final = [this, raw, mark_final, parts, name = r.model_name, version = r.model_version,
+                  id = r.id](Result<InferResponse> result) {
+      if (result.ok() && result->outputs.empty() && parts->load(std::memory_order_relaxed) > 0 && !mark_final) {
+        return Answered();
+      }
       ModelStreamInferResponse resp;
       if (result.ok())
         EncodeInferResponse(*result, raw, resp.mutable_infer_response());
@@ -201,7 +211,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
         resp = ErrorResponse(result.status(), name, version, id);
       if (mark_final) MarkFinal(&resp);
       Push(std::move(resp), true);
-    });
+    };
+    ctx_->server->InferAsync(std::move(*decoded), std::move(sink));
   }
 
   // Triton's streaming clients may ask (request parameter
@@ -227,14 +238,15 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   }
 
   // Queues a response (`answered`: it ends an in-flight request) and writes
-  // it if no write is in progress.
-  void Push(ModelStreamInferResponse resp, bool answered) {
+  // it if no write is in progress. False when the client is gone.
+  bool Push(ModelStreamInferResponse resp, bool answered) {
     const ModelStreamInferResponse* write = nullptr;
-    bool finish;
+    bool finish, open;
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       if (answered) --in_flight_;
-      if (!broken_ && !finished_) {
+      open = !broken_ && !finished_;
+      if (open) {
         queue_.push_back(std::move(resp));
         if (!writing_) {
           writing_ = true;
@@ -245,9 +257,21 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     }
     if (write) StartWrite(write);
     if (finish) Finish(grpc::Status::OK);
+    return open;
   }
 
-  bool ShouldFinishLocked() {
+  // A request ended without a response of its own to write.
+  void Answered() {
+    bool finish;
+    {
+      MutexLock g(&mu_);
+      --in_flight_;
+      finish = ShouldFinishLocked();
+    }
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  bool ShouldFinishLocked() TSA_REQUIRES(mu_) {
     if (finished_ || in_flight_ > 0 || writing_) return false;
     if (!(reads_done_ || draining_ || broken_)) return false;
     finished_ = true;
@@ -257,11 +281,16 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   ServiceContext* ctx_;
   const std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();  // covers every request
   ModelInferRequest incoming_;  // the read buffer; one read at a time
-  std::mutex mu_;
-  std::deque<ModelStreamInferResponse> queue_;  // front is being written while writing_
-  size_t in_flight_ = 0;                        // handed to the server, not yet answered
-  bool writing_ = false, reads_done_ = false, read_paused_ = false;
-  bool draining_ = false, broken_ = false, finished_ = false;
+  Mutex mu_;
+  // The front is being written while writing_.
+  std::deque<ModelStreamInferResponse> queue_ TSA_GUARDED_BY(mu_);
+  size_t in_flight_ TSA_GUARDED_BY(mu_) = 0;  // handed to the server, not yet answered
+  bool writing_ TSA_GUARDED_BY(mu_) = false;
+  bool reads_done_ TSA_GUARDED_BY(mu_) = false;
+  bool read_paused_ TSA_GUARDED_BY(mu_) = false;
+  bool draining_ TSA_GUARDED_BY(mu_) = false;
+  bool broken_ TSA_GUARDED_BY(mu_) = false;
+  bool finished_ TSA_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace
@@ -406,7 +435,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackSe
   auto config = LoadConfigParameter(req->parameters());
   if (!config.ok()) return Done(c, config.status());
   auto* reactor = c->DefaultReactor();
-  ctx_->admin.Post([reactor, server = ctx_->server, name = req->model_name(), config = *config](bool cancelled) {
+  ctx_->server->RunAdmin([reactor, server = ctx_->server, name = req->model_name(), config = *config](bool cancelled) {
     const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->LoadModel(name, config);
     reactor->Finish(ToGrpcStatus(st));
   });
@@ -417,7 +446,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(grpc::Callback
                                                                   const inference::RepositoryModelUnloadRequest* req,
                                                                   inference::RepositoryModelUnloadResponse*) {
   auto* reactor = c->DefaultReactor();
-  ctx_->admin.Post([reactor, server = ctx_->server, name = req->model_name()](bool cancelled) {
+  ctx_->server->RunAdmin([reactor, server = ctx_->server, name = req->model_name()](bool cancelled) {
     const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->UnloadModel(name);
     reactor->Finish(ToGrpcStatus(st));
   });

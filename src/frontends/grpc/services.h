@@ -4,14 +4,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
 #include <set>
-#include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
@@ -44,28 +41,9 @@ class DrainRegistry {
   void DrainAll();
 
  private:
-  std::recursive_mutex mu_;
-  std::set<Drainable*> open_;
-  bool draining_ = false;
-};
-
-// One thread for calls that block (repository load/unload), so they never
-// hold a gRPC callback thread. Thread-safe.
-class AdminQueue {
- public:
-  AdminQueue();
-  ~AdminQueue();  // Stop()
-  // `job(cancelled)`: cancelled is true for jobs still queued at Stop.
-  void Post(std::function<void(bool cancelled)> job);
-  void Stop();
-
- private:
-  void Run();
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void(bool)>> jobs_;
-  bool stop_ = false;
-  std::thread thread_;
+  RecursiveMutex mu_;
+  std::set<Drainable*> open_ TSA_GUARDED_BY(mu_);
+  bool draining_ TSA_GUARDED_BY(mu_) = false;
 };
 
 struct ServiceContext {
@@ -73,7 +51,6 @@ struct ServiceContext {
   size_t max_stream_in_flight = 1024;
   std::atomic<bool> stopping{false};
   DrainRegistry drains;
-  AdminQueue admin;
 };
 
 class InferenceService final : public inference::GRPCInferenceService::CallbackService {

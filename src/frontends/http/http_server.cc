@@ -8,13 +8,13 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cerrno>
-#include <condition_variable>
 #include <future>
-#include <mutex>
+
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "frontends/codec/compression.h"
 
 namespace inferd::http {
@@ -45,12 +45,12 @@ struct HttpServer::Impl {
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   uint16_t port = 0;
 
-  std::mutex mu;
-  std::condition_variable idle_cv;
-  int64_t in_flight = 0;  // guarded by mu
-  bool stopped = false;
+  Mutex mu;
+  CondVar idle_cv;
+  int64_t in_flight TSA_GUARDED_BY(mu) = 0;
+  bool stopped TSA_GUARDED_BY(mu) = false;
 
-  InFlight* in_flight_head = nullptr;  // guarded by mu
+  InFlight* in_flight_head TSA_GUARDED_BY(mu) = nullptr;
   std::optional<net::steady_timer> cancel_timer;
 
   void Accept();
@@ -60,7 +60,7 @@ struct HttpServer::Impl {
   void RequestStarted(InFlight* r) {
     r->since = std::chrono::steady_clock::now();
     r->gone = false;
-    std::lock_guard<std::mutex> g(mu);
+    MutexLock g(&mu);
     ++in_flight;
     r->prev = nullptr;
     r->next = in_flight_head;
@@ -69,7 +69,7 @@ struct HttpServer::Impl {
   }
   void RequestFinished(InFlight* r) {
     {
-      std::lock_guard<std::mutex> g(mu);
+      MutexLock g(&mu);
       --in_flight;
       if (r->prev)
         r->prev->next = r->next;
@@ -78,7 +78,7 @@ struct HttpServer::Impl {
       if (r->next) r->next->prev = r->prev;
       r->prev = r->next = nullptr;
     }
-    idle_cv.notify_all();
+    idle_cv.NotifyAll();
   }
 };
 
@@ -293,7 +293,7 @@ void HttpServer::Impl::ScheduleCancelCheck() {
 // peek finds it without taking bytes a pipelined next request may have sent.
 void HttpServer::Impl::CheckForHangUps() {
   const auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> g(mu);
+  MutexLock g(&mu);
   for (InFlight* r = in_flight_head; r != nullptr; r = r->next) {
     if (r->gone || now - r->since < options.cancel_check) continue;
     char c;
@@ -374,10 +374,16 @@ void HttpServer::StopAccepting() {
 
 void HttpServer::Stop(std::chrono::milliseconds grace) {
   {
-    std::unique_lock<std::mutex> g(impl_->mu);
+    MutexLock g(&impl_->mu);
     if (impl_->stopped) return;
     impl_->stopped = true;
-    impl_->idle_cv.wait_for(g, grace, [this] { return impl_->in_flight == 0; });
+    // The grace period is real time: it bounds how long a shutdown takes.
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    while (impl_->in_flight > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) break;
+      impl_->idle_cv.WaitForReal(&impl_->mu, deadline - now);
+    }
   }
   impl_->work.reset();
   impl_->ioc.stop();

@@ -8,6 +8,7 @@
 #include "frontends/codec/json_writer.h"
 #include "frontends/codec/kserve_v2.h"
 #include "frontends/http/router.h"
+#include "server/load_parameters.h"
 
 namespace inferd::http {
 namespace {
@@ -129,6 +130,7 @@ Result<bool> ReadyOnlyFlag(const Request& req) {
   return it->value.GetBool();
 }
 
+// The load body's "parameters" (the policy itself is server/load_parameters.h).
 Result<std::optional<std::string>> LoadConfigParam(const Request& req) {
   if (!req.body || req.body->empty()) return std::optional<std::string>();
   rapidjson::Document doc;
@@ -137,17 +139,13 @@ Result<std::optional<std::string>> LoadConfigParam(const Request& req) {
   auto params = doc.FindMember("parameters");
   if (params == doc.MemberEnd()) return std::optional<std::string>();
   if (!params->value.IsObject()) return Status::InvalidArgument("'parameters' must be an object");
+  std::vector<LoadParameter> list;
   for (const auto& m : params->value.GetObject()) {
-    const std::string key(m.name.GetString(), m.name.GetStringLength());
-    if (key == "config") {
-      if (!m.value.IsString())
-        return Status::InvalidArgument("parameter 'config' must be a string holding a JSON model config");
-      return std::optional<std::string>(std::string(m.value.GetString(), m.value.GetStringLength()));
-    }
-    if (key.rfind("file:", 0) == 0)
-      return Status::Unimplemented("loading model files from the request ('" + key + "') is not supported");
+    LoadParameter p{std::string(m.name.GetString(), m.name.GetStringLength()), m.value.IsString(), ""};
+    if (p.is_string) p.string_value.assign(m.value.GetString(), m.value.GetStringLength());
+    list.push_back(std::move(p));
   }
-  return std::optional<std::string>();
+  return ConfigFromLoadParameters(list);
 }
 
 void Infer(InferenceServer* server, Request&& req, std::string model, std::string version, Responder respond) {
@@ -230,14 +228,21 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
       return respond(JsonResponse(200, std::move(b)));
     }
     if (n == 5 && parts[2] == "models" && (parts[4] == "load" || parts[4] == "unload")) {
-      Status st;
+      std::optional<std::string> config;
       if (parts[4] == "load") {
         auto cfg = LoadConfigParam(req);
-        st = cfg.ok() ? server->LoadModel(parts[3], *cfg) : cfg.status();
-      } else {
-        st = server->UnloadModel(parts[3]);
+        if (!cfg.ok()) return respond(ErrorResponse(cfg.status()));
+        config = std::move(*cfg);
       }
-      return respond(st.ok() ? JsonResponse(200, "{}") : ErrorResponse(st));
+      // Loads block: they run on the server's admin thread, not on this one.
+      server->RunAdmin([server, load = parts[4] == "load", name = parts[3], config = std::move(config),
+                        respond = std::move(respond)](bool cancelled) {
+        const Status st = cancelled ? Status::Unavailable("the server is shutting down")
+                          : load    ? server->LoadModel(name, config)
+                                    : server->UnloadModel(name);
+        respond(st.ok() ? JsonResponse(200, "{}") : ErrorResponse(st));
+      });
+      return;
     }
     return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
   }

@@ -93,6 +93,18 @@ Response LabelsResponse(const Result<LabelsInfo>& info) {
   return JsonResponse(200, std::move(b));
 }
 
+Response RollbackResponse(const Result<RollbackResult>& r) {
+  if (!r.ok()) return ErrorResponse(r.status());
+  std::string b = "{";
+  AppendLabelsFields(&b, r->labels);
+  b.append(",\"rolled_back_from\":");
+  json::AppendEscaped(&b, r->from_version);
+  b.append(",\"rolled_back_to\":");
+  json::AppendEscaped(&b, r->to_version);
+  b.push_back('}');
+  return JsonResponse(200, std::move(b));
+}
+
 // {"version": "3"} or {"version": 3}.
 Result<std::string> VersionParam(const Request& req) {
   if (!req.body || req.body->empty()) return Status::InvalidArgument("body must be {\"version\": \"<n>\"}");
@@ -127,19 +139,11 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
   };
   if (n == 5 && parts[4] == "rollback") {
     if (req.method != "POST") return not_allowed();
-    auto r = server->Rollback(model);
-    if (!r.ok()) {
-      respond(ErrorResponse(r.status()));
-      return true;
-    }
-    std::string b = "{";
-    AppendLabelsFields(&b, r->labels);
-    b.append(",\"rolled_back_from\":");
-    json::AppendEscaped(&b, r->from_version);
-    b.append(",\"rolled_back_to\":");
-    json::AppendEscaped(&b, r->to_version);
-    b.push_back('}');
-    respond(JsonResponse(200, std::move(b)));
+    // May load a version: runs on the server's admin thread.
+    server->RunAdmin([server, model, respond](bool cancelled) {
+      if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
+      respond(RollbackResponse(server->Rollback(model)));
+    });
     return true;
   }
   if (parts[4] != "labels" || n > 6) return false;
@@ -149,13 +153,21 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
     return true;
   }
   const std::string& label = parts[5];
-  if (req.method == "PUT" || req.method == "POST") {
-    auto version = VersionParam(req);
-    respond(version.ok() ? LabelsResponse(server->SetLabel(model, label, *version)) : ErrorResponse(version.status()));
-    return true;
-  }
-  if (req.method == "DELETE") {
-    respond(LabelsResponse(server->DeleteLabel(model, label)));
+  if (req.method == "PUT" || req.method == "POST" || req.method == "DELETE") {
+    std::optional<std::string> version;  // none: DELETE
+    if (req.method != "DELETE") {
+      auto v = VersionParam(req);
+      if (!v.ok()) {
+        respond(ErrorResponse(v.status()));
+        return true;
+      }
+      version = std::move(*v);
+    }
+    // Setting a label may load a version: runs on the server's admin thread.
+    server->RunAdmin([server, model, label, version = std::move(version), respond](bool cancelled) {
+      if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
+      respond(LabelsResponse(version ? server->SetLabel(model, label, *version) : server->DeleteLabel(model, label)));
+    });
     return true;
   }
   if (req.method == "GET") {

@@ -1,4 +1,4 @@
-#include "server/on_demand_loader.h"
+#include "manager/on_demand_loader.h"
 
 #include <algorithm>
 
@@ -14,13 +14,13 @@ OnDemandLoader::~OnDemandLoader() { Stop(); }
 
 void OnDemandLoader::Enqueue(const std::string& model, std::optional<Waiter> waiter) {
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(&mu_);
     if (!stopping_) {
       auto [it, added] = jobs_.try_emplace(model);
       if (added) queue_.push_back(model);
       if (waiter) it->second.waiters.push_back(std::move(*waiter));
-      work_cv_.notify_one();
-      if (waiter) deadline_cv_.notify_one();
+      work_cv_.NotifyOne();
+      if (waiter) deadline_cv_.NotifyOne();
       return;
     }
   }
@@ -28,32 +28,33 @@ void OnDemandLoader::Enqueue(const std::string& model, std::optional<Waiter> wai
 }
 
 bool OnDemandLoader::IsPending(const std::string& model) const {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(&mu_);
   return jobs_.count(model) > 0;
 }
 
 void OnDemandLoader::LoaderLoop() {
-  std::unique_lock<std::mutex> g(mu_);
+  MutexLock g(&mu_);
   for (;;) {
-    work_cv_.wait(g, [&] { return stopping_ || !queue_.empty(); });
+    while (!stopping_ && queue_.empty()) work_cv_.Wait(&mu_);
     if (stopping_) return;
     std::string model = std::move(queue_.front());
     queue_.pop_front();
     jobs_[model].running = true;
-    g.unlock();
+    g.Unlock();
     const Status st = load_(model);
-    g.lock();
+    g.Lock();
     auto it = jobs_.find(model);
     std::vector<Waiter> waiters = std::move(it->second.waiters);
     jobs_.erase(it);
-    g.unlock();
+    g.Unlock();
     for (auto& w : waiters) done_(std::move(w), st);
-    g.lock();
+    waiters.clear();
+    g.Lock();
   }
 }
 
 void OnDemandLoader::DeadlineLoop() {
-  std::unique_lock<std::mutex> g(mu_);
+  MutexLock g(&mu_);
   while (!stopping_) {
     const TimePoint now = clock_->Now();
     std::vector<Waiter> expired;
@@ -71,26 +72,26 @@ void OnDemandLoader::DeadlineLoop() {
       }
     }
     if (!expired.empty()) {
-      g.unlock();
+      g.Unlock();
       for (auto& w : expired) {
         const std::string model = w.request->model_name;
         done_(std::move(w), Status(StatusCode::kDeadlineExceeded,
                                    "model '" + model + "' did not finish loading within the request's wait bound"));
       }
-      g.lock();
+      g.Lock();
       continue;
     }
-    clock_->WaitUntil(deadline_cv_, g, next);
+    deadline_cv_.WaitUntil(&mu_, clock_, next);
   }
 }
 
 void OnDemandLoader::RequestStop() {
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(&mu_);
     stopping_ = true;
   }
-  work_cv_.notify_all();
-  deadline_cv_.notify_all();
+  work_cv_.NotifyAll();
+  deadline_cv_.NotifyAll();
 }
 
 void OnDemandLoader::Stop() {
@@ -100,7 +101,7 @@ void OnDemandLoader::Stop() {
   if (deadline_thread_.joinable()) deadline_thread_.join();
   std::map<std::string, Job> left;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(&mu_);
     left.swap(jobs_);
     queue_.clear();
   }

@@ -1,4 +1,4 @@
-#include "server/on_demand_loader.h"
+#include "manager/on_demand_loader.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/warmup.h"
+#include "manager/warmup.h"
 
 #include <cstring>
 #include <filesystem>

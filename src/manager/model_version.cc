@@ -1,4 +1,4 @@
-#include "server/model_version.h"
+#include "manager/model_version.h"
 
 #include <filesystem>
 #include <optional>
@@ -7,8 +7,7 @@
 #include "lifecycle/byte_size.h"
 #include "repository/model_config.h"
 #include "repository/repository.h"
-#include "scheduler/dynamic_batcher.h"
-#include "server/warmup.h"
+#include "manager/warmup.h"
 
 namespace inferd {
 
@@ -64,23 +63,28 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
   auto samples_or = BuildWarmupSamples(mv->spec_, model_dir);
   if (!samples_or.ok()) return samples_or.status().WithPrefix(config_source);
   std::vector<WarmupSample> samples = std::move(*samples_or);
-  DynamicBatcher::Options bo;
-  bo.policy = BatchPolicy::FromSpec(mv->spec_, options.default_max_queue_size);
-  bo.clock = options.clock;
-  bo.stats = mv->stats_;
+  SchedulerContext sc;
+  sc.spec = &mv->spec_;
+  sc.instances = std::move(instances);
+  sc.clock = options.clock;
+  sc.stats = mv->stats_;
+  sc.default_max_queue_size = options.default_max_queue_size;
+  sc.submitter = options.submitter;
   // Each instance's worker thread costs its stack and TLS (libtorch's is
   // large): measured on the thread after warmup and added to the size.
   auto thread_bytes = std::make_shared<std::atomic<uint64_t>>(0);
-  bo.warmup = [samples = std::make_shared<std::vector<WarmupSample>>(std::move(samples)),
+  sc.warmup = [samples = std::make_shared<std::vector<WarmupSample>>(std::move(samples)),
                thread_bytes](ModelInstance& inst) {
     Status st = RunWarmup(inst, *samples);
     thread_bytes->fetch_add(allocator::ThreadStackResidentBytes());
     return st;
   };
-  auto batcher = std::make_unique<DynamicBatcher>(std::move(bo), mv->spec_, std::move(instances));
-  INFERD_RETURN_IF_ERROR(batcher->WaitWarmedUp());  // not READY before warmup ran on every instance
+  if (!options.schedulers) return Status::Internal("no scheduler factory");
+  auto scheduler = options.schedulers->Create(std::move(sc));
+  if (!scheduler.ok()) return scheduler.status().WithPrefix(config_source);
+  mv->scheduler_ = std::move(*scheduler);
+  INFERD_RETURN_IF_ERROR(mv->scheduler_->WaitReady());  // not READY before warmup ran on every instance
   if (!size_override) mv->resident_bytes_ += thread_bytes->load();
-  mv->scheduler_ = std::move(batcher);
   mv->loaded_at_ = options.clock->Now();
   mv->Touch(mv->loaded_at_);
   return mv;

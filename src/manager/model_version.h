@@ -1,5 +1,6 @@
 // ModelVersion: one loaded, immutable model version: its spec, backend model,
-// scheduler (which owns the instances and their threads) and statistics.
+// scheduler (built from the config by the SchedulerFactory; it owns the
+// instances and their threads) and statistics.
 //
 // Lifetime: shared_ptr. Front-end calls copy the pointer while they use it;
 // destruction drains the scheduler (every accepted request completes) before
@@ -15,6 +16,7 @@
 #include "core/model_spec.h"
 #include "metrics/model_stats.h"
 #include "scheduler/scheduler.h"
+#include "scheduler/scheduler_factory.h"
 
 namespace inferd {
 
@@ -27,7 +29,9 @@ class ModelVersion {
   struct Options {
     size_t default_max_queue_size = 1024;
     int default_intra_op_threads = 1;
-    Clock* clock = nullptr;  // not owned
+    Clock* clock = nullptr;                       // not owned
+    const SchedulerFactory* schedulers = nullptr;  // not owned; required
+    RequestSubmitter* submitter = nullptr;         // not owned; for schedulers that call other models
   };
 
   // Auto-completes (when the spec has no inputs), validates, loads and starts

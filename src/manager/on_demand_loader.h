@@ -15,7 +15,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -23,6 +22,7 @@
 
 #include "core/clock.h"
 #include "core/infer_request.h"
+#include "core/mutex.h"
 
 namespace inferd {
 
@@ -31,6 +31,7 @@ class OnDemandLoader {
   struct Waiter {
     std::unique_ptr<InferRequest> request;
     InferCallback callback;
+    PartialCallback partial;  // may be null
     TimePoint arrival;
     TimePoint deadline;
   };
@@ -63,11 +64,11 @@ class OnDemandLoader {
   Clock* clock_;
   LoadFn load_;
   DoneFn done_;
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_, deadline_cv_;
-  std::map<std::string, Job> jobs_;
-  std::deque<std::string> queue_;
-  bool stopping_ = false;
+  mutable Mutex mu_;
+  CondVar work_cv_, deadline_cv_;
+  std::map<std::string, Job> jobs_ TSA_GUARDED_BY(mu_);
+  std::deque<std::string> queue_ TSA_GUARDED_BY(mu_);
+  bool stopping_ TSA_GUARDED_BY(mu_) = false;
   std::vector<std::thread> loaders_;
   std::thread deadline_thread_;
 };

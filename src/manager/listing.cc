@@ -1,0 +1,92 @@
+// ModelManager's views: the repository index (Triton's states) and the model
+// listing of `inferd models`.
+#include <algorithm>
+#include <set>
+
+#include "manager/model_manager.h"
+
+namespace inferd {
+
+Result<std::vector<RepositoryIndexEntry>> ModelManager::RepositoryIndex(bool ready_only) const {
+  INFERD_ASSIGN_OR_RETURN(std::vector<std::string> names, repository_->ListModels());
+  std::set<std::string> all(names.begin(), names.end());
+  ReaderLock g(&mu_);
+  for (const auto& [n, r] : models_) all.insert(n);
+  std::vector<RepositoryIndexEntry> out;
+  for (const auto& n : all) {
+    auto it = models_.find(n);
+    if (it != models_.end() && !it->second.ready.empty()) {
+      const Record& r = it->second;
+      for (const auto& [v, s] : r.ready) out.push_back({n, std::to_string(v), "READY", ""});
+      if (ready_only) continue;
+      for (int64_t v : r.loading)
+        if (!r.ready.count(v)) out.push_back({n, std::to_string(v), "LOADING", ""});
+      for (int64_t v : r.unloading)
+        if (!r.ready.count(v)) out.push_back({n, std::to_string(v), "UNLOADING", ""});
+      for (const auto& [v, f] : r.failed)
+        if (!r.ready.count(v) && !r.loading.count(v)) out.push_back({n, std::to_string(v), "UNAVAILABLE", f.why});
+      continue;
+    }
+    if (ready_only) continue;
+    RepositoryIndexEntry e{n, "", "UNAVAILABLE", "unloaded"};
+    if (it != models_.end()) {
+      e.state = WireName(it->second.status.state);
+      e.reason = it->second.status.reason;
+      if (!it->second.unloading.empty()) e.state = "UNLOADING";
+      if (!it->second.loading.empty()) e.state = "LOADING";
+    }
+    if (loader_ && loader_->IsPending(n)) e.state = "LOADING";
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+ModelListing ModelManager::ListModels() const {
+  ModelListing out;
+  out.residency = options_.residency == Residency::kOnDemand ? "on-demand" : "eager";
+  out.budget_bytes = options_.memory_budget_bytes;
+  auto names = repository_->ListModels();
+  std::set<std::string> all;
+  if (names.ok()) all.insert(names->begin(), names->end());
+  const TimePoint now = clock_->Now();
+  ReaderLock g(&mu_);
+  for (const auto& [n, r] : models_) all.insert(n);
+  for (const auto& n : all) {
+    ModelListing::Model m;
+    m.name = n;
+    m.state = "UNAVAILABLE";
+    m.reason = "unloaded";
+    auto it = models_.find(n);
+    if (it != models_.end()) {
+      const Record& r = it->second;
+      m.reason = r.status.reason;
+      m.pinned = r.pinned;
+      if (!r.ready.empty()) {
+        m.state = "READY";
+        m.default_version = std::to_string(r.DefaultVersion());
+        m.resident_bytes = r.ResidentBytes();
+        m.idle_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - r.LastUsed()).count();
+        out.used_bytes += m.resident_bytes;
+      } else if (!r.loading.empty()) {
+        m.state = "LOADING";
+      }
+      for (const auto& [v, s] : r.ready)
+        m.versions.push_back(
+            {std::to_string(v), "READY", "", s.version->resident_bytes(), s.version->size_source()});
+      for (int64_t v : r.loading)
+        if (!r.ready.count(v)) m.versions.push_back({std::to_string(v), "LOADING", "", 0, ""});
+      for (const auto& [v, f] : r.failed)
+        if (!r.ready.count(v) && !r.loading.count(v))
+          m.versions.push_back({std::to_string(v), "UNAVAILABLE", f.why, 0, ""});
+      std::sort(m.versions.begin(), m.versions.end(), [](const auto& a, const auto& b) {
+        return std::make_pair(a.version.size(), a.version) < std::make_pair(b.version.size(), b.version);
+      });
+      for (const auto& [l, v] : r.labels.labels) m.labels.emplace_back(l, std::to_string(v));
+    }
+    if (m.state != "READY" && loader_ && loader_->IsPending(n)) m.state = "LOADING";
+    out.models.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace inferd

@@ -1,0 +1,57 @@
+#include "manager/load_plan.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "manager/model_version.h"
+
+namespace inferd {
+
+Result<LoadPlan> PlanLoad(const ModelRepository& repository, const BackendRegistry& backends,
+                          const ControlStateStore& state, const std::string& name,
+                          const std::optional<std::string>& config_text,
+                          const std::optional<VersionLabels>& labels_override) {
+  LoadPlan p;
+  INFERD_ASSIGN_OR_RETURN(p.src, repository.ReadModel(name, config_text));
+  auto backend = backends.ResolveSpec(&p.src.spec);
+  if (!backend.ok()) return Status::InvalidArgument(p.src.config_path + ": " + backend.status().message());
+  p.backend = *backend;
+  if (labels_override) {
+    p.labels = *labels_override;
+  } else {
+    INFERD_ASSIGN_OR_RETURN(p.labels, LoadVersionLabels(state, name, p.src.dir));
+  }
+  const auto& available = p.src.available_versions;
+  p.selected = ModelRepository::SelectVersions(p.src.spec.version_policy, available);
+  p.wanted.insert(p.selected.begin(), p.selected.end());
+  for (const auto& [label, v] : p.labels.labels)
+    if (std::binary_search(available.begin(), available.end(), v)) p.wanted.insert(v);
+  if (p.wanted.empty()) {
+    return Status::NotFound("model '" + name + "' has no version folder that its version_policy selects in " +
+                            p.src.dir);
+  }
+  p.config_source = p.src.has_config ? (config_text ? "load request config for '" + name + "'" : p.src.config_path)
+                                     : p.src.dir + " (auto-completed config)";
+  auto pinned = PinnedParameter(p.src.spec);
+  if (!pinned.ok()) return pinned.status().WithPrefix(p.config_source);
+  p.pinned = *pinned;
+  return p;
+}
+
+std::string Fingerprint(const std::string& config_text, const std::string& version_dir) {
+  std::string fp = config_text;
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (auto it = std::filesystem::recursive_directory_iterator(version_dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const auto size = it->file_size(ec);
+    const auto mtime = it->last_write_time(ec).time_since_epoch().count();
+    files.push_back(it->path().string() + "|" + std::to_string(size) + "|" + std::to_string(mtime));
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) fp += "\n" + f;
+  return fp;
+}
+
+}  // namespace inferd

@@ -1,0 +1,60 @@
+// Plain views of the ModelManager's state, returned through the server
+// facade to front ends: the repository index, version labels, rollback
+// results and the model listing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace inferd {
+
+struct RepositoryIndexEntry {
+  std::string name;
+  std::string version;  // "" when the model has no loaded version
+  std::string state;    // READY | UNAVAILABLE | LOADING | UNLOADING
+  std::string reason;
+};
+
+// A model's version labels and default version (GET /v2/repository/models/{m}/labels).
+struct LabelsInfo {
+  std::string model;
+  std::string default_version;                              // "" when nothing serves
+  std::vector<std::string> serving_versions;                // ascending
+  std::vector<std::pair<std::string, std::string>> labels;  // label -> version, sorted by label
+  std::vector<std::string> history;                         // past defaults, oldest first
+};
+
+struct RollbackResult {
+  std::string model;
+  std::string from_version, to_version;
+  LabelsInfo labels;  // after the rollback
+};
+
+// GET /v2/repository/models: everything `inferd models` shows.
+struct ModelListing {
+  struct Version {
+    std::string version;
+    std::string state;  // READY | UNAVAILABLE
+    std::string reason;
+    uint64_t resident_bytes = 0;
+    std::string size_source;  // measured | config | files
+  };
+  struct Model {
+    std::string name;
+    std::string state;  // READY | LOADING | UNAVAILABLE
+    std::string reason;
+    std::string default_version;
+    std::vector<Version> versions;
+    std::vector<std::pair<std::string, std::string>> labels;
+    uint64_t resident_bytes = 0;
+    bool pinned = false;
+    int64_t idle_ms = -1;  // since the last request; -1 when not resident
+  };
+  std::string residency;  // eager | on-demand
+  uint64_t budget_bytes = 0, used_bytes = 0;
+  std::vector<Model> models;
+};
+
+}  // namespace inferd

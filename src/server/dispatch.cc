@@ -1,0 +1,95 @@
+// InferenceServer's request path: route, validate, enqueue on the version's
+// scheduler; under on-demand residency, wait (bounded) for a model that is
+// not resident to load.
+#include "server/inference_server.h"
+#include "server/request_validation.h"
+
+namespace inferd {
+
+void InferenceServer::InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback) {
+  Dispatch(std::move(request), ResponseSink{nullptr, std::move(callback)}, clock_->Now(), /*may_wait=*/true);
+}
+
+void InferenceServer::InferAsync(std::unique_ptr<InferRequest> request, ResponseSink sink) {
+  Dispatch(std::move(request), std::move(sink), clock_->Now(), /*may_wait=*/true);
+}
+
+bool InferenceServer::CanWaitForLoad(const Status& lookup) const {
+  return manager_->on_demand() && lookup.code() == StatusCode::kUnavailable && !shutting_down_.load();
+}
+
+void InferenceServer::WaitForLoad(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival) {
+  if (Status st = ApplySchedulingParameters(request.get()); !st.ok()) return sink.final(st);
+  Duration wait = options_.load_wait;
+  if (request->timeout_us > 0) wait = std::min<Duration>(wait, std::chrono::microseconds(request->timeout_us));
+  const std::string name = request->model_name;
+  manager_->LoadInBackground(name, OnDemandLoader::Waiter{std::move(request), std::move(sink.final),
+                                                          std::move(sink.partial), arrival, arrival + wait});
+}
+
+void InferenceServer::OnLoadDone(OnDemandLoader::Waiter w, const Status& st) {
+  if (st.ok()) {
+    return Dispatch(std::move(w.request), ResponseSink{std::move(w.partial), std::move(w.callback)}, w.arrival,
+                    /*may_wait=*/false);
+  }
+  if (st.code() == StatusCode::kDeadlineExceeded) {
+    manager_->mutable_metrics().cold_start_timeouts.fetch_add(1, std::memory_order_relaxed);
+  }
+  // A broken model is the server's problem, not a bad request: 503.
+  const bool keep = st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable;
+  w.callback(keep ? st : Status::Unavailable(st.message()));
+}
+
+void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival,
+                               bool may_wait) {
+  if (shutting_down_.load()) return sink.final(Status::Unavailable("the server is shutting down"));
+  auto mv = FindVersion(request->model_name, request->model_version, request.get());
+  if (!mv.ok()) {
+    if (may_wait && CanWaitForLoad(mv.status())) return WaitForLoad(std::move(request), std::move(sink), arrival);
+    return sink.final(mv.status());
+  }
+  ModelVersion& version = **mv;
+  version.Touch(arrival);
+  Status st = ApplySchedulingParameters(request.get());
+  Result<int64_t> rows = st.ok() ? ValidateAndNormalize(version.spec(), request.get()) : Result<int64_t>(st);
+  if (!rows.ok()) {
+    version.stats()->RecordFailure(FailureReason::kInvalid, 0);
+    return sink.final(rows.status());
+  }
+  const bool asked_default = request->model_version.empty();
+  request->model_version = version.version_string();
+  auto pending = std::make_unique<PendingRequest>();
+  pending->request = std::move(request);
+  pending->callback = std::move(sink.final);
+  pending->partial = std::move(sink.partial);
+  pending->rows = *rows;
+  pending->arrival = arrival;
+  st = version.scheduler().Enqueue(pending);
+  // A reload or an eviction may have retired this version between the
+  // lookup and the enqueue; the request then goes to what serves now, once,
+  // instead of failing (swaps lose no requests), or waits for the model to
+  // load again (on demand).
+  if (st.code() == StatusCode::kUnavailable && !shutting_down_.load()) {
+    auto now = FindVersion(pending->request->model_name, asked_default ? "" : pending->request->model_version,
+                           pending->request.get());
+    if (!now.ok() && may_wait && CanWaitForLoad(now.status())) {
+      if (asked_default) pending->request->model_version.clear();
+      return WaitForLoad(std::move(pending->request),
+                         ResponseSink{std::move(pending->partial), std::move(pending->callback)}, arrival);
+    }
+    Result<int64_t> again = now.ok() && now->get() != &version
+                                ? ValidateAndNormalize((*now)->spec(), pending->request.get())
+                                : Result<int64_t>(st);
+    if (again.ok()) {
+      pending->rows = *again;
+      pending->request->model_version = (*now)->version_string();
+      st = (*now)->scheduler().Enqueue(pending);
+    }
+  }
+  if (!st.ok()) {
+    version.stats()->RecordFailure(FailureReason::kRejected, 0);
+    pending->callback(st);
+  }
+}
+
+}  // namespace inferd
