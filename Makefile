@@ -8,6 +8,7 @@
 #   make fuzz   only the libFuzzer run of every request codec: reproducible (fixed seed and run count)
 #   make fuzz-explore  a longer randomized run (FUZZ_SECONDS each) to find new inputs
 #   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
+#   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
@@ -18,7 +19,9 @@ FUZZ_ARGS ?= -seed=1 -runs=2000000
 PY := /usr/bin/python3
 EXAMPLES := examples/repository
 
-.PHONY: all deps build examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-many-models format clean
+PREFIX ?= /usr/local
+
+.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-many-models format clean
 
 all: build
 
@@ -28,6 +31,9 @@ deps:
 build: deps
 	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 	cmake --build build -j $(JOBS)
+
+install: build
+	cmake --install build --prefix $(PREFIX)
 
 $(EXAMPLES)/.stamp: scripts/make_examples.py
 	rm -rf $(EXAMPLES)

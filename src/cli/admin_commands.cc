@@ -96,6 +96,19 @@ int Models(const AdminFlags& f) {
     std::cerr << "inferd: the server's answer has no \"models\" list\n";
     return 1;
   }
+  // Names the server does not know are an error (exit 1), not an empty table.
+  std::vector<std::string> unknown;
+  for (const auto& want : f.models) {
+    bool known = false;
+    for (const auto& m : doc["models"].GetArray()) known = known || Str(m, "name") == want;
+    if (!known) unknown.push_back(want);
+  }
+  if (!unknown.empty()) {
+    std::string list;
+    for (const auto& u : unknown) list += (list.empty() ? "'" : ", '") + u + "'";
+    std::cerr << "inferd: no model " << list << " on " << f.url << "\n";
+    return 1;
+  }
   std::printf("%-24s %-11s %-7s %-16s %-22s %10s %9s\n", "MODEL", "STATE", "DEFAULT", "VERSIONS", "LABELS", "MEMORY",
               "IDLE");
   size_t shown = 0, loaded = 0;

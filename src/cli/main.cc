@@ -18,7 +18,10 @@ const char* malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
 #endif
 
 int main(int argc, char** argv) {
-  CLI::App app{"inferd: serve machine-learning models over KServe v2 / Triton and TF Serving REST"};
+  CLI::App app{
+      "inferd: serve machine-learning models over KServe v2 / Triton REST and gRPC, and TF Serving REST\n"
+      "  inferd serve --model-repository DIR   HTTP on :8000, gRPC on :8001, metrics on :8002\n"
+      "  inferd serve --help                   every serving flag (docs/cli.md)"};
   app.set_version_flag("--version", "inferd 0.1.0");
   app.require_subcommand(1);
   std::function<int()> run;

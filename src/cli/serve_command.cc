@@ -15,6 +15,7 @@
 #include "frontends/http/router.h"
 #include "lifecycle/byte_size.h"
 #include "lifecycle/control_state_store.h"
+#include "server/authorizer.h"
 #include "server/inference_server.h"
 
 namespace inferd::cli {
@@ -38,6 +39,9 @@ struct ServeFlags {
   double poll_secs = 15;
   std::vector<std::string> load_models;
   bool strict_readiness = false;
+  bool exit_on_error = false;
+  std::string admin_token_file, admin_token_env;
+  bool auth_all_routes = false;
   std::string log_level = "info";
   int http_spin_us = 100;
   int http_cancel_check_ms = 100;
@@ -85,6 +89,22 @@ int Serve(const ServeFlags& f) {
   so.default_max_queue_size = f.max_queue_size;
   so.default_intra_op_threads = f.intra_op_threads > 0 ? f.intra_op_threads : std::max(1, cores - f.http_threads);
   so.strict_readiness = f.strict_readiness;
+  so.exit_on_error = f.exit_on_error;
+  auto token = ReadToken(f.admin_token_file, f.admin_token_env,
+                         f.admin_token_env.empty() ? nullptr : std::getenv(f.admin_token_env.c_str()));
+  if (!token.ok()) {
+    spdlog::critical("{}", token.status().message());
+    return 2;
+  }
+  if (token->empty() && f.auth_all_routes) {
+    spdlog::critical("--auth-all-routes needs a token (--admin-token-file or --admin-token-env)");
+    return 2;
+  }
+  so.auth.token = std::move(*token);
+  so.auth.all_routes = f.auth_all_routes;
+  if (!so.auth.token.empty()) {
+    spdlog::info("bearer token required for {}", f.auth_all_routes ? "every API route" : "management routes");
+  }
   so.residency = f.residency == "on-demand" ? Residency::kOnDemand : Residency::kEager;
   if (!f.memory_budget.empty()) {
     auto budget = ParseByteSize(f.memory_budget);
@@ -290,6 +310,20 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "'timeout' parameter wins); then 503")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 3600.0));
+  cmd->add_option("--admin-token-file", flags->admin_token_file,
+                  "File holding the bearer token that management routes (repository load/unload, index, "
+                  "labels, rollback) require: Authorization: Bearer <token> (HTTP) or authorization metadata "
+                  "(gRPC); 401 / UNAUTHENTICATED without it")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--admin-token-env", flags->admin_token_env,
+                  "Name of an environment variable holding that token (instead of a file; never the token "
+                  "itself on the command line)");
+  cmd->add_option("--auth-all-routes", flags->auth_all_routes,
+                  "Require the token on every API route (inference, metadata, health too), not only management")
+      ->capture_default_str();
+  cmd->add_option("--exit-on-error", flags->exit_on_error,
+                  "Do not start (exit 1) when a model or version of the start-up set fails to load")
+      ->capture_default_str();
   cmd->add_option("--strict-readiness", flags->strict_readiness,
                   "Report /v2/health/ready only when every model in the repository is READY")
       ->capture_default_str();

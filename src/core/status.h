@@ -27,6 +27,7 @@ enum class StatusCode {
   kResourceExhausted,   // a size limit was exceeded (HTTP 413 where relevant)
   kAlreadyExists,
   kCancelled,  // the client gave up (cancelled the call or its deadline passed) (HTTP 400 like Triton)
+  kUnauthenticated,  // a protected route without the right credentials (HTTP 401)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -47,6 +48,7 @@ class [[nodiscard]] Status {
   static Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+  static Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

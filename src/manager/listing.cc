@@ -61,6 +61,7 @@ ModelListing ModelManager::ListModels() const {
       const Record& r = it->second;
       m.reason = r.status.reason;
       m.pinned = r.pinned;
+      m.backend = r.backend;
       if (!r.ready.empty()) {
         m.state = "READY";
         m.default_version = std::to_string(r.DefaultVersion());
@@ -71,13 +72,13 @@ ModelListing ModelManager::ListModels() const {
         m.state = "LOADING";
       }
       for (const auto& [v, s] : r.ready)
-        m.versions.push_back(
-            {std::to_string(v), "READY", "", s.version->resident_bytes(), s.version->size_source()});
+        m.versions.push_back({std::to_string(v), "READY", "", s.version->resident_bytes(), s.version->size_source(),
+                              s.load_seconds});
       for (int64_t v : r.loading)
-        if (!r.ready.count(v)) m.versions.push_back({std::to_string(v), "LOADING", "", 0, ""});
+        if (!r.ready.count(v)) m.versions.push_back({std::to_string(v), "LOADING", "", 0, "", 0});
       for (const auto& [v, f] : r.failed)
         if (!r.ready.count(v) && !r.loading.count(v))
-          m.versions.push_back({std::to_string(v), "UNAVAILABLE", f.why, 0, ""});
+          m.versions.push_back({std::to_string(v), "UNAVAILABLE", f.why, 0, "", 0});
       std::sort(m.versions.begin(), m.versions.end(), [](const auto& a, const auto& b) {
         return std::make_pair(a.version.size(), a.version) < std::make_pair(b.version.size(), b.version);
       });

@@ -146,7 +146,7 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
     }
     spdlog::info("model '{}' version {} loaded and warmed up in {:.3f} s ({} backend)", name, v, secs,
                  plan->backend->name());
-    next[v] = {std::move(*mv), std::move(fp)};
+    next[v] = {std::move(*mv), std::move(fp), secs};
   }
   // A version that failed never replaces a serving one: keep every serving
   // version the new set does not have.
@@ -179,6 +179,7 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
     // versions loaded; labels read from the repository always apply.
     if (!want.labels || first_error.ok()) r.labels = std::move(plan->labels);
     r.dir = src.dir;
+    r.backend = std::string(plan->backend->name());
     r.pinned = plan->pinned;
     std::string why;
     for (const auto& [v, f] : failed) why += (why.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + f.why);

@@ -174,6 +174,7 @@ class ModelManager {
   struct ServingVersion {
     std::shared_ptr<ModelVersion> version;
     std::string fingerprint;  // config + files it was built from
+    double load_seconds = 0;  // load and warm-up
   };
   struct FailedVersion {
     std::string why;
@@ -190,6 +191,7 @@ class ModelManager {
     StateInfo status{ModelState::kUnavailable, "unloaded"};
     VersionLabels labels;
     std::string dir;
+    std::string backend;      // from the last plan
     bool pinned = false;      // config parameter `pinned`: never evicted
     uint64_t last_bytes = 0;  // resident bytes when last loaded: the next load's estimate
     TimePoint loaded_at{};    // when the serving set last changed

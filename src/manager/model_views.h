@@ -40,9 +40,11 @@ struct ModelListing {
     std::string reason;
     uint64_t resident_bytes = 0;
     std::string size_source;  // measured | config | files
+    double load_seconds = 0;  // load and warm-up of a READY version
   };
   struct Model {
     std::string name;
+    std::string backend;  // "" until the model was planned for a load
     std::string state;  // READY | LOADING | UNAVAILABLE
     std::string reason;
     std::string default_version;

@@ -44,6 +44,13 @@ class ModelStats {
   // A batch of `rows` rows (in `requests` requests) was executed.
   void RecordExecution(int rows, uint64_t input_ns, uint64_t infer_ns, uint64_t output_ns);
   void AddPending(int64_t delta) { pending_.fetch_add(delta, std::memory_order_relaxed); }
+  // Whether an execution error at `now_ns` should be logged: at most one a
+  // second per model version, so a stream of bad requests cannot flood the log.
+  bool ShouldLogError(int64_t now_ns) {
+    int64_t last = last_error_log_ns_.load(std::memory_order_relaxed);
+    return now_ns - last >= 1'000'000'000 &&
+           last_error_log_ns_.compare_exchange_strong(last, now_ns, std::memory_order_relaxed);
+  }
 
   // Read side.
   uint64_t last_inference_ms() const { return last_inference_ms_.load(std::memory_order_relaxed); }
@@ -83,6 +90,7 @@ class ModelStats {
   std::atomic<uint64_t> last_inference_ms_{0};
   std::atomic<uint64_t> inference_count_{0};
   std::atomic<uint64_t> execution_count_{0};
+  std::atomic<int64_t> last_error_log_ns_{INT64_MIN / 2};
   std::atomic<int64_t> pending_{0};
   DurationStat success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;
   std::array<std::atomic<uint64_t>, static_cast<int>(FailureReason::kCount)> failures_{};

@@ -1,5 +1,7 @@
 #include "scheduler/batch_executor.h"
 
+#include <spdlog/spdlog.h>
+
 namespace inferd {
 namespace {
 
@@ -89,7 +91,15 @@ void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<st
   const TimePoint infer_start = clock.Now();
   auto outputs = instance.Execute(*inputs);
   const TimePoint infer_end = clock.Now();
-  if (!outputs.ok()) return fail_all(outputs.status(), FailureReason::kBackend);
+  if (!outputs.ok()) {
+    if (!stats || stats->ShouldLogError(infer_end.time_since_epoch().count())) {
+      std::string why = outputs.status().message();  // one log line: a traceback's lines joined by " | "
+      for (size_t at = why.find('\n'); at != std::string::npos; at = why.find('\n', at)) why.replace(at, 1, " | ");
+      spdlog::error("model '{}' version {}: execution of a batch of {} failed: {}", spec.name,
+                    batch.front()->request->model_version, batch.size(), why);
+    }
+    return fail_all(outputs.status(), FailureReason::kBackend);
+  }
   for (const Tensor& o : *outputs) {
     Status st = CheckOutput(spec, o, total_rows);
     if (!st.ok()) return fail_all(st, FailureReason::kBackend);

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
+
 #include "repository/model_config.h"
 
 namespace inferd {
@@ -33,7 +35,8 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
       repository_(options_.model_repository),
       routing_(MakeDefaultRoutingPolicy()),
       state_(options_.control_state_dir.empty() ? MakeMemoryStateStore()
-                                                : MakeDirectoryStateStore(options_.control_state_dir)) {
+                                                : MakeDirectoryStateStore(options_.control_state_dir)),
+      authorizer_(options_.auth) {
   ModelManager::Options mo;
   mo.state = state_.get();
   mo.residency = options_.residency;
@@ -59,6 +62,34 @@ Status InferenceServer::Start() {
   INFERD_RETURN_IF_ERROR(state_->Open());
   spdlog::info("control state (version labels) in {}", state_->Describe());
   INFERD_RETURN_IF_ERROR(source_->Start());
+  const ModelListing listing = manager_->ListModels();
+  std::string failed;  // for --exit-on-error
+  std::map<std::string, size_t> by_state;
+  constexpr size_t kListed = 100;  // one line per model up to this many (10,000 on demand would flood the log)
+  for (size_t i = 0; i < listing.models.size(); ++i) {
+    const auto& m = listing.models[i];
+    const ModelState state = manager_->ModelStateOf(m.name).state;
+    const std::string shown = m.state == "READY" ? m.state : StateName(state);
+    ++by_state[shown];
+    std::string versions;
+    double load_s = 0;
+    for (const auto& v : m.versions) {
+      versions += (versions.empty() ? "" : ",") + v.version + (v.state == "READY" ? "" : "(" + v.state + ")");
+      load_s += v.load_seconds;
+      if (v.state == "UNAVAILABLE") failed += "\n  " + m.name + " version " + v.version + ": " + v.reason;
+    }
+    if (m.versions.empty() && state == ModelState::kFailed) failed += "\n  " + m.name + ": " + m.reason;
+    if (i < kListed) {
+      spdlog::info("model {} {} versions [{}] backend {} loaded in {:.3f} s{}{}", m.name, shown, versions,
+                   m.backend.empty() ? "-" : m.backend, load_s, m.reason.empty() ? "" : ": ", m.reason);
+    }
+  }
+  std::string counts;
+  for (const auto& [state, n] : by_state) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + state;
+  spdlog::info("{} models in {}{}{}", listing.models.size(), repository_.root(), counts.empty() ? "" : ": ", counts);
+  if (options_.exit_on_error && !failed.empty()) {
+    return Status::FailedPrecondition("models failed to load and --exit-on-error is set:" + failed);
+  }
   started_ = true;
   return Status::OK();
 }

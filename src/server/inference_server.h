@@ -34,6 +34,7 @@
 #include "routing/routing_policy.h"
 #include "scheduler/request_submitter.h"
 #include "server/admin_executor.h"
+#include "server/authorizer.h"
 #include "server/server_types.h"
 
 namespace inferd {
@@ -70,6 +71,11 @@ struct ServerOptions {
   // Where run-time control state (version labels) persists; "" = in memory
   // only. Start fails when the directory cannot be created or written.
   std::string control_state_dir;
+  // Start fails when a model (or a version) of the start-up set failed to
+  // load (Triton's --exit-on-error).
+  bool exit_on_error = false;
+  // Bearer-token protection of management (and optionally all) routes.
+  AuthOptions auth;
 };
 
 class InferenceServer final : public RequestSubmitter {
@@ -77,8 +83,9 @@ class InferenceServer final : public RequestSubmitter {
   InferenceServer(ServerOptions options, const BackendRegistry* backends, Clock* clock);
   ~InferenceServer() override;
 
-  // Loads the start-up models. A model that fails to load is logged and
-  // shown in the repository index; only an unreadable repository fails Start.
+  // Loads the start-up models and logs a summary of every model. A model
+  // that fails to load is logged and shown in the repository index; only an
+  // unreadable repository (or, with exit_on_error, a failed model) fails Start.
   Status Start();
   // Stops accepting inference (UNAVAILABLE), finishes accepted requests,
   // releases all models. Idempotent.
@@ -135,6 +142,12 @@ class InferenceServer final : public RequestSubmitter {
   // the job then only answers its caller.
   void RunAdmin(AdminExecutor::Job job) { admin_.Post(std::move(job)); }
 
+  // Whether a call with this `Authorization` value ("Bearer <token>", or ""
+  // when absent) may use a management route (`management`) or another one.
+  Status Authorize(std::string_view authorization, bool management) const {
+    return authorizer_.Check(authorization, management);
+  }
+
   // Prometheus exposition of all model and server metrics.
   void WriteMetrics(PrometheusWriter& w) const;
 
@@ -170,6 +183,7 @@ class InferenceServer final : public RequestSubmitter {
   std::unique_ptr<ModelManager> manager_;
   std::unique_ptr<RepositorySource> source_;
   AdminExecutor admin_;
+  const Authorizer authorizer_;
 
   std::atomic<bool> live_{true};
   std::atomic<bool> started_{false};

@@ -66,12 +66,23 @@ class Server:
         if set(ports) != want:
             raise RuntimeError("inferd did not start:\n" + "".join(self.log))
         self.port, self.metrics_port, self.grpc_port = ports["HTTP"], ports.get("Metrics"), ports.get("gRPC")
+        self._log_cv = threading.Condition()
         self._drain = threading.Thread(target=self._read_rest, daemon=True)
         self._drain.start()
 
     def _read_rest(self):
         for line in self.proc.stderr:
-            self.log.append(line)
+            with self._log_cv:
+                self.log.append(line)
+                self._log_cv.notify_all()
+
+    def wait_for_log(self, text, timeout=30):
+        """Waits (bounded) until a log line contains `text`; returns the line or None."""
+        def found():
+            return next((line for line in self.log if text in line), None)
+        with self._log_cv:
+            self._log_cv.wait_for(found, timeout=timeout)
+            return found()
 
     def conn(self, timeout=60):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)

@@ -90,6 +90,29 @@ class Slow(nn.Module):
         return y[:1]
 
 
+class Fail(nn.Module):
+    """Fails at run time: [n, 4] @ [3, 5]."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3, 5), requires_grad=False)
+
+    def forward(self, x: torch.Tensor):
+        return torch.mm(x, self.w)
+
+
+class Wrap(nn.Module):
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor):
+        # Each level adds a frame (with these lines) to TorchScript's traceback,
+        # so the message is long and the actual error sits at its end.
+        y = x * 1.0
+        return self.inner(y)
+
+
 class Spin(nn.Module):
     """Runs x.max() small steps (~3 us each in release, ~13 us under ASan) and echoes x: a request that keeps the
     model busy as long as a test needs, while the requests behind it wait in the queue."""
@@ -176,6 +199,16 @@ output [ { name: "y" data_type: TYPE_FP32 dims: [ 1 ] } ]
 dynamic_batching { default_queue_policy { max_queue_size: 4096 } }
 instance_group [ { count: 1 kind: KIND_CPU } ]
 parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }
+""")
+
+    deep = Fail()
+    for _ in range(10):
+        deep = Wrap(deep)
+    save(deep, repo, "raises")
+    write(os.path.join(repo, "raises", "config.pbtxt"), """platform: "pytorch_libtorch"
+max_batch_size: 4
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 5 ] } ]
 """)
 
     save(Triple(), repo, "broken")

@@ -277,6 +277,17 @@ class Protocol(unittest.TestCase):
         self.assertEqual(st, 400)  # control mode none
         self.assertIn("not allowed", js["error"])
 
+    def test_execution_error_keeps_its_cause_and_is_logged(self):
+        x = np.ones((1, 4), np.float32)
+        st, js = SERVER.post_json("/v2/models/raises/infer", ic.v2_json_request({"x": x}))
+        self.assertEqual(st, 500, js)
+        # TorchScript's traceback is long; the cause at its end survives.
+        self.assertTrue(js["error"].endswith("mat1 and mat2 shapes cannot be multiplied (1x4 and 3x5)"), js["error"])
+        self.assertIn("model 'raises' failed: ...", js["error"])
+        line = SERVER.wait_for_log("model 'raises' version 1: execution of a batch of 1 failed")
+        self.assertIsNotNone(line, "the failure was not logged")
+        self.assertIn("cannot be multiplied", line)
+
     def test_keep_alive_serves_many_requests_on_one_connection(self):
         conn = SERVER.conn()
         x = np.ones((1, 16), np.float32)
@@ -284,6 +295,20 @@ class Protocol(unittest.TestCase):
             st, js = SERVER.post_json("/v2/models/tiny_mlp/infer", ic.v2_json_request({"input": x}), conn=conn)
             self.assertEqual(st, 200)
         conn.close()
+
+    def test_head_on_health_routes_and_405_names_the_allowed_methods(self):
+        for path in ("/v2/health/live", "/v2/health/ready", "/v2", "/v2/models/mlp"):
+            st, _, body = SERVER.request("HEAD", path)
+            self.assertEqual((path, st, body), (path, 200, b""))
+        for method, path, allow in (("PUT", "/v2/health/live", "GET, HEAD"),
+                                    ("GET", "/v2/models/mlp/infer", "POST"),
+                                    ("GET", "/v1/models/mlp:predict", "POST"),
+                                    ("DELETE", "/v2/models/mlp/config", "GET, HEAD"),
+                                    ("GET", "/v2/repository/models/mlp/rollback", "POST")):
+            st, headers, body = SERVER.request(method, path)
+            self.assertEqual((path, st), (path, 405))
+            self.assertEqual(headers.get("allow"), allow, path)
+            self.assertIn("not allowed", json.loads(body)["error"])
 
     def test_pipelined_requests_and_head_without_body(self):
         # Two requests in one write: a HEAD answer must carry no body, or the
@@ -989,6 +1014,86 @@ class ExplicitControl(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+    def test_exit_on_error_and_the_startup_summary(self):
+        # The fixture repository has a broken model: with --exit-on-error the server refuses to start.
+        out = subprocess.run([ARGS.inferd, "serve", "--model-repository", REPO, "--http-port", "0", "--grpc-port", "0",
+                              "--metrics-port", "0", "--control-state-dir", ic.state_dir(REPO),
+                              "--exit-on-error", "true"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("models failed to load and --exit-on-error is set", out.stderr)
+        self.assertIn("broken: ", out.stderr)
+        self.assertIn("max_batch_sise", out.stderr)
+        # Started with only good models, it serves; the summary names every model, its state and backend.
+        server = ic.Server(ARGS.inferd, REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                           "--exit-on-error", "true")
+        try:
+            log = "".join(server.log)
+            self.assertRegex(log, r"model tiny_mlp READY versions \[1\] backend pytorch loaded in [0-9.]+ s")
+            self.assertRegex(log, r"model mlp UNAVAILABLE versions \[\] backend - .*: unloaded")
+            self.assertRegex(log, r"models in .*repository: 1 READY, \d+ UNAVAILABLE")
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+    def test_management_routes_need_the_bearer_token(self):
+        token_file = os.path.join(ARGS.workdir, "admin_token")
+        with open(token_file, "w") as f:
+            f.write("s3cret-token\n")
+        server = ic.Server(ARGS.inferd, REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                           "--admin-token-file", token_file)
+        x = np.ones((1, 16), np.float32)
+        good = {"Authorization": "Bearer s3cret-token"}
+        try:
+            # Management without (or with a wrong) token: 401 with WWW-Authenticate; nothing happens.
+            for headers in ({}, {"Authorization": "Bearer wrong"}):
+                st, hdrs, body = server.request("POST", "/v2/repository/models/mlp/load", b"{}", headers)
+                self.assertEqual(st, 401, body)
+                self.assertEqual(hdrs.get("www-authenticate"), "Bearer")
+                self.assertIn("bearer token", json.loads(body)["error"])
+            self.assertEqual(server.request("GET", "/v2/repository/models")[0], 401)
+            self.assertEqual(server.request("GET", "/v2/models/mlp/ready")[0], 400)  # still not loaded
+            st, _, body = server.request("POST", "/v2/repository/models/mlp/load", b"{}", good)
+            self.assertEqual(st, 200, body)
+            self.assertEqual(server.request("GET", "/v2/repository/models", headers=good)[0], 200)
+            # Inference, metadata and health need no token.
+            self.assertEqual(server.post_json("/v2/models/tiny_mlp/infer", ic.v2_json_request({"input": x}))[0], 200)
+            self.assertEqual(server.request("GET", "/v2/health/ready")[0], 200)
+            with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
+                pb = stubs().pb
+                stub = stubs().pb_grpc.GRPCInferenceServiceStub(ch)
+                with self.assertRaises(grpc.RpcError) as cm:
+                    stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="mlp"), timeout=60)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+                stub.RepositoryIndex(pb.RepositoryIndexRequest(), timeout=60,
+                                     metadata=(("authorization", "Bearer s3cret-token"),))
+                self.assertTrue(stub.ModelReady(pb.ModelReadyRequest(name="mlp"), timeout=60).ready)
+        finally:
+            self.assertEqual(server.stop(), 0)
+        # --auth-all-routes: inference and health need it too, over HTTP and gRPC.
+        server = ic.Server(ARGS.inferd, REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                           "--admin-token-file", token_file, "--auth-all-routes", "true")
+        try:
+            body = json.dumps(ic.v2_json_request({"input": x})).encode()
+            self.assertEqual(server.request("POST", "/v2/models/tiny_mlp/infer", body)[0], 401)
+            self.assertEqual(server.request("POST", "/v2/models/tiny_mlp/infer", body, good)[0], 200)
+            self.assertEqual(server.request("GET", "/v2/health/live")[0], 401)
+            with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
+                pb = stubs().pb
+                stub = stubs().pb_grpc.GRPCInferenceServiceStub(ch)
+                with self.assertRaises(grpc.RpcError) as cm:
+                    stub.ServerLive(pb.ServerLiveRequest(), timeout=60)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+                self.assertTrue(stub.ServerLive(pb.ServerLiveRequest(), timeout=60,
+                                                metadata=(("authorization", "Bearer s3cret-token"),)).live)
+        finally:
+            self.assertEqual(server.stop(), 0)
+        # The token never comes from the command line; a missing variable stops the start.
+        out = subprocess.run([ARGS.inferd, "serve", "--model-repository", REPO, "--admin-token-env", "INFERD_NO_SUCH"],
+                             capture_output=True, text=True, timeout=120, env={"PATH": os.environ.get("PATH", "")})
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("INFERD_NO_SUCH is not set", out.stderr)
+
+
 LIFECYCLE_CONFIG = """platform: "pytorch_libtorch"
 max_batch_size: 8
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
@@ -1091,6 +1196,9 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual(row[:5], ["lc", "READY", "1", "1,2", "failed:3"])
             self.assertIn("canary=2", row)
             self.assertIn("stable=1", row)
+            out = subprocess.run([ARGS.inferd, "models", "lc", "nope", "--url", url], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("no model 'nope' on " + url, out.stderr)
             st, listing = server.get_json("/v2/repository/models")
             self.assertEqual(st, 200)
             lc = [m for m in listing["models"] if m["name"] == "lc"][0]

@@ -43,8 +43,18 @@ grpc::Status ToGrpcStatus(const Status& st) {
     case StatusCode::kCancelled:
       code = grpc::StatusCode::CANCELLED;
       break;
+    case StatusCode::kUnauthenticated:
+      code = grpc::StatusCode::UNAUTHENTICATED;
+      break;
   }
   return grpc::Status(code, st.message());
+}
+
+Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c, bool management) {
+  const auto& md = c->client_metadata();
+  auto it = md.find("authorization");
+  const std::string_view value = it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+  return ctx.server->Authorize(value, management);
 }
 
 bool DrainRegistry::Add(Drainable* d) {

@@ -17,6 +17,7 @@ TEST(GrpcStatus, EveryFacadeCodeMapsToItsGrpcCodeWithTheMessage) {
       {Status::ResourceExhausted("h"), grpc::StatusCode::RESOURCE_EXHAUSTED},
       {Status::AlreadyExists("i"), grpc::StatusCode::ALREADY_EXISTS},
       {Status::Cancelled("j"), grpc::StatusCode::CANCELLED},
+      {Status::Unauthenticated("k"), grpc::StatusCode::UNAUTHENTICATED},
   };
   for (const auto& [st, code] : cases) {
     const grpc::Status g = ToGrpcStatus(st);

@@ -92,6 +92,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse>,
 grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* c, const HealthCheckRequest* req,
                                                HealthCheckResponse* resp) {
   auto* reactor = c->DefaultReactor();
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) {
+    reactor->Finish(ToGrpcStatus(st));
+    return reactor;
+  }
   if (!KnownService(req->service())) {
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service '" + req->service() + "'"));
     return reactor;
@@ -101,8 +105,11 @@ grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* c, c
   return reactor;
 }
 
-grpc::ServerWriteReactor<HealthCheckResponse>* HealthService::Watch(grpc::CallbackServerContext*,
+grpc::ServerWriteReactor<HealthCheckResponse>* HealthService::Watch(grpc::CallbackServerContext* c,
                                                                     const HealthCheckRequest* req) {
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) {
+    return new RefusedStream<grpc::ServerWriteReactor<HealthCheckResponse>>(st);
+  }
   return new WatchReactor(ctx_, req->service());
 }
 

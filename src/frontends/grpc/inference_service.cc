@@ -298,6 +298,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
 grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* c,
                                                        const inference::ServerLiveRequest*,
                                                        inference::ServerLiveResponse* resp) {
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   resp->set_live(ctx_->server->IsLive());
   return Done(c, Status::OK());
 }
@@ -305,6 +306,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerContext* c,
                                                         const inference::ServerReadyRequest*,
                                                         inference::ServerReadyResponse* resp) {
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   resp->set_ready(!ctx_->stopping.load() && ctx_->server->IsReady());
   return Done(c, Status::OK());
 }
@@ -312,6 +314,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerContext* c,
                                                        const inference::ModelReadyRequest* req,
                                                        inference::ModelReadyResponse* resp) {
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   // A readiness probe, as in Triton: an unknown model or version is simply
   // not ready (ready=false, OK); clients such as tritonclient raise on errors.
   auto ready = ctx_->server->IsModelReady(req->name(), req->version());
@@ -322,6 +325,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerContext* c,
                                                            const inference::ServerMetadataRequest*,
                                                            inference::ServerMetadataResponse* resp) {
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   const inferd::ServerMetadata md = ctx_->server->GetServerMetadata();
   resp->set_name(md.name);
   resp->set_version(md.version);
@@ -332,6 +336,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerC
 grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerContext* c,
                                                           const inference::ModelMetadataRequest* req,
                                                           inference::ModelMetadataResponse* resp) {
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   auto md = ctx_->server->GetModelMetadata(req->name(), req->version());
   if (!md.ok()) return Done(c, md.status());
   resp->set_name(md->name);
@@ -345,6 +350,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* c,
                                                        const inference::ModelInferRequest* request,
                                                        inference::ModelInferResponse* response) {
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   // gRPC owns the request until Finish and reads it no more; decoding moves
   // the raw input buffers out of it (no copy), hence the const_cast.
   auto* req = const_cast<inference::ModelInferRequest*>(request);
@@ -366,13 +372,17 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
 }
 
 grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* InferenceService::ModelStreamInfer(
-    grpc::CallbackServerContext*) {
+    grpc::CallbackServerContext* c) {
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) {
+    return new RefusedStream<grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>>(st);
+  }
   return new StreamReactor(ctx_);
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* c,
                                                         const inference::ModelConfigRequest* req,
                                                         inference::ModelConfigResponse* resp) {
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   auto json = ctx_->server->GetModelConfigJson(req->name(), req->version());
   if (!json.ok()) return Done(c, json.status());
   google::protobuf::util::JsonParseOptions opts;
@@ -385,6 +395,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServerContext* c,
                                                             const inference::ModelStatisticsRequest* req,
                                                             inference::ModelStatisticsResponse* resp) {
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   auto stats = ctx_->server->GetStatistics(req->name(), req->version());
   if (!stats.ok()) return Done(c, stats.status());
   for (const auto& s : *stats) {
@@ -417,6 +428,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServer
 grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServerContext* c,
                                                             const inference::RepositoryIndexRequest* req,
                                                             inference::RepositoryIndexResponse* resp) {
+  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Done(c, st);
   auto index = ctx_->server->RepositoryIndex(req->ready());
   if (!index.ok()) return Done(c, index.status());
   for (const auto& e : *index) {
@@ -432,6 +444,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServer
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackServerContext* c,
                                                                 const inference::RepositoryModelLoadRequest* req,
                                                                 inference::RepositoryModelLoadResponse*) {
+  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Done(c, st);
   auto config = LoadConfigParameter(req->parameters());
   if (!config.ok()) return Done(c, config.status());
   auto* reactor = c->DefaultReactor();
@@ -445,6 +458,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackSe
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(grpc::CallbackServerContext* c,
                                                                   const inference::RepositoryModelUnloadRequest* req,
                                                                   inference::RepositoryModelUnloadResponse*) {
+  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Done(c, st);
   auto* reactor = c->DefaultReactor();
   ctx_->server->RunAdmin([reactor, server = ctx_->server, name = req->model_name()](bool cancelled) {
     const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->UnloadModel(name);

@@ -46,6 +46,20 @@ class DrainRegistry {
   bool draining_ TSA_GUARDED_BY(mu_) = false;
 };
 
+struct ServiceContext;
+
+// The call's `authorization` metadata checked by the server's Authorizer
+// (`management`: a model-repository RPC).
+Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c, bool management);
+
+// A streaming call refused before it starts (e.g. UNAUTHENTICATED).
+template <typename Base>
+class RefusedStream final : public Base {
+ public:
+  explicit RefusedStream(const Status& st) { this->Finish(ToGrpcStatus(st)); }
+  void OnDone() override { delete this; }
+};
+
 struct ServiceContext {
   InferenceServer* server = nullptr;
   size_t max_stream_in_flight = 1024;

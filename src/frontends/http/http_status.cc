@@ -21,6 +21,8 @@ int HttpStatusOf(const Status& st) {
       return 413;
     case StatusCode::kAlreadyExists:
       return 409;
+    case StatusCode::kUnauthenticated:
+      return 401;
     case StatusCode::kInvalidArgument:
     case StatusCode::kFailedPrecondition:
     case StatusCode::kCancelled:
@@ -29,15 +31,17 @@ int HttpStatusOf(const Status& st) {
   return 400;
 }
 
-Response MethodNotAllowed(const Request& req) {
+Response MethodNotAllowed(const Request& req, std::string_view allow) {
   Response r = ErrorResponse(Status::InvalidArgument("method " + req.method + " is not allowed on " + req.path));
   r.status = 405;
+  r.headers.emplace_back("Allow", std::string(allow));
   return r;
 }
 
 Response ErrorResponse(const Status& st) {
   Response r;
   r.status = HttpStatusOf(st);
+  if (r.status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
   r.body = v2::EncodeError(st.message());
   return r;
 }

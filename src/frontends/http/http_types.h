@@ -49,7 +49,12 @@ using Handler = std::function<void(Request&&, Responder)>;
 int HttpStatusOf(const Status& st);
 // A JSON error response {"error": message} with the mapped status code.
 Response ErrorResponse(const Status& st);
-// 405 with {"error": "method M is not allowed on PATH"}.
-Response MethodNotAllowed(const Request& req);
+// 405 with {"error": "method M is not allowed on PATH"} and the `Allow`
+// header listing the methods the route takes (e.g. "GET, HEAD").
+Response MethodNotAllowed(const Request& req, std::string_view allow);
+// GET or HEAD (a HEAD answer is the GET answer without its body).
+inline bool IsGet(const Request& req) { return req.method == "GET" || req.method == "HEAD"; }
+inline constexpr std::string_view kAllowGet = "GET, HEAD";
+inline constexpr std::string_view kAllowPost = "POST";
 
 }  // namespace inferd::http

@@ -183,11 +183,11 @@ void Infer(InferenceServer* server, Request&& req, std::string model, std::strin
 }  // namespace
 
 void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond) {
-  const bool get = req.method == "GET", post = req.method == "POST";
+  const bool get = IsGet(req), post = req.method == "POST";
   const size_t n = parts.size();
-  if (n == 1) return respond(get ? ServerMetadataResponse(*server) : MethodNotAllowed(req));
+  if (n == 1) return respond(get ? ServerMetadataResponse(*server) : MethodNotAllowed(req, kAllowGet));
   if (parts[1] == "health" && n == 3) {
-    if (!get) return respond(MethodNotAllowed(req));
+    if (!get) return respond(MethodNotAllowed(req, kAllowGet));
     bool ok;
     if (parts[2] == "live")
       ok = server->IsLive();
@@ -202,7 +202,7 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
   }
   if (parts[1] == "repository") {
     if (HandleV2Lifecycle(server, req, parts, respond)) return;
-    if (!post) return respond(MethodNotAllowed(req));
+    if (!post) return respond(MethodNotAllowed(req, kAllowPost));
     if (n == 3 && parts[2] == "index") {
       auto ready = ReadyOnlyFlag(req);
       if (!ready.ok()) return respond(ErrorResponse(ready.status()));
@@ -248,7 +248,7 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
   }
   if (parts[1] != "models" || n < 3) return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
   if (n == 3 && parts[2] == "stats") {
-    if (!get) return respond(MethodNotAllowed(req));
+    if (!get) return respond(MethodNotAllowed(req, kAllowGet));
     auto stats = server->GetStatistics("", "");
     return respond(stats.ok() ? JsonResponse(200, StatsJson(*stats)) : ErrorResponse(stats.status()));
   }
@@ -270,10 +270,10 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
     return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
   }
   if (action == "infer") {
-    if (!post) return respond(MethodNotAllowed(req));
+    if (!post) return respond(MethodNotAllowed(req, kAllowPost));
     return Infer(server, std::move(req), model, version, std::move(respond));
   }
-  if (!get) return respond(MethodNotAllowed(req));
+  if (!get) return respond(MethodNotAllowed(req, kAllowGet));
   if (action.empty()) {
     auto md = server->GetModelMetadata(model, version);
     return respond(md.ok() ? JsonResponse(200, MetadataJson(*md)) : ErrorResponse(md.status()));

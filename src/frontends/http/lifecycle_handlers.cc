@@ -40,6 +40,8 @@ Response ListingResponse(const ModelListing& l) {
     json::AppendEscaped(&b, m.state);
     b.append(",\"reason\":");
     json::AppendEscaped(&b, m.reason);
+    b.append(",\"backend\":");
+    json::AppendEscaped(&b, m.backend);
     b.append(",\"default_version\":");
     json::AppendEscaped(&b, m.default_version);
     b.append(",\"resident_bytes\":");
@@ -64,6 +66,8 @@ Response ListingResponse(const ModelListing& l) {
       json::AppendNumber(&b, v.resident_bytes);
       b.append(",\"size_source\":");
       json::AppendEscaped(&b, v.size_source);
+      b.append(",\"load_seconds\":");
+      json::AppendNumber(&b, v.load_seconds);
       b.push_back('}');
     }
     b.append("]}");
@@ -127,18 +131,17 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
   const size_t n = parts.size();
   if (n < 3 || parts[1] != "repository" || parts[2] != "models") return false;
   if (n == 3) {
-    respond(req.method == "GET" || req.method == "HEAD" ? ListingResponse(server->ListModels())
-                                                        : MethodNotAllowed(req));
+    respond(IsGet(req) ? ListingResponse(server->ListModels()) : MethodNotAllowed(req, kAllowGet));
     return true;
   }
   if (n < 5) return false;
   const std::string& model = parts[3];
-  auto not_allowed = [&] {
-    respond(MethodNotAllowed(req));
+  auto not_allowed = [&](std::string_view allow) {
+    respond(MethodNotAllowed(req, allow));
     return true;
   };
   if (n == 5 && parts[4] == "rollback") {
-    if (req.method != "POST") return not_allowed();
+    if (req.method != "POST") return not_allowed(kAllowPost);
     // May load a version: runs on the server's admin thread.
     server->RunAdmin([server, model, respond](bool cancelled) {
       if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
@@ -148,7 +151,7 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
   }
   if (parts[4] != "labels" || n > 6) return false;
   if (n == 5) {
-    if (req.method != "GET") return not_allowed();
+    if (!IsGet(req)) return not_allowed(kAllowGet);
     respond(LabelsResponse(server->GetLabels(model)));
     return true;
   }
@@ -170,7 +173,7 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
     });
     return true;
   }
-  if (req.method == "GET") {
+  if (IsGet(req)) {
     auto v = server->ResolveLabel(model, label);
     if (!v.ok()) {
       respond(ErrorResponse(v.status()));
@@ -186,7 +189,7 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
     respond(JsonResponse(200, std::move(b)));
     return true;
   }
-  return not_allowed();
+  return not_allowed("GET, HEAD, PUT, POST, DELETE");
 }
 
 }  // namespace inferd::http

@@ -37,6 +37,12 @@ Response JsonResponse(int status, std::string body) {
 Handler MakeApiHandler(InferenceServer* server) {
   return [server](Request&& req, Responder respond) {
     std::vector<std::string> parts = SplitPath(req.path);
+    // Management routes: the model repository extension (/v2/repository/...).
+    const bool management = parts.size() >= 2 && parts[0] == "v2" && parts[1] == "repository";
+    const std::string* authorization = req.Header("authorization");
+    if (Status st = server->Authorize(authorization ? *authorization : std::string_view(), management); !st.ok()) {
+      return respond(ErrorResponse(st));
+    }
     if (!parts.empty() && parts[0] == "v2") return HandleV2(server, std::move(req), parts, std::move(respond));
     if (!parts.empty() && parts[0] == "v1") return HandleV1(server, std::move(req), parts, std::move(respond));
     respond(ErrorResponse(Status::NotFound("no route for " + req.method + " " + req.path)));
@@ -47,7 +53,7 @@ Handler MakeMetricsHandler(const InferenceServer* server) {
   return [server](Request&& req, Responder respond) {
     if (req.path != "/metrics")
       return respond(ErrorResponse(Status::NotFound("no route for " + req.path + " (try /metrics)")));
-    if (req.method != "GET") return respond(MethodNotAllowed(req));
+    if (!IsGet(req)) return respond(MethodNotAllowed(req, kAllowGet));
     PrometheusWriter w;
     server->WriteMetrics(w);
     Response r;

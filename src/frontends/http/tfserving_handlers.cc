@@ -141,14 +141,10 @@ void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::str
       return respond(ErrorResponse(Status::Unimplemented(":" + verb + " is not supported; use :predict")));
     }
     if (verb != "predict") return respond(ErrorResponse(Status::NotFound("unknown method ':" + verb + "'")));
-    if (req.method != "POST") {
-      Response r = ErrorResponse(Status::InvalidArgument(":predict needs POST"));
-      r.status = 405;
-      return respond(std::move(r));
-    }
+    if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
     return Predict(server, req, model, version, std::move(respond));
   }
-  if (req.method != "GET") return respond(MethodNotAllowed(req));
+  if (!IsGet(req)) return respond(MethodNotAllowed(req, kAllowGet));
   auto md = server->GetModelMetadata(model, version);
   if (!md.ok()) return respond(ErrorResponse(md.status()));
   if (tail.empty()) return respond(JsonResponse(200, StatusJson(*md, version)));
