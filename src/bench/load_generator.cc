@@ -1,6 +1,7 @@
 #include "bench/load_generator.h"
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <thread>
 
@@ -106,10 +107,13 @@ LoadResult RunLoad(const LoadOptions& o) {
   double window_start = o.warmup_s;
   std::this_thread::sleep_until(
       t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(window_start)));
+  // With a duration, the windows divide it exactly (as close to window_s as
+  // they can be), so the measurement lasts duration_s, not a rounded multiple.
   const int max_windows =
-      o.duration_s > 0 ? std::max(1, static_cast<int>(o.duration_s / o.window_s + 0.5)) : o.max_windows;
+      o.duration_s > 0 ? std::max(1, static_cast<int>(std::ceil(o.duration_s / o.window_s - 1e-9))) : o.max_windows;
+  const double window_s = o.duration_s > 0 ? o.duration_s / max_windows : o.window_s;
   while (static_cast<int>(result.windows.size()) < max_windows) {
-    const double window_end = window_start + o.window_s;
+    const double window_end = window_start + window_s;
     std::this_thread::sleep_until(
         t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(window_end)));
     result.windows.push_back(Summarize(collect(), window_start, window_end));
@@ -119,13 +123,18 @@ LoadResult RunLoad(const LoadOptions& o) {
       break;
     }
   }
+  // A fixed-duration run does not stop for stability, but says whether its
+  // last windows were stable (too few windows to judge: not stable).
+  if (o.duration_s > 0) result.stable = IsStable(result.windows, o.stable_windows, o.tolerance);
   stop = true;
   for (auto& t : threads) t.join();
 
   const int n = static_cast<int>(result.windows.size());
-  result.reported_windows = (result.stable || o.duration_s > 0) ? std::min(n, result.stable ? o.stable_windows : n) : n;
-  const double from = o.warmup_s + o.window_s * (n - result.reported_windows);
-  result.summary = Summarize(collect(), from, o.warmup_s + o.window_s * n);
+  // Stable (closed loop until stable): the stable windows; otherwise (a
+  // fixed duration, or stability never reached) every window.
+  result.reported_windows = (result.stable && o.duration_s <= 0) ? std::min(n, o.stable_windows) : n;
+  const double from = o.warmup_s + window_s * (n - result.reported_windows);
+  result.summary = Summarize(collect(), from, o.warmup_s + window_s * n);
   for (auto& r : recorders) {
     MutexLock g(&r.mu);
     if (!r.first_error.empty()) {

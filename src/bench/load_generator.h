@@ -44,7 +44,9 @@ struct LoadOptions {
   int stable_windows = 3;
   double tolerance = 0.10;
   int max_windows = 10;
-  double duration_s = 0;  // > 0: measure exactly this long (windows of window_s), ignore stability
+  // > 0: measure exactly this long, in windows that divide it (about
+  // window_s each); stability is reported but does not end the run.
+  double duration_s = 0;
   uint64_t seed = 1;
 };
 

@@ -38,6 +38,7 @@ struct BenchFlags {
   double duration_s = 0;
   int max_connections = 64;
   std::string output;
+  std::string output_format;  // "" = from the --output file name
   std::string label;
   bool in_process = false;
   std::string repository;
@@ -99,12 +100,25 @@ bench::ServerBreakdown Breakdown(const std::optional<StatsTotals>& a, const std:
   return s;
 }
 
-Status WriteOutput(const std::string& path, const std::vector<bench::ReportRow>& rows) {
+// The report format: --output-format when given, else the file name's
+// extension (.json or .csv).
+Result<std::string> OutputFormat(const std::string& path, const std::string& format) {
+  if (!format.empty()) return format;
+  auto ends_with = [&](std::string_view ext) {
+    return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  if (ends_with(".json")) return std::string("json");
+  if (ends_with(".csv")) return std::string("csv");
+  return Status::InvalidArgument("cannot tell the report format of '" + path +
+                                 "': name it .json or .csv, or give --output-format json|csv");
+}
+
+Status WriteOutput(const std::string& path, const std::string& format, const std::vector<bench::ReportRow>& rows) {
   if (path.empty()) return Status::OK();
+  INFERD_ASSIGN_OR_RETURN(std::string fmt, OutputFormat(path, format));
   std::ofstream f(path);
   if (!f) return Status::InvalidArgument("cannot write '" + path + "'");
-  const bool csv = path.size() >= 4 && path.substr(path.size() - 4) == ".csv";
-  f << (csv ? bench::RenderCsv(rows) : bench::RenderJson(rows, bench::ReadMachineInfo()));
+  f << (fmt == "csv" ? bench::RenderCsv(rows) : bench::RenderJson(rows, bench::ReadMachineInfo()));
   return f ? Status::OK() : Status::Internal("write to '" + path + "' failed");
 }
 
@@ -176,6 +190,12 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
 }
 
 int Bench(const BenchFlags& f) {
+  if (!f.output.empty()) {
+    if (auto fmt = OutputFormat(f.output, f.output_format); !fmt.ok()) {  // before measuring for minutes
+      std::cerr << fmt.status().message() << "\n";
+      return 2;
+    }
+  }
   Result<std::vector<bench::ReportRow>> rows = Status::Internal("unset");
   if (f.in_process) {
     if (f.repository.empty()) {
@@ -212,8 +232,19 @@ int Bench(const BenchFlags& f) {
     return 1;
   }
   std::cout << bench::RenderTable(*rows);
-  if (Status st = WriteOutput(f.output, *rows); !st.ok()) {
+  if (Status st = WriteOutput(f.output, f.output_format, *rows); !st.ok()) {
     std::cerr << st.message() << "\n";
+    return 1;
+  }
+  // A run in which no request succeeded measured nothing: fail, with the cause.
+  bool any_ok = false;
+  std::string first_error;
+  for (const auto& r : *rows) {
+    any_ok = any_ok || r.summary.requests > 0;
+    if (first_error.empty()) first_error = r.first_error;
+  }
+  if (!any_ok) {
+    std::cerr << "bench failed: no request succeeded" << (first_error.empty() ? "" : ": " + first_error) << "\n";
     return 1;
   }
   return 0;
@@ -253,7 +284,9 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--duration-s", f->duration_s, "Measure exactly this long instead of until stable")
       ->capture_default_str();
   cmd->add_option("--max-connections", f->max_connections, "Open loop: client connections")->capture_default_str();
-  cmd->add_option("--output", f->output, "Write the report: .json or .csv");
+  cmd->add_option("--output", f->output, "Write the report to this file (format from its .json / .csv name)");
+  cmd->add_option("--output-format", f->output_format, "Report format when the file name does not say: json | csv")
+      ->check(CLI::IsMember({"json", "csv"}));
   cmd->add_option("--label", f->label, "Label for the report rows");
   cmd->add_option("--seed", f->seed, "Random data and arrival seed")->capture_default_str();
   cmd->add_flag("--in-process", f->in_process, "Call the model through the backend interface in this process");

@@ -17,7 +17,10 @@ Result<std::vector<RepositoryIndexEntry>> ModelManager::RepositoryIndex(bool rea
     auto it = models_.find(n);
     if (it != models_.end() && !it->second.ready.empty()) {
       const Record& r = it->second;
-      for (const auto& [v, s] : r.ready) out.push_back({n, std::to_string(v), "READY", ""});
+      const std::string note = r.plan_error.empty() ? ""
+                               : "the repository's config of this model no longer loads (this version keeps "
+                                 "serving): " + r.plan_error;
+      for (const auto& [v, s] : r.ready) out.push_back({n, std::to_string(v), "READY", note});
       if (ready_only) continue;
       for (int64_t v : r.loading)
         if (!r.ready.count(v)) out.push_back({n, std::to_string(v), "LOADING", ""});

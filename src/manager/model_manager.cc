@@ -86,6 +86,7 @@ void ModelManager::RecordPlanFailureLocked(const std::string& name, const Status
   Record& r = it->second;
   r.status.reason = st.message();
   if (r.ready.empty()) r.status.state = ModelState::kFailed;
+  r.plan_error = r.ready.empty() ? "" : st.message();
 }
 
 Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want) {
@@ -179,6 +180,7 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
     // versions loaded; labels read from the repository always apply.
     if (!want.labels || first_error.ok()) r.labels = std::move(plan->labels);
     r.dir = src.dir;
+    r.plan_error.clear();
     r.backend = std::string(plan->backend->name());
     r.pinned = plan->pinned;
     std::string why;

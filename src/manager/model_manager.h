@@ -189,6 +189,9 @@ class ModelManager {
     // The model's state: READY while a version is (reason: failures of the
     // last load, if any); else UNAVAILABLE, FAILED or EVICTED with why.
     StateInfo status{ModelState::kUnavailable, "unloaded"};
+    // The last load's plan failed (broken config, unknown backend...) while
+    // versions serve: shown on their index entries; cleared by a good plan.
+    std::string plan_error;
     VersionLabels labels;
     std::string dir;
     std::string backend;      // from the last plan

@@ -320,6 +320,19 @@ TEST_F(ModelManagerTest, PollLoadsNewChangedAndRemovedModelsOnTheClock) {
   source_->Poll();
   EXPECT_EQ(ServingVersions("b"), (std::vector<int64_t>{1}));  // the old snapshot keeps serving
   EXPECT_NE(manager_->ModelStateOf("b").reason.find("not_a_field"), std::string::npos);
+  auto index = manager_->RepositoryIndex(false);
+  ASSERT_TRUE(index.ok());
+  for (const auto& e : *index) {
+    if (e.name != "b") continue;
+    EXPECT_EQ(e.state, "READY");
+    EXPECT_NE(e.reason.find("no longer loads (this version keeps serving)"), std::string::npos) << e.reason;
+    EXPECT_NE(e.reason.find("not_a_field"), std::string::npos) << e.reason;
+  }
+  // Fixed again: the note goes.
+  Write("b/config.pbtxt", Config());
+  source_->Poll();
+  EXPECT_EQ(IndexOf("b"), (std::vector<std::string>{"1:READY"}));
+  EXPECT_EQ(manager_->RepositoryIndex(false)->front().reason, "");
   EXPECT_EQ(manager_->ModelStateOf("c").state, ModelState::kFailed);
   EXPECT_EQ(IndexOf("c"), (std::vector<std::string>{":UNAVAILABLE"}));
 }

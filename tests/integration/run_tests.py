@@ -860,10 +860,10 @@ class BadInput(unittest.TestCase):
 class Bench(unittest.TestCase):
     """`inferd bench` against the live server: a 2-second run and its report."""
 
-    def run_bench(self, *extra):
+    def run_bench(self, *extra, duration="2"):
         out = os.path.join(ARGS.workdir, "bench_report.json")
         cmd = [ARGS.inferd, "bench", "-m", "tiny_mlp", "--url", "http://127.0.0.1:%d" % SERVER.port,
-               "--warmup-s", "0.5", "--window-s", "1", "--duration-s", "2", "--output", out, *extra]
+               "--warmup-s", "0.5", "--window-s", "1", "--duration-s", duration, "--output", out, *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("p99 us", proc.stdout)
@@ -930,6 +930,42 @@ class Bench(unittest.TestCase):
         self.assertEqual(r["errors"], 0)
         self.assertGreater(r["requests"], 0)
         self.assertGreater(r["server"]["compute_infer_us"], 0)  # the requests reached the model
+
+    def test_duration_is_exact_and_formats_and_failures_are_reported(self):
+        # --duration-s 1.5 with --window-s 1: two windows of 0.75 s, measuring exactly 1.5 s.
+        rep = self.run_bench("--concurrency", "2", duration="1.5")
+        r = rep["rows"][0]
+        self.assertEqual(r["windows"], 2)
+        self.assertAlmostEqual(r["duration_s"], 1.5, places=6)
+        self.assertIn(r["stable"], (True, False))
+        # The format follows --output-format when the file name does not say; a name that says nothing fails
+        # before measuring.
+        base = [ARGS.inferd, "bench", "-m", "tiny_mlp", "--url", "http://127.0.0.1:%d" % SERVER.port,
+                "--warmup-s", "0.1", "--window-s", "0.3", "--duration-s", "0.3"]
+        out = os.path.join(ARGS.workdir, "bench_report.txt")
+        proc = subprocess.run(base + ["--output", out], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("name it .json or .csv, or give --output-format", proc.stderr)
+        proc = subprocess.run(base + ["--output", out, "--output-format", "csv"], capture_output=True, text=True,
+                              timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(out) as f:
+            self.assertTrue(f.readline().startswith("label,mode,load"))
+        # Every request failing (a wrong version) is a failed run, with the server's reason.
+        proc = subprocess.run([ARGS.inferd, "bench", "-m", "tiny_mlp", "--url", "http://127.0.0.1:%d" % SERVER.port,
+                               "--metadata-url", "http://127.0.0.1:%d" % SERVER.port, "--protocol", "v2-json",
+                               "--warmup-s", "0.1", "--window-s", "0.3", "--duration-s", "0.3",
+                               "--input-data", self.bad_input_file()], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("no request succeeded", proc.stderr)
+        self.assertIn("HTTP 400", proc.stderr)
+
+    def bad_input_file(self):
+        # The right input name with the wrong element count: every request is refused with 400.
+        path = os.path.join(ARGS.workdir, "bench_bad_input.json")
+        with open(path, "w") as f:
+            json.dump({"data": [{"input": {"content": [1.0, 2.0, 3.0], "shape": [3]}}]}, f)
+        return path
 
     def test_unknown_model_fails_cleanly(self):
         proc = subprocess.run([ARGS.inferd, "bench", "-m", "nope", "--url", "http://127.0.0.1:%d" % SERVER.port],
