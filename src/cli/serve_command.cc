@@ -1,10 +1,15 @@
 // `inferd serve`: load a model repository and serve it over HTTP.
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <thread>
 
@@ -20,6 +25,29 @@
 
 namespace inferd::cli {
 namespace {
+
+// The stop-signal pipe: a process-wide resource by nature (signal handlers
+// cannot take arguments). The handler only writes to it (async-signal-safe).
+int g_signal_pipe[2] = {-1, -1};
+
+void OnStopSignal(int sig) {
+  const int saved = errno;
+  const unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &b, 1);
+  errno = saved;
+}
+
+// Blocks until SIGINT or SIGTERM was taken (by any thread); returns which.
+// The signals are unblocked only inside ppoll, so this thread takes them
+// there when no other thread can.
+int WaitForStopSignal(const sigset_t& wait_mask) {
+  for (;;) {
+    pollfd p{g_signal_pipe[0], POLLIN, 0};
+    (void)ppoll(&p, 1, nullptr, &wait_mask);  // EINTR when the handler ran here
+    unsigned char b = 0;
+    if (read(g_signal_pipe[0], &b, 1) == 1) return b;
+  }
+}
 
 struct ServeFlags {
   std::string repository;
@@ -59,13 +87,32 @@ int Serve(const ServeFlags& f) {
   spdlog::set_level(spdlog::level::from_str(f.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
-  // Signals are taken synchronously by this thread (sigwait); every thread
-  // started below inherits the blocked mask.
+  // SIGINT/SIGTERM: a handler writes the signal to a pipe that this thread
+  // waits on. Blocking them and calling sigwait is not enough: OpenBLAS
+  // starts its thread pool while libraries load, before main, with the
+  // signals unblocked, so a signal sent before this thread waited went to
+  // such a thread and its default action killed the process (seen as exit
+  // -15 when a SIGTERM followed the start closely). A handler runs on
+  // whichever thread takes the signal. The threads started below inherit the
+  // blocked mask, so only OpenBLAS's threads and this thread's ppoll take them.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  sigset_t wait_mask;
+  pthread_sigmask(SIG_BLOCK, &signals, &wait_mask);
+  sigdelset(&wait_mask, SIGINT);
+  sigdelset(&wait_mask, SIGTERM);
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    spdlog::critical("cannot create the signal pipe: {}", strerror(errno));
+    return 1;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -176,8 +223,7 @@ int Serve(const ServeFlags& f) {
     spdlog::info("Metrics service listening on {}:{}", f.host, metrics->port());
   }
 
-  int sig = 0;
-  sigwait(&signals, &sig);
+  const int sig = WaitForStopSignal(wait_mask);
   spdlog::info("received {}, shutting down: no new connections, finishing in-flight requests", strsignal(sig));
   const std::chrono::milliseconds grace(f.shutdown_grace_ms);
   api.StopAccepting();

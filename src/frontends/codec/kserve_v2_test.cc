@@ -45,8 +45,10 @@ std::string Dump(const Result<std::unique_ptr<InferRequest>>& r) {
 }
 
 // Runs `render` on every tests/golden/v2/NAME.request.json and compares its
-// output with NAME<suffix> (INFERD_UPDATE_GOLDEN=1 rewrites the goldens).
-// `render` returns nullopt to skip a request. Returns how many were checked.
+// output with NAME<suffix>. INFERD_UPDATE_GOLDEN=1 rewrites the goldens and
+// fails the test, so an update run can never pass by comparing a file with
+// itself: review the diff, then run again without it. `render` returns
+// nullopt to skip a request. Returns how many were checked.
 int CheckGoldens(const std::string& suffix,
                  const std::function<std::optional<std::string>(std::shared_ptr<const std::string>)>& render) {
   const fs::path dir = fs::path(INFERD_SOURCE_DIR) / "tests/golden/v2";
@@ -59,19 +61,34 @@ int CheckGoldens(const std::string& suffix,
     std::optional<std::string> got = render(std::make_shared<const std::string>(Read(e.path())));
     if (!got) continue;
     const fs::path golden = dir / (name.substr(0, name.size() - ext.size()) + suffix);
-    if (update) std::ofstream(golden, std::ios::binary) << *got;
+    ++checked;
+    if (update) {
+      std::ofstream(golden, std::ios::binary) << *got;
+      ADD_FAILURE() << "rewrote " << golden << " (INFERD_UPDATE_GOLDEN): review it, then rerun without it";
+      continue;
+    }
     EXPECT_TRUE(fs::exists(golden)) << "missing golden " << golden << " (run with INFERD_UPDATE_GOLDEN=1)";
     EXPECT_EQ(*got, Read(golden)) << "golden mismatch for " << name;
-    ++checked;
   }
   return checked;
+}
+
+// How many golden files end in `suffix`.
+int CountGoldens(const std::string& suffix) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(INFERD_SOURCE_DIR) / "tests/golden/v2")) {
+    const std::string name = e.path().filename().string();
+    n += name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  }
+  return n;
 }
 
 TEST(KServeV2Golden, ParsedRequestsMatchGoldenFiles) {
   const int checked = CheckGoldens(".parsed.txt", [](std::shared_ptr<const std::string> body) {
     return std::optional<std::string>(Dump(v2::ParseInferRequest(std::move(body), std::nullopt, "m", "")));
   });
-  EXPECT_GE(checked, 10);
+  EXPECT_EQ(checked, CountGoldens(".request.json"));  // every request has its parse golden
+  EXPECT_EQ(checked, 11);
 }
 
 // Each golden request that parses is answered with its inputs as outputs; the
@@ -94,7 +111,8 @@ TEST(KServeV2Golden, EncodedResponsesMatchGoldenFiles) {
     if (enc.header_length) got = "header_length " + std::to_string(*enc.header_length) + "\n" + got;
     return std::optional<std::string>(std::move(got));
   });
-  EXPECT_GE(checked, 3);
+  EXPECT_EQ(checked, CountGoldens(".response"));  // the requests that parse, each with its response golden
+  EXPECT_EQ(checked, 4);
 }
 
 std::shared_ptr<const std::string> BinaryBody(const std::string& json, const std::string& binary, size_t* header) {
