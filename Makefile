@@ -8,6 +8,7 @@
 #   make fuzz   only the libFuzzer run of every request codec: reproducible (fixed seed and run count)
 #   make fuzz-explore  a longer randomized run (FUZZ_SECONDS each) to find new inputs
 #   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
+#   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
 SHELL := /bin/bash
@@ -21,7 +22,7 @@ EXAMPLES := examples/repository
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-many-models format clean
+.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-many-models bench-overload format clean
 
 all: build
 
@@ -98,6 +99,10 @@ run-fuzzers:
 bench: build
 	@scripts/setup.sh --bench
 	$(PY) bench/run_bench.py --inferd build/src/inferd
+
+# Goodput under 10x overload (docs/benchmarks.md).
+bench-overload: build
+	$(PY) bench/overload.py --inferd build/src/inferd --out bench/results/$$(date +%Y-%m-%d)-overload.md
 
 # Many models per box: 10,000 generated models, Zipf traffic under a budget, hot swaps (docs/benchmarks.md).
 bench-many-models: build

@@ -76,6 +76,10 @@ class BatchQueue {
   Decision Next(TimePoint now, bool flush = false);
 
   size_t size() const { return size_; }
+  // Whether Push would now refuse a request because the queue is full,
+  // without looking for cancelled requests to make room (it already looked
+  // since the last decision and found none).
+  bool Rejecting() const { return size_ >= policy_.max_queue_size && !may_purge_; }
   bool empty() const { return size_ == 0 && purged_.empty(); }  // nothing left to run or answer
   const BatchPolicy& policy() const { return policy_; }
 

@@ -18,11 +18,19 @@ Status DynamicBatcher::Enqueue(std::unique_ptr<PendingRequest>& pending) {
   {
     MutexLock g(&mu_);
     if (stopping_) return Status::Unavailable("model '" + spec_.name + "' is shutting down");
-    INFERD_RETURN_IF_ERROR(queue_.Push(pending, options_.clock->Now()));
+    Status st = queue_.Push(pending, options_.clock->Now());
+    rejecting_.store(queue_.Rejecting(), std::memory_order_relaxed);
+    if (!st.ok()) return st;
   }
   if (options_.stats) options_.stats->AddPending(1);
   cv_.NotifyOne();
   return Status::OK();
+}
+
+Status DynamicBatcher::Admission() const {
+  if (!rejecting_.load(std::memory_order_relaxed)) return Status::OK();
+  return Status::Unavailable("model '" + spec_.name + "' queue is full (max_queue_size " +
+                             std::to_string(options_.policy.max_queue_size) + ")");
 }
 
 size_t DynamicBatcher::QueueSize() const {
@@ -56,6 +64,7 @@ void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {
   warmup_cv_.NotifyAll();
   for (;;) {
     BatchQueue::Decision d = queue_.Next(clock.Now(), stopping_);
+    rejecting_.store(queue_.Rejecting(), std::memory_order_relaxed);
     if (!d.batch.empty() || !d.expired.empty() || !d.cancelled.empty()) {
       const bool more = !queue_.empty();
       lock.Unlock();

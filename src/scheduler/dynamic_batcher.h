@@ -11,6 +11,7 @@
 // once (no waiting for the delay), in-flight ones finish, workers join.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -46,6 +47,7 @@ class DynamicBatcher final : public Scheduler {
 
   Status Enqueue(std::unique_ptr<PendingRequest>& pending) override;
   size_t QueueSize() const override;
+  Status Admission() const override;
   void Shutdown() override;
 
   // Blocks until every worker has run Options::warmup; the first failure,
@@ -67,6 +69,8 @@ class DynamicBatcher final : public Scheduler {
   size_t warmed_up_ TSA_GUARDED_BY(mu_) = 0;  // workers done with warmup
   Status warmup_status_ TSA_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
+  // queue_.Rejecting() as of the last Push or decision (read without mu_).
+  std::atomic<bool> rejecting_{false};
 };
 
 }  // namespace inferd

@@ -5,6 +5,7 @@
 #include <future>
 
 #include "testing/fake_clock.h"
+#include "testing/gated_backend.h"
 #include "testing/recording_instance.h"
 
 namespace inferd {
@@ -136,6 +137,64 @@ TEST(DynamicBatcher, ManyConcurrentRequestsGetTheirOwnAnswers) {
     ASSERT_EQ(v.size(), static_cast<size_t>(3 * (1 + i % 3)));
     for (float f : v) ASSERT_EQ(f, 2.f * static_cast<float>(i));
   }
+}
+
+}  // namespace
+}  // namespace inferd
+
+namespace inferd {
+namespace {
+
+// Admission() tells a front end, without locks, that the queue is full, so
+// it can refuse a request before decoding its body.
+TEST(DynamicBatcherAdmission, SaysFullOnceAPushFoundNoRoomUntilTheNextDecision) {
+  testing::Gate gate;
+  gate.Close();
+  testing::FakeClock clock;
+  ModelSpec spec;
+  spec.name = "m";
+  spec.max_batch_size = 0;
+  spec.inputs.push_back({"x", DataType::kFp32, {-1}});
+  spec.outputs.push_back({"y", DataType::kFp32, {-1}});
+  testing::GatedBackend backend(&gate);
+  auto model = backend.Load(spec, "/nonexistent");
+  ASSERT_TRUE(model.ok());
+  std::vector<std::unique_ptr<ModelInstance>> inst;
+  inst.push_back(*(*model)->CreateInstance(0));
+  DynamicBatcher::Options o;
+  o.policy = BatchPolicy::FromSpec(spec, /*default_max_queue_size=*/1);
+  o.clock = &clock;
+  DynamicBatcher batcher(std::move(o), spec, std::move(inst));
+  std::vector<std::future<Result<InferResponse>>> answers;
+  auto send = [&] {
+    auto promise = std::make_shared<std::promise<Result<InferResponse>>>();
+    answers.push_back(promise->get_future());
+    auto p = std::make_unique<PendingRequest>();
+    p->request = std::make_unique<InferRequest>();
+    p->request->model_name = "m";
+    p->request->inputs.push_back(F32("x", {2}, {1, 2}));
+    p->callback = [promise](Result<InferResponse> r) { promise->set_value(std::move(r)); };
+    Status st = batcher.Enqueue(p);
+    if (!st.ok()) promise->set_value(st);
+    return st;
+  };
+  ASSERT_TRUE(send().ok());
+  ASSERT_TRUE(gate.AwaitExecutionsStarted(1));  // the first runs (held); the queue is empty
+  EXPECT_TRUE(batcher.Admission().ok());
+  ASSERT_TRUE(send().ok());  // queued: the queue (max 1) is full now
+  EXPECT_TRUE(batcher.Admission().ok());  // a Push has not yet looked for room
+  const Status refused = send();
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+  const Status hint = batcher.Admission();
+  EXPECT_EQ(hint.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(hint.message(), refused.message());
+  EXPECT_EQ(hint.message(), "model 'm' queue is full (max_queue_size 1)");
+  gate.ReleaseExecutions(1);
+  ASSERT_TRUE(gate.AwaitExecutionsStarted(2));  // a decision took the queued one: room again
+  EXPECT_TRUE(batcher.Admission().ok());
+  gate.Open();
+  for (auto& a : answers) ASSERT_EQ(a.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  batcher.Shutdown();
 }
 
 }  // namespace

@@ -22,6 +22,11 @@ class Scheduler {
   virtual Status WaitReady() { return Status::OK(); }
   // Requests queued, not yet running.
   virtual size_t QueueSize() const = 0;
+  // A hint read without locks: UNAVAILABLE (the message Enqueue would give)
+  // when a request enqueued now would be refused because the queue is full.
+  // Front ends ask before decoding a request's body, so a rejection under
+  // overload costs little and the model keeps its CPU.
+  virtual Status Admission() const { return Status::OK(); }
   // Stops accepting (Enqueue answers UNAVAILABLE), runs everything already
   // accepted to completion, then joins the workers. Idempotent.
   virtual void Shutdown() = 0;

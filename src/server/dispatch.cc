@@ -14,6 +14,14 @@ void InferenceServer::InferAsync(std::unique_ptr<InferRequest> request, Response
   Dispatch(std::move(request), std::move(sink), clock_->Now(), /*may_wait=*/true);
 }
 
+Status InferenceServer::Admit(const std::string& name, const std::string& version) const {
+  auto mv = FindVersion(name, version);
+  if (!mv.ok()) return Status::OK();
+  Status st = (*mv)->scheduler().Admission();
+  if (!st.ok()) (*mv)->stats()->RecordFailure(FailureReason::kRejected, 0);
+  return st;
+}
+
 bool InferenceServer::CanWaitForLoad(const Status& lookup) const {
   return manager_->on_demand() && lookup.code() == StatusCode::kUnavailable && !shutting_down_.load();
 }

@@ -128,6 +128,12 @@ class InferenceServer final : public RequestSubmitter {
   Result<RollbackResult> Rollback(const std::string& name);
 
   void InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback);
+  // Before decoding a request for (name, version): UNAVAILABLE when the
+  // version it would go to refuses requests now (its queue is full), counted
+  // as a rejection. OK otherwise, also when the lookup fails (InferAsync then
+  // answers that). Cheap: lets front ends reject under overload without
+  // spending CPU on the body.
+  Status Admit(const std::string& name, const std::string& version) const;
   // The same with partial responses (models that answer in parts) going to
   // sink.partial before sink.final.
   void InferAsync(std::unique_ptr<InferRequest> request, ResponseSink sink);

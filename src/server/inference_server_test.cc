@@ -7,6 +7,7 @@
 #include <future>
 
 #include "backends/identity/identity_backend.h"
+#include "testing/gated_backend.h"
 #include "testing/test_requests.h"
 
 namespace inferd {
@@ -216,6 +217,45 @@ TEST_F(InferenceServerTest, PartialResponsesReachTheSinkBeforeTheFinalAnswer) {
   auto unary = Infer(Req("echo", F32("x", {1, 2}, {1})));
   EXPECT_EQ(unary.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(unary.status().message(), "this model answers in parts: use a streaming API");
+}
+
+TEST_F(InferenceServerTest, AdmitRefusesBeforeDecodingWhenTheQueueIsFull) {
+  testing::Gate gate;
+  gate.Close();
+  ASSERT_TRUE(backends_.Register(std::make_unique<testing::GatedBackend>(&gate)).ok());
+  Write("held/config.pbtxt", R"(backend: "gated" max_batch_size: 1
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] } ] output [ { name: "y" data_type: TYPE_FP32 dims: [ 2 ] } ]
+    dynamic_batching { default_queue_policy { max_queue_size: 1 } })");
+  fs::create_directories(root_ / "held/1");
+  Start();
+  std::vector<std::future<Result<InferResponse>>> answers;
+  auto send = [&] {
+    auto p = std::make_shared<std::promise<Result<InferResponse>>>();
+    answers.push_back(p->get_future());
+    server_->InferAsync(Req("held", F32("x", {1, 2}, {1})),
+                        [p](Result<InferResponse> r) { p->set_value(std::move(r)); });
+  };
+  send();
+  ASSERT_TRUE(gate.AwaitExecutionsStarted(1));  // running, held
+  send();                                       // queued: the queue is full
+  EXPECT_TRUE(server_->Admit("held", "").ok());
+  send();  // refused by the queue, which now says so without locks
+  ASSERT_EQ(answers.back().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_EQ(answers.back().get().status().code(), StatusCode::kUnavailable);
+  answers.pop_back();
+  const Status admit = server_->Admit("held", "");
+  EXPECT_EQ(admit.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(admit.message(), "model 'held' queue is full (max_queue_size 1)");
+  EXPECT_TRUE(server_->Admit("echo", "").ok());   // other models are unaffected
+  EXPECT_TRUE(server_->Admit("ghost", "").ok());  // unknown: InferAsync answers that
+  auto stats = server_->GetStatistics("held", "1");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ((*stats)[0].fail.count, 2u);  // the queue's refusal and Admit's
+  gate.Open();
+  for (auto& a : answers) {
+    ASSERT_EQ(a.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    EXPECT_TRUE(a.get().ok());
+  }
 }
 
 TEST_F(InferenceServerTest, ShutdownRejectsNewRequests) {

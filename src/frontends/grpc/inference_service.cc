@@ -354,6 +354,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
   // gRPC owns the request until Finish and reads it no more; decoding moves
   // the raw input buffers out of it (no copy), hence the const_cast.
   auto* req = const_cast<inference::ModelInferRequest*>(request);
+  if (Status st = ctx_->server->Admit(req->model_name(), req->model_version()); !st.ok()) return Done(c, st);
   const bool raw = req->raw_input_contents_size() > 0;
   auto decoded = DecodeInferRequest(req);
   if (!decoded.ok()) {

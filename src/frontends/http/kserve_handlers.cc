@@ -149,6 +149,8 @@ Result<std::optional<std::string>> LoadConfigParam(const Request& req) {
 }
 
 void Infer(InferenceServer* server, Request&& req, std::string model, std::string version, Responder respond) {
+  // Under overload, refuse before decoding the body (the model keeps its CPU).
+  if (Status st = server->Admit(model, version); !st.ok()) return respond(ErrorResponse(st));
   std::optional<size_t> header_length;
   if (const std::string* h = req.Header("inference-header-content-length")) {
     size_t v = 0;

@@ -93,6 +93,7 @@ std::string MetadataJson(const ModelMetadata& md) {
 
 void Predict(InferenceServer* server, const Request& req, const std::string& model, const std::string& version,
              Responder respond) {
+  if (Status st = server->Admit(model, version); !st.ok()) return respond(ErrorResponse(st));
   auto md = server->GetModelMetadata(model, version);
   if (!md.ok()) return respond(ErrorResponse(md.status()));
   std::vector<v1::InputInfo> inputs;
