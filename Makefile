@@ -68,11 +68,17 @@ thread-safety: deps
 
 # Unit and integration tests under ThreadSanitizer; cmake/tsan.supp lists
 # the third-party code it cannot see into, each entry explained.
+# suppress_equal_addresses=0: TSan's de-duplication by address scans a list
+# of every racy address seen so far, once per report; with the gRPC handoffs'
+# (suppressed) reports that list grew so long that a server under the
+# 1000-concurrent-calls test needed over a minute to shut down. Matching the
+# suppressions by stack alone keeps it fast (the gRPC suite: 25 s, was 36-95 s).
+TSAN_OPTIONS_CI := suppressions=$(CURDIR)/cmake/tsan.supp halt_on_error=1 second_deadlock_stack=1 \
+  suppress_equal_addresses=0
 tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_TSAN=ON
 	cmake --build build-tsan -j $(JOBS)
-	TSAN_OPTIONS="suppressions=$(CURDIR)/cmake/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
-	  ctest --test-dir build-tsan --output-on-failure
+	TSAN_OPTIONS="$(TSAN_OPTIONS_CI)" ctest --test-dir build-tsan --output-on-failure
 
 fuzz-build: deps
 	CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_FUZZ=ON

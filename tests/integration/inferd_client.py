@@ -90,7 +90,18 @@ class Server:
     def stop(self, sig=signal.SIGTERM, timeout=60):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        rc = self.proc.wait(timeout=timeout)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # A stop that hangs: show what the server said and where its threads are, then kill it.
+            print("inferd did not stop within %d s; its log ends:\n%s" % (timeout, "".join(self.log[-40:])))
+            if shutil.which("gdb"):
+                bt = subprocess.run(["gdb", "-batch", "-p", str(self.proc.pid), "-ex", "thread apply all bt 12"],
+                                    capture_output=True, text=True, timeout=120)
+                print(bt.stdout[-20000:])
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+            raise
         self._drain.join(timeout=10)
         self.proc.stderr.close()
         return rc
