@@ -100,7 +100,7 @@ class BackendRegistry {
 
  private:
   std::map<std::string, std::unique_ptr<Backend>, std::less<>> backends_;
-  std::map<std::string, Backend*, std::less<>> by_alias_;     // names and aliases
+  std::map<std::string, Backend*, std::less<>> by_alias_;  // names and aliases
   std::map<std::string, Backend*, std::less<>> by_platform_;
 };
 

@@ -31,7 +31,7 @@ class NamedBackend final : public Backend {
 BackendRegistry Registry() {
   BackendRegistry r;
   EXPECT_TRUE(r.Register(std::make_unique<NamedBackend>("pytorch", std::vector<std::string>{"torchscript"},
-                                                          std::vector<std::string>{"pytorch_libtorch"}))
+                                                        std::vector<std::string>{"pytorch_libtorch"}))
                   .ok());
   EXPECT_TRUE(r.Register(MakeIdentityBackend()).ok());
   return r;

@@ -1,8 +1,8 @@
 #include "bench/load_generator.h"
 
 #include <atomic>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "bench/http_client.h"

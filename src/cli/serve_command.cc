@@ -3,9 +3,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <unistd.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>

@@ -26,7 +26,7 @@ enum class StatusCode {
   kFailedPrecondition,  // the operation is not allowed in this state (HTTP 400)
   kResourceExhausted,   // a size limit was exceeded (HTTP 413 where relevant)
   kAlreadyExists,
-  kCancelled,  // the client gave up (cancelled the call or its deadline passed) (HTTP 400 like Triton)
+  kCancelled,        // the client gave up (cancelled the call or its deadline passed) (HTTP 400 like Triton)
   kUnauthenticated,  // a protected route without the right credentials (HTTP 401)
 };
 

@@ -70,8 +70,7 @@ Result<LabelsInfo> ModelManager::SetLabel(const std::string& name, const std::st
     // before the label moves. On failure nothing changes.
     INFERD_ASSIGN_OR_RETURN(ModelSource src, repository_->ReadModel(name));
     if (!std::binary_search(src.available_versions.begin(), src.available_versions.end(), version)) {
-      return Status::NotFound("model '" + name + "' has no version " + std::to_string(version) +
-                              " in the repository");
+      return Status::NotFound("model '" + name + "' has no version " + std::to_string(version) + " in the repository");
     }
     INFERD_RETURN_IF_ERROR(LoadWithinBudgetLocked(name, want));
   }

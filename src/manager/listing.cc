@@ -17,9 +17,11 @@ Result<std::vector<RepositoryIndexEntry>> ModelManager::RepositoryIndex(bool rea
     auto it = models_.find(n);
     if (it != models_.end() && !it->second.ready.empty()) {
       const Record& r = it->second;
-      const std::string note = r.plan_error.empty() ? ""
-                               : "the repository's config of this model no longer loads (this version keeps "
-                                 "serving): " + r.plan_error;
+      const std::string note = r.plan_error.empty()
+                                   ? ""
+                                   : "the repository's config of this model no longer loads (this version keeps "
+                                     "serving): " +
+                                         r.plan_error;
       for (const auto& [v, s] : r.ready) out.push_back({n, std::to_string(v), "READY", note});
       if (ready_only) continue;
       for (int64_t v : r.loading)
@@ -75,8 +77,8 @@ ModelListing ModelManager::ListModels() const {
         m.state = "LOADING";
       }
       for (const auto& [v, s] : r.ready)
-        m.versions.push_back({std::to_string(v), "READY", "", s.version->resident_bytes(), s.version->size_source(),
-                              s.load_seconds});
+        m.versions.push_back(
+            {std::to_string(v), "READY", "", s.version->resident_bytes(), s.version->size_source(), s.load_seconds});
       for (int64_t v : r.loading)
         if (!r.ready.count(v)) m.versions.push_back({std::to_string(v), "LOADING", "", 0, "", 0});
       for (const auto& [v, f] : r.failed)

@@ -117,8 +117,8 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
     std::string fp = Fingerprint(src.config_text, dir);
     if (auto it = current.find(v); it != current.end() && it->second.fingerprint == fp) {
       next[v] = it->second;  // unchanged snapshot: keeps serving as is
-    } else if (auto f = known_failed.find(v); !want.retry_failed && f != known_failed.end() &&
-                                               f->second.fingerprint == fp) {
+    } else if (auto f = known_failed.find(v);
+               !want.retry_failed && f != known_failed.end() && f->second.fingerprint == fp) {
       failed[v] = f->second;  // same files as the failed attempt: not retried
     } else {
       to_load[v] = std::move(fp);
@@ -184,7 +184,8 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
     r.backend = std::string(plan->backend->name());
     r.pinned = plan->pinned;
     std::string why;
-    for (const auto& [v, f] : failed) why += (why.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + f.why);
+    for (const auto& [v, f] : failed)
+      why += (why.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + f.why);
     r.failed = std::move(failed);
     r.status = {r.ready.empty() ? ModelState::kFailed : ModelState::kReady, std::move(why)};
     if (!r.ready.empty()) {

@@ -194,10 +194,10 @@ class ModelManager {
     std::string plan_error;
     VersionLabels labels;
     std::string dir;
-    std::string backend;      // from the last plan
-    bool pinned = false;      // config parameter `pinned`: never evicted
-    uint64_t last_bytes = 0;  // resident bytes when last loaded: the next load's estimate
-    TimePoint loaded_at{};    // when the serving set last changed
+    std::string backend;                          // from the last plan
+    bool pinned = false;                          // config parameter `pinned`: never evicted
+    uint64_t last_bytes = 0;                      // resident bytes when last loaded: the next load's estimate
+    TimePoint loaded_at{};                        // when the serving set last changed
     std::shared_ptr<const ServingModel> serving;  // published snapshot; null when nothing is READY
 
     int64_t DefaultVersion() const;

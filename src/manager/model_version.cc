@@ -5,9 +5,9 @@
 
 #include "lifecycle/allocator.h"
 #include "lifecycle/byte_size.h"
+#include "manager/warmup.h"
 #include "repository/model_config.h"
 #include "repository/repository.h"
-#include "manager/warmup.h"
 
 namespace inferd {
 

@@ -29,7 +29,7 @@ class ModelVersion {
   struct Options {
     size_t default_max_queue_size = 1024;
     int default_intra_op_threads = 1;
-    Clock* clock = nullptr;                       // not owned
+    Clock* clock = nullptr;                        // not owned
     const SchedulerFactory* schedulers = nullptr;  // not owned; required
     RequestSubmitter* submitter = nullptr;         // not owned; for schedulers that call other models
   };

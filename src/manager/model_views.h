@@ -45,7 +45,7 @@ struct ModelListing {
   struct Model {
     std::string name;
     std::string backend;  // "" until the model was planned for a load
-    std::string state;  // READY | LOADING | UNAVAILABLE
+    std::string state;    // READY | LOADING | UNAVAILABLE
     std::string reason;
     std::string default_version;
     std::vector<Version> versions;

@@ -16,7 +16,8 @@ namespace inferd {
 namespace {
 
 constexpr const char* kNotResident = "not resident (on demand: loads on its first request)";
-constexpr const char* kEvicted = "evicted to stay within the memory budget (on demand: loads again on its next request)";
+constexpr const char* kEvicted =
+    "evicted to stay within the memory budget (on demand: loads again on its next request)";
 
 // Size on disk of the model's largest version folder: the estimate for a
 // model that was never loaded.

@@ -19,8 +19,8 @@
 
 #include "backends/backend.h"
 #include "core/clock.h"
-#include "core/mutex.h"
 #include "core/model_spec.h"
+#include "core/mutex.h"
 #include "metrics/model_stats.h"
 #include "scheduler/batch_queue.h"
 #include "scheduler/scheduler.h"

@@ -181,7 +181,7 @@ TEST(DynamicBatcherAdmission, SaysFullOnceAPushFoundNoRoomUntilTheNextDecision) 
   ASSERT_TRUE(send().ok());
   ASSERT_TRUE(gate.AwaitExecutionsStarted(1));  // the first runs (held); the queue is empty
   EXPECT_TRUE(batcher.Admission().ok());
-  ASSERT_TRUE(send().ok());  // queued: the queue (max 1) is full now
+  ASSERT_TRUE(send().ok());               // queued: the queue (max 1) is full now
   EXPECT_TRUE(batcher.Admission().ok());  // a Push has not yet looked for room
   const Status refused = send();
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable);

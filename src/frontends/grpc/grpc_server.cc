@@ -53,7 +53,8 @@ grpc::Status ToGrpcStatus(const Status& st) {
 Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c, bool management) {
   const auto& md = c->client_metadata();
   auto it = md.find("authorization");
-  const std::string_view value = it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+  const std::string_view value =
+      it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
   return ctx.server->Authorize(value, management);
 }
 
@@ -80,7 +81,6 @@ void DrainRegistry::DrainAll() {
   const std::vector<Drainable*> open(open_.begin(), open_.end());
   for (Drainable* d : open) d->Drain();
 }
-
 
 struct GrpcServer::Impl {
   GrpcServerOptions options;

@@ -9,7 +9,6 @@
 #include <boost/beast/http.hpp>
 #include <cerrno>
 #include <future>
-
 #include <optional>
 #include <thread>
 #include <vector>
