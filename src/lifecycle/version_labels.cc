@@ -92,25 +92,20 @@ std::string VersionLabelsToJson(const VersionLabels& labels) {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
-Result<VersionLabels> ReadVersionLabels(const std::string& model_dir) {
-  const std::filesystem::path path = std::filesystem::path(model_dir) / kVersionLabelsFile;
-  std::ifstream f(path);
-  if (!f) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return VersionLabels{};
-    return Status::Unavailable(path.string() + ": cannot be read");
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto r = ParseVersionLabelsJson(ss.str());
-  if (!r.ok()) return r.status().WithPrefix(path.string());
+Result<VersionLabels> ReadVersionLabels(const Filesystem& fs, const std::string& model_dir) {
+  const std::string path = model_dir + "/" + kVersionLabelsFile;
+  if (!fs.IsFile(path)) return VersionLabels{};
+  auto text = fs.ReadFile(path);
+  if (!text.ok()) return Status::Unavailable(path + ": cannot be read: " + text.status().message());
+  auto r = ParseVersionLabelsJson(*text);
+  if (!r.ok()) return r.status().WithPrefix(path);
   return r;
 }
 
-Result<VersionLabels> LoadVersionLabels(const ControlStateStore& store, const std::string& model,
+Result<VersionLabels> LoadVersionLabels(const ControlStateStore& store, const std::string& model, const Filesystem& fs,
                                         const std::string& model_dir) {
   INFERD_ASSIGN_OR_RETURN(std::optional<std::string> doc, store.Get(model, "labels"));
-  if (!doc) return ReadVersionLabels(model_dir);
+  if (!doc) return ReadVersionLabels(fs, model_dir);
   auto r = ParseVersionLabelsJson(*doc);
   if (!r.ok()) return r.status().WithPrefix(store.Describe() + ": labels of model '" + model + "'");
   return r;

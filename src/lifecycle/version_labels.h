@@ -23,6 +23,7 @@
 
 #include "core/status.h"
 #include "lifecycle/control_state_store.h"
+#include "repository/filesystem.h"  // the interface only (no link dependency)
 
 namespace inferd {
 
@@ -60,13 +61,14 @@ Status ValidateLabelName(std::string_view label);
 Result<VersionLabels> ParseVersionLabelsJson(std::string_view json);
 std::string VersionLabelsToJson(const VersionLabels& labels);
 
-// <model_dir>/version_labels.json (the pre-store location). Missing file =
-// no labels. A corrupt file is an error naming the file.
-Result<VersionLabels> ReadVersionLabels(const std::string& model_dir);
+// <model_dir>/version_labels.json in the repository's filesystem (the
+// pre-store location; read, never written). Missing file = no labels. A
+// corrupt file is an error naming the file.
+Result<VersionLabels> ReadVersionLabels(const Filesystem& fs, const std::string& model_dir);
 
 // The model's labels: from the store; else from the legacy file in
 // `model_dir`; else none. A corrupt document is an error naming it.
-Result<VersionLabels> LoadVersionLabels(const ControlStateStore& store, const std::string& model,
+Result<VersionLabels> LoadVersionLabels(const ControlStateStore& store, const std::string& model, const Filesystem& fs,
                                         const std::string& model_dir);
 Status SaveVersionLabels(ControlStateStore& store, const std::string& model, const VersionLabels& labels);
 

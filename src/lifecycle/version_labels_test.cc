@@ -79,7 +79,7 @@ class LabelStoreTest : public ::testing::Test {
 TEST_F(LabelStoreTest, PersistInTheStateDirectoryNotInTheRepository) {
   auto store = MakeDirectoryStateStore((root_ / "state").string());
   ASSERT_TRUE(store->Open().ok());
-  auto empty = LoadVersionLabels(*store, "m", ModelDir());
+  auto empty = LoadVersionLabels(*store, "m", *LocalFilesystem(), ModelDir());
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->labels.empty());
   VersionLabels l;
@@ -91,7 +91,7 @@ TEST_F(LabelStoreTest, PersistInTheStateDirectoryNotInTheRepository) {
   EXPECT_TRUE(std::filesystem::is_empty(root_ / "repo" / "m"));  // the repository is untouched
   // A second store over the same directory (a restarted server) reads them back.
   auto again = MakeDirectoryStateStore((root_ / "state").string());
-  auto read = LoadVersionLabels(*again, "m", ModelDir());
+  auto read = LoadVersionLabels(*again, "m", *LocalFilesystem(), ModelDir());
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(read->Find("stable"), 2);
   EXPECT_EQ(read->history, (std::vector<int64_t>{2}));
@@ -100,13 +100,13 @@ TEST_F(LabelStoreTest, PersistInTheStateDirectoryNotInTheRepository) {
 TEST_F(LabelStoreTest, TheLegacyFileIsReadUntilTheStoreHasLabels) {
   auto store = MakeMemoryStateStore();
   WriteLegacy(R"({"labels": {"stable": 1}, "history": [1]})");
-  auto legacy = LoadVersionLabels(*store, "m", ModelDir());
+  auto legacy = LoadVersionLabels(*store, "m", *LocalFilesystem(), ModelDir());
   ASSERT_TRUE(legacy.ok());
   EXPECT_EQ(legacy->Find("stable"), 1);
   VersionLabels l;
   l.labels["canary"] = 3;
   ASSERT_TRUE(SaveVersionLabels(*store, "m", l).ok());
-  auto stored = LoadVersionLabels(*store, "m", ModelDir());
+  auto stored = LoadVersionLabels(*store, "m", *LocalFilesystem(), ModelDir());
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->Find("stable"), std::nullopt);
   EXPECT_EQ(stored->Find("canary"), 3);
@@ -115,11 +115,11 @@ TEST_F(LabelStoreTest, TheLegacyFileIsReadUntilTheStoreHasLabels) {
 TEST_F(LabelStoreTest, CorruptDocumentsAreErrorsThatNameThem) {
   WriteLegacy("{broken");
   auto store = MakeDirectoryStateStore((root_ / "state").string());
-  auto bad = LoadVersionLabels(*store, "m", ModelDir());
+  auto bad = LoadVersionLabels(*store, "m", *LocalFilesystem(), ModelDir());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("version_labels.json"), std::string::npos);
   ASSERT_TRUE(store->Put("m", "labels", "[1,2]").ok());
-  bad = LoadVersionLabels(*store, "m", ModelDir());
+  bad = LoadVersionLabels(*store, "m", *LocalFilesystem(), ModelDir());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("labels of model 'm'"), std::string::npos) << bad.status().message();
   EXPECT_EQ(store->Put("../escape", "labels", "{}").code(), StatusCode::kInvalidArgument);

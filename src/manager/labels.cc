@@ -41,7 +41,8 @@ Result<int64_t> ModelManager::ResolveLabel(const std::string& name, const std::s
   if (!loader_ || st.code() != StatusCode::kUnavailable || shutting_down_.load()) return st;
   // On demand: the labels as the repository has them; the request that
   // follows loads the model.
-  INFERD_ASSIGN_OR_RETURN(VersionLabels labels, LoadVersionLabels(*options_.state, name, repository_->ModelDir(name)));
+  INFERD_ASSIGN_OR_RETURN(VersionLabels labels,
+                          LoadVersionLabels(*options_.state, name, repository_->fs(), repository_->ModelDir(name)));
   v = labels.Find(label);
   if (!v) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
   return *v;

@@ -1,7 +1,6 @@
 #include "manager/load_plan.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "manager/model_version.h"
 
@@ -19,7 +18,7 @@ Result<LoadPlan> PlanLoad(const ModelRepository& repository, const BackendRegist
   if (labels_override) {
     p.labels = *labels_override;
   } else {
-    INFERD_ASSIGN_OR_RETURN(p.labels, LoadVersionLabels(state, name, p.src.dir));
+    INFERD_ASSIGN_OR_RETURN(p.labels, LoadVersionLabels(state, name, repository.fs(), p.src.dir));
   }
   const auto& available = p.src.available_versions;
   p.selected = ModelRepository::SelectVersions(p.src.spec.version_policy, available);
@@ -38,19 +37,10 @@ Result<LoadPlan> PlanLoad(const ModelRepository& repository, const BackendRegist
   return p;
 }
 
-std::string Fingerprint(const std::string& config_text, const std::string& version_dir) {
+std::string Fingerprint(const std::string& config_text, const Filesystem& fs, const std::string& version_dir) {
   std::string fp = config_text;
-  std::error_code ec;
-  std::vector<std::string> files;
-  for (auto it = std::filesystem::recursive_directory_iterator(version_dir, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    const auto size = it->file_size(ec);
-    const auto mtime = it->last_write_time(ec).time_since_epoch().count();
-    files.push_back(it->path().string() + "|" + std::to_string(size) + "|" + std::to_string(mtime));
-  }
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) fp += "\n" + f;
+  for (const auto& f : fs.ListFilesRecursive(version_dir))
+    fp += "\n" + f.path + "|" + std::to_string(f.bytes) + "|" + std::to_string(f.modified);
   return fp;
 }
 

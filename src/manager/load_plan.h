@@ -39,6 +39,6 @@ Result<LoadPlan> PlanLoad(const ModelRepository& repository, const BackendRegist
 // What a loaded version was built from: its config and its files (name,
 // size, modification time). A version whose fingerprint is unchanged keeps
 // serving on reload; one whose files changed is reloaded.
-std::string Fingerprint(const std::string& config_text, const std::string& version_dir);
+std::string Fingerprint(const std::string& config_text, const Filesystem& fs, const std::string& version_dir);
 
 }  // namespace inferd

@@ -113,8 +113,7 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
   std::map<int64_t, FailedVersion> failed;
   std::map<int64_t, std::string> to_load;  // version -> fingerprint
   for (int64_t v : plan->wanted) {
-    const std::string dir = (std::filesystem::path(src.dir) / std::to_string(v)).string();
-    std::string fp = Fingerprint(src.config_text, dir);
+    std::string fp = Fingerprint(src.config_text, repository_->fs(), repository_->VersionDir(name, v));
     if (auto it = current.find(v); it != current.end() && it->second.fingerprint == fp) {
       next[v] = it->second;  // unchanged snapshot: keeps serving as is
     } else if (auto f = known_failed.find(v);
@@ -132,10 +131,10 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
   // Load new and changed versions; nothing serving changes yet.
   Status first_error;  // of this attempt (versions skipped as known failures are not errors)
   for (auto& [v, fp] : to_load) {
-    const std::string dir = (std::filesystem::path(src.dir) / std::to_string(v)).string();
     const TimePoint t0 = clock_->Now();
+    const ModelVersion::Files files{&repository_->fs(), src.dir, repository_->VersionDir(name, v)};
     auto mv =
-        ModelVersion::Load(*plan->backend, src.spec, v, dir, src.config_text, plan->config_source, options_.version);
+        ModelVersion::Load(*plan->backend, src.spec, v, files, src.config_text, plan->config_source, options_.version);
     const double secs = Seconds(clock_->Now() - t0);
     metrics_.load_seconds.Observe(secs);
     if (!mv.ok()) {

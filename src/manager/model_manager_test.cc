@@ -13,6 +13,7 @@
 #include "manager/repository_source.h"
 #include "testing/fake_clock.h"
 #include "testing/gated_backend.h"
+#include "testing/memory_filesystem.h"
 #include "testing/test_requests.h"
 
 namespace inferd {
@@ -67,13 +68,14 @@ class ModelManagerTest : public ::testing::Test {
     for (int v : versions) fs::create_directories(root_ / name / std::to_string(v));
   }
 
-  void Make(ModelManager::Options o = {}) {
+  // A manager over root_ on disk, or over `repository` when given.
+  void Make(ModelManager::Options o = {}, std::unique_ptr<ModelRepository> repository = nullptr) {
     if (!state_) {
       state_ = MakeDirectoryStateStore((root_.string() + ".state"));
       ASSERT_TRUE(state_->Open().ok());
     }
     o.state = state_.get();
-    repository_ = std::make_unique<ModelRepository>(root_.string());
+    repository_ = repository ? std::move(repository) : std::make_unique<ModelRepository>(root_.string());
     manager_ = std::make_unique<ModelManager>(std::move(o), repository_.get(), &backends_, &clock_);
   }
 
@@ -289,6 +291,52 @@ TEST_F(ModelManagerTest, ALabelWhoseVersionFailsChangesNothing) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(DefaultVersion("m"), 2);
   EXPECT_FALSE(manager_->ResolveLabel("m", kStableLabel).ok());
+}
+
+// The repository is read only through its Filesystem: here an in-memory
+// one. Configs, version folders, the legacy labels file and warm-up data all
+// come from it; a rewritten file is a changed version; labels go to the
+// control-state store and the repository is never written.
+TEST_F(ModelManagerTest, ARepositoryInAnotherFilesystemIsReadThroughItAndNeverWritten) {
+  auto mem = std::make_shared<testing::MemoryFilesystem>();
+  mem->Put("/repo/m/config.pbtxt", Config(R"(version_policy { all { } }
+    model_warmup [ { name: "w" batch_size: 1 inputs { key: "x" value: {
+      data_type: TYPE_FP32 dims: [ 2 ] input_data_file: "x.bin" } } } ])"));
+  mem->Put("/repo/m/warmup/x.bin", std::string(8, '\0'));
+  mem->Put("/repo/m/version_labels.json", R"({"labels": {"stable": 1}})");
+  mem->MakeDirectory("/repo/m/1");
+  mem->Put("/repo/m/2/weights", "v2");
+  mem->Put("/repo/w/config.pbtxt", Config(R"(model_warmup [ { name: "w" batch_size: 1 inputs { key: "x" value: {
+      data_type: TYPE_FP32 dims: [ 2 ] input_data_file: "missing.bin" } } } ])"));
+  mem->MakeDirectory("/repo/w/1");
+  Make({}, std::make_unique<ModelRepository>("/repo", mem));
+  RepositorySource::Options so;
+  so.control_mode = ModelControlMode::kPoll;
+  so.poll_interval = Duration(0);
+  source_ = std::make_unique<RepositorySource>(so, repository_.get(), manager_.get(), &clock_);
+  ASSERT_TRUE(source_->Start().ok());
+  EXPECT_EQ(ServingVersions("m"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(DefaultVersion("m"), 1);  // the legacy label file, read through the filesystem
+  EXPECT_NE(manager_->ModelStateOf("w").reason.find("cannot open /repo/w/warmup/missing.bin"), std::string::npos)
+      << manager_->ModelStateOf("w").reason;
+  EXPECT_EQ(manager_->ModelNames(), (std::vector<std::string>{"m", "w"}));
+
+  auto v1 = Version("m", 1), v2 = Version("m", 2);
+  mem->Put("/repo/m/2/weights", "v2 again");  // rewritten: version 2 changed, version 1 did not
+  source_->Poll();
+  EXPECT_EQ(Version("m", 1), v1);
+  EXPECT_NE(Version("m", 2), v2);
+  ASSERT_NE(Version("m", 2), nullptr);
+
+  const size_t files = mem->ListFilesRecursive("/repo").size();
+  ASSERT_TRUE(manager_->SetLabel("m", kStableLabel, 2).ok());
+  EXPECT_EQ(DefaultVersion("m"), 2);
+  EXPECT_EQ(mem->ListFilesRecursive("/repo").size(), files);
+  EXPECT_TRUE(fs::exists(root_.string() + ".state/m/labels.json"));
+
+  mem->Remove("/repo/m");
+  source_->Poll();
+  EXPECT_EQ(ServingVersions("m"), (std::vector<int64_t>{}));
 }
 
 TEST_F(ModelManagerTest, PollLoadsNewChangedAndRemovedModelsOnTheClock) {

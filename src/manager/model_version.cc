@@ -20,8 +20,12 @@ Result<bool> PinnedParameter(const ModelSpec& spec) {
 }
 
 Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, ModelSpec spec, int64_t version,
-                                                         const std::string& version_dir, const std::string& config_text,
+                                                         const Files& files, const std::string& config_text,
                                                          const std::string& config_source, const Options& options) {
+  // Frameworks open files by path: a local copy of the version folder.
+  auto local = files.fs->LocalPath(files.version_dir);
+  if (!local.ok()) return local.status().WithPrefix(config_source + ": version folder " + files.version_dir);
+  const std::string& version_dir = *local;
   if (spec.inputs.empty()) {
     INFERD_RETURN_IF_ERROR(backend.AutoComplete(version_dir, &spec).WithPrefix(config_source));
   }
@@ -54,13 +58,12 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
     mv->resident_bytes_ = allocator::NetAllocated(*before, *after);
     mv->size_source_ = "measured";
   } else {
-    mv->resident_bytes_ = DirectoryBytes(version_dir);
+    mv->resident_bytes_ = TotalBytes(*files.fs, files.version_dir);
     mv->size_source_ = "files";
   }
   mv->config_json_ = RenderModelConfigJson(config_text, mv->spec_);
   mv->stats_ = std::make_shared<ModelStats>(mv->spec_.name, mv->version_str_, mv->spec_.max_batch_size);
-  const std::string model_dir = std::filesystem::path(version_dir).parent_path().string();
-  auto samples_or = BuildWarmupSamples(mv->spec_, model_dir);
+  auto samples_or = BuildWarmupSamples(mv->spec_, *files.fs, files.model_dir);
   if (!samples_or.ok()) return samples_or.status().WithPrefix(config_source);
   std::vector<WarmupSample> samples = std::move(*samples_or);
   SchedulerContext sc;

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/model_spec.h"
 #include "metrics/model_stats.h"
+#include "repository/filesystem.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/scheduler_factory.h"
 
@@ -34,10 +35,18 @@ class ModelVersion {
     RequestSubmitter* submitter = nullptr;         // not owned; for schedulers that call other models
   };
 
+  // Where a version's files are: the repository's Filesystem (not owned),
+  // the model folder (warm-up files) and the version folder in it.
+  struct Files {
+    const Filesystem* fs = nullptr;
+    std::string model_dir;
+    std::string version_dir;
+  };
+
   // Auto-completes (when the spec has no inputs), validates, loads and starts
   // the instances. `config_text` is the original config for rendering.
   static Result<std::shared_ptr<ModelVersion>> Load(Backend& backend, ModelSpec spec, int64_t version,
-                                                    const std::string& version_dir, const std::string& config_text,
+                                                    const Files& files, const std::string& config_text,
                                                     const std::string& config_source, const Options& options);
   ~ModelVersion();
 

@@ -21,15 +21,16 @@ constexpr const char* kEvicted =
 
 // Size on disk of the model's largest version folder: the estimate for a
 // model that was never loaded.
-uint64_t LargestVersionBytes(const std::string& model_dir) {
+uint64_t LargestVersionBytes(const Filesystem& fs, const std::string& model_dir) {
   uint64_t best = 0;
-  std::error_code ec;
-  for (const auto& d : std::filesystem::directory_iterator(model_dir, ec)) {
-    const std::string n = d.path().filename().string();
+  auto entries = fs.List(model_dir);
+  if (!entries.ok()) return 0;
+  for (const auto& d : *entries) {
+    const std::string& n = d.name;
     int64_t v = 0;
     auto [p, e] = std::from_chars(n.data(), n.data() + n.size(), v);
-    if (e != std::errc() || p != n.data() + n.size() || !d.is_directory(ec)) continue;
-    best = std::max(best, DirectoryBytes(d.path().string()));
+    if (e != std::errc() || p != n.data() + n.size() || !d.directory) continue;
+    best = std::max(best, TotalBytes(fs, JoinPath(model_dir, n)));
   }
   return best;
 }
@@ -90,7 +91,7 @@ uint64_t ModelManager::EstimateBytes(const std::string& name) const {
       if (it->second.last_bytes > 0) return it->second.last_bytes;
     }
   }
-  return LargestVersionBytes(repository_->ModelDir(name));
+  return LargestVersionBytes(repository_->fs(), repository_->ModelDir(name));
 }
 
 Status ModelManager::LoadWithinBudgetLocked(const std::string& name, const Aspiration& want) {

@@ -40,8 +40,8 @@ void FillRandom(DataType dt, std::byte* out, int64_t n, std::mt19937& rng) {
   }
 }
 
-Result<Tensor> BuildInput(const TensorSpec& ts, const WarmupInputSpec& wi, int64_t rows, const std::string& model_dir,
-                          const std::string& sample, std::mt19937& rng) {
+Result<Tensor> BuildInput(const TensorSpec& ts, const WarmupInputSpec& wi, int64_t rows, const Filesystem& fs,
+                          const std::string& model_dir, const std::string& sample, std::mt19937& rng) {
   const std::string what = "model_warmup '" + sample + "' input '" + ts.name + "'";
   if (wi.dtype != ts.dtype)
     return Status::InvalidArgument(what + ": data_type " + std::string(DataTypeToWire(wi.dtype)) +
@@ -70,10 +70,10 @@ Result<Tensor> BuildInput(const TensorSpec& ts, const WarmupInputSpec& wi, int64
   if (wi.source == WarmupInputSpec::Source::kRandom) {
     FillRandom(ts.dtype, out, per_row * copies, rng);
   } else if (wi.source == WarmupInputSpec::Source::kFile) {
-    const std::string path = (std::filesystem::path(model_dir) / "warmup" / wi.file).string();
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return Status::NotFound(what + ": cannot open " + path);
-    std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string path = JoinPath(JoinPath(model_dir, "warmup"), wi.file);
+    auto read = fs.ReadFile(path);
+    if (!read.ok()) return Status::NotFound(what + ": cannot open " + path);
+    const std::string& data = *read;
     if (data.size() != sample_bytes)
       return Status::InvalidArgument(what + ": " + path + " has " + std::to_string(data.size()) + " bytes, expected " +
                                      std::to_string(sample_bytes));
@@ -85,7 +85,8 @@ Result<Tensor> BuildInput(const TensorSpec& ts, const WarmupInputSpec& wi, int64
 
 }  // namespace
 
-Result<std::vector<WarmupSample>> BuildWarmupSamples(const ModelSpec& spec, const std::string& model_dir) {
+Result<std::vector<WarmupSample>> BuildWarmupSamples(const ModelSpec& spec, const Filesystem& fs,
+                                                     const std::string& model_dir) {
   std::vector<WarmupSample> out;
   std::mt19937 rng(1);
   for (const auto& w : spec.warmup) {
@@ -103,7 +104,7 @@ Result<std::vector<WarmupSample>> BuildWarmupSamples(const ModelSpec& spec, cons
         if (ts.optional) continue;
         return Status::InvalidArgument("model_warmup '" + w.name + "' has no data for input '" + ts.name + "'");
       }
-      INFERD_ASSIGN_OR_RETURN(Tensor t, BuildInput(ts, it->second, rows, model_dir, w.name, rng));
+      INFERD_ASSIGN_OR_RETURN(Tensor t, BuildInput(ts, it->second, rows, fs, model_dir, w.name, rng));
       s.inputs.push_back(std::move(t));
     }
     out.push_back(std::move(s));

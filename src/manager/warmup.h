@@ -13,6 +13,7 @@
 #include "core/model_spec.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "repository/filesystem.h"
 
 namespace inferd {
 
@@ -22,10 +23,11 @@ struct WarmupSample {
   std::vector<Tensor> inputs;  // in spec.inputs order, batch dimension added, reshape applied
 };
 
-// `model_dir` holds the warmup/ folder that input_data_file names refer to.
-// Fails when a sample misses a model input, names an unknown one, or has the
-// wrong datatype or a file of the wrong size.
-Result<std::vector<WarmupSample>> BuildWarmupSamples(const ModelSpec& spec, const std::string& model_dir);
+// `model_dir` (in `fs`, the repository's) holds the warmup/ folder that
+// input_data_file names refer to. Fails when a sample misses a model input,
+// names an unknown one, or has the wrong datatype or a file of the wrong size.
+Result<std::vector<WarmupSample>> BuildWarmupSamples(const ModelSpec& spec, const Filesystem& fs,
+                                                     const std::string& model_dir);
 
 Status RunWarmup(ModelInstance& instance, const std::vector<WarmupSample>& samples);
 

@@ -2,24 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "repository/model_config.h"
 
 namespace inferd {
-namespace fs = std::filesystem;
-
-uint64_t DirectoryBytes(const std::string& dir) {
-  uint64_t total = 0;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (it->is_regular_file(ec)) total += it->file_size(ec);
-  }
-  return total;
-}
 
 namespace {
 bool IsValidModelName(const std::string& n) {
@@ -30,24 +16,23 @@ bool IsValidModelName(const std::string& n) {
 }
 }  // namespace
 
-std::string ModelRepository::ModelDir(const std::string& name) const { return (fs::path(root_) / name).string(); }
+std::string ModelRepository::ModelDir(const std::string& name) const { return JoinPath(root_, name); }
+
+std::string ModelRepository::VersionDir(const std::string& name, int64_t version) const {
+  return JoinPath(ModelDir(name), std::to_string(version));
+}
 
 bool ModelRepository::HasModel(const std::string& name) const {
-  std::error_code ec;
-  return IsValidModelName(name) && fs::is_directory(fs::path(root_) / name, ec);
+  return IsValidModelName(name) && fs_->IsDirectory(ModelDir(name));
 }
 
 Result<std::vector<std::string>> ModelRepository::ListModels() const {
-  std::error_code ec;
-  fs::directory_iterator it(root_, ec);
-  if (ec) return Status::NotFound("cannot read model repository '" + root_ + "': " + ec.message());
+  auto entries = fs_->List(root_);
+  if (!entries.ok())
+    return Status::NotFound("cannot read model repository '" + root_ + "': " + entries.status().message());
   std::vector<std::string> names;
-  for (const auto& e : it) {
-    if (!e.is_directory(ec)) continue;
-    std::string n = e.path().filename().string();
-    if (IsValidModelName(n)) names.push_back(std::move(n));
-  }
-  std::sort(names.begin(), names.end());
+  for (auto& e : *entries)
+    if (e.directory && IsValidModelName(e.name)) names.push_back(std::move(e.name));
   return names;
 }
 
@@ -57,9 +42,8 @@ Result<ModelSource> ModelRepository::ReadModel(const std::string& name,
   ModelSource src;
   src.name = name;
   src.dir = ModelDir(name);
-  src.config_path = (fs::path(src.dir) / "config.pbtxt").string();
-  std::error_code ec;
-  if (!fs::is_directory(src.dir, ec)) {
+  src.config_path = JoinPath(src.dir, "config.pbtxt");
+  if (!fs_->IsDirectory(src.dir)) {
     return Status::NotFound("model '" + name + "' is not in the repository '" + root_ + "'");
   }
   std::string source = src.config_path;
@@ -67,20 +51,20 @@ Result<ModelSource> ModelRepository::ReadModel(const std::string& name,
     src.config_text = *override_text;
     src.has_config = true;
     source = "load request config for '" + name + "'";
-  } else if (fs::exists(src.config_path, ec)) {
-    std::ifstream f(src.config_path, std::ios::binary);
-    if (!f) return Status::InvalidArgument("cannot read " + src.config_path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    src.config_text = ss.str();
+  } else if (fs_->IsFile(src.config_path)) {
+    auto text = fs_->ReadFile(src.config_path);
+    if (!text.ok()) return Status::InvalidArgument("cannot read " + src.config_path + ": " + text.status().message());
+    src.config_text = std::move(*text);
     src.has_config = true;
   }
   INFERD_ASSIGN_OR_RETURN(src.spec, ParseModelConfig(src.config_text, name, source));
   src.spec.auto_completed = !src.has_config;
 
-  for (const auto& e : fs::directory_iterator(src.dir, ec)) {
-    if (!e.is_directory(ec)) continue;
-    const std::string v = e.path().filename().string();
+  auto entries = fs_->List(src.dir);
+  if (!entries.ok()) return Status::NotFound("cannot read " + src.dir + ": " + entries.status().message());
+  for (const auto& e : *entries) {
+    if (!e.directory) continue;
+    const std::string& v = e.name;
     if (v.empty() || v[0] == '0') continue;
     int64_t num = 0;
     auto [p, err] = std::from_chars(v.data(), v.data() + v.size(), num);

@@ -1,4 +1,5 @@
-// ModelRepository: reads a Triton-layout model repository on local disk.
+// ModelRepository: reads a Triton-layout model repository through a
+// Filesystem (local disk unless one is given).
 //
 //   <root>/<model>/config.pbtxt        (optional: backends may auto-complete)
 //   <root>/<model>/<version>/model.pt  (numeric version folders; names
@@ -15,12 +16,13 @@
 
 #include "core/model_spec.h"
 #include "core/status.h"
+#include "repository/filesystem.h"
 
 namespace inferd {
 
 struct ModelSource {
   std::string name;
-  std::string dir;          // <root>/<name>
+  std::string dir;          // <root>/<name>, in the repository's Filesystem
   std::string config_path;  // <dir>/config.pbtxt (may not exist)
   bool has_config = false;
   std::string config_text;                  // protobuf text (empty when there is no config)
@@ -28,16 +30,17 @@ struct ModelSource {
   std::vector<int64_t> available_versions;  // ascending
 };
 
-// Total size of the regular files under `dir` (0 if unreadable).
-uint64_t DirectoryBytes(const std::string& dir);
-
 class ModelRepository {
  public:
-  explicit ModelRepository(std::string root) : root_(std::move(root)) {}
+  explicit ModelRepository(std::string root, std::shared_ptr<const Filesystem> fs = LocalFilesystem())
+      : root_(std::move(root)), fs_(std::move(fs)) {}
 
   const std::string& root() const { return root_; }
+  const Filesystem& fs() const { return *fs_; }
   // <root>/<name>; `name` must be a model name HasModel accepted.
   std::string ModelDir(const std::string& name) const;
+  // <root>/<name>/<version>.
+  std::string VersionDir(const std::string& name, int64_t version) const;
 
   // Whether <root>/<name> is a model directory (cheap: no config parsing).
   bool HasModel(const std::string& name) const;
@@ -55,6 +58,7 @@ class ModelRepository {
 
  private:
   std::string root_;
+  std::shared_ptr<const Filesystem> fs_;
 };
 
 }  // namespace inferd

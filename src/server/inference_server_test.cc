@@ -8,6 +8,7 @@
 
 #include "backends/identity/identity_backend.h"
 #include "testing/gated_backend.h"
+#include "testing/parts_scheduler.h"
 #include "testing/test_requests.h"
 
 namespace inferd {
@@ -177,32 +178,8 @@ TEST_F(InferenceServerTest, MetricsExposeTritonNamesAndHistograms) {
   EXPECT_NE(t.find("process_resident_memory_bytes"), std::string::npos);
 }
 
-// A scheduler that answers in parts: one partial response per input row,
-// then an empty final answer. Requests without a partial callback are refused.
-class PartsScheduler final : public Scheduler {
- public:
-  Status Enqueue(std::unique_ptr<PendingRequest>& p) override {
-    if (!p->partial) return Status::InvalidArgument("this model answers in parts: use a streaming API");
-    std::unique_ptr<PendingRequest> taken = std::move(p);
-    const Tensor& x = taken->request->inputs[0];
-    for (int64_t row = 0; row < x.shape[0]; ++row) {
-      InferResponse part;
-      part.model_name = taken->request->model_name;
-      part.outputs.push_back(F32("y", {1, 2}, {static_cast<float>(row)}));
-      if (!taken->partial(std::move(part))) break;
-    }
-    taken->callback(InferResponse{});
-    return Status::OK();
-  }
-  size_t QueueSize() const override { return 0; }
-  void Shutdown() override {}
-};
-
 TEST_F(InferenceServerTest, PartialResponsesReachTheSinkBeforeTheFinalAnswer) {
-  SchedulerFactory parts;
-  parts.Register("dynamic", [](SchedulerContext) -> Result<std::unique_ptr<Scheduler>> {
-    return std::unique_ptr<Scheduler>(new PartsScheduler());
-  });
+  const SchedulerFactory parts = testing::PartsSchedulers();
   Start(ModelControlMode::kNone, {}, &parts);
   std::vector<std::string> events;
   ResponseSink sink;

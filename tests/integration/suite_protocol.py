@@ -33,6 +33,31 @@ class Protocol(unittest.TestCase):
         sig = meta["metadata"]["signature_def"]["signature_def"]["serving_default"]
         self.assertEqual(sig["inputs"]["x"]["dtype"], "DT_FLOAT")
 
+    def test_generate_extension_answers_like_infer(self):
+        x = [0.5, -1.0, 2.0, 0.25, 1.0, 0.0, -0.5, 3.0]  # mlp: x [-1, 8]
+        st, ref = C.SERVER.post_json("/v2/models/mlp/infer", ic.v2_json_request({"x": np.array([x], np.float32)}))
+        self.assertEqual(st, 200, ref)
+        want = {o["name"]: o["data"] for o in ref["outputs"]}
+        st, js = C.SERVER.post_json("/v2/models/mlp/generate", {"x": x, "id": "g1"})
+        self.assertEqual(st, 200, js)
+        self.assertEqual(js["model_name"], "mlp")
+        self.assertEqual(js["id"], "g1")
+        for name, data in want.items():
+            self.assertEqual(js[name], data)
+        # The stream route: one event for a model that answers once.
+        st, hdrs, body = C.SERVER.request("POST", "/v2/models/mlp/generate_stream",
+                                          json.dumps({"x": x}).encode(), {"Content-Type": "application/json"})
+        self.assertEqual(st, 200, body)
+        self.assertTrue(hdrs.get("content-type", "").startswith("text/event-stream"), hdrs)
+        text = body.decode()
+        self.assertTrue(text.startswith("data: ") and text.endswith("\n\n"), text)
+        event = json.loads(text[len("data: "):])
+        for name, data in want.items():
+            self.assertEqual(event[name], data)
+        st, js = C.SERVER.post_json("/v2/models/mlp/generate", {"x": x, "y": 1})
+        self.assertEqual(st, 400, js)
+        self.assertIn("unexpected key 'y'", js["error"])
+
     def test_repository_index_reports_the_broken_model(self):
         st, index = C.SERVER.post_json("/v2/repository/index", {})
         self.assertEqual(st, 200)

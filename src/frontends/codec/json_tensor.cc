@@ -217,6 +217,25 @@ void AppendNestedImpl(std::string* out, const Tensor& t, const Shape& dims, size
 
 }  // namespace
 
+Status ParseParameters(const rapidjson::Value& v, Parameters* out, std::string_view where) {
+  if (!v.IsObject()) return Status::InvalidArgument(std::string(where) + " 'parameters' must be an object");
+  for (const auto& m : v.GetObject()) {
+    std::string key(m.name.GetString(), m.name.GetStringLength());
+    const auto& val = m.value;
+    if (val.IsBool())
+      (*out)[key] = val.GetBool();
+    else if (val.IsInt64())
+      (*out)[key] = val.GetInt64();
+    else if (val.IsNumber())
+      (*out)[key] = val.GetDouble();
+    else if (val.IsString())
+      (*out)[key] = std::string(val.GetString(), val.GetStringLength());
+    else
+      return Status::InvalidArgument(std::string(where) + " parameter '" + key + "' must be a bool, number or string");
+  }
+  return Status::OK();
+}
+
 Result<Tensor> DecodeTensorData(const rapidjson::Value& data, DataType dtype, Shape shape, std::string name, bool b64) {
   const int64_t want = ElementCount(shape);
   if (want < 0) return Status::InvalidArgument("input '" + name + "' has an invalid shape " + ShapeToString(shape));

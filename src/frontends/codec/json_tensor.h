@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/infer_request.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -39,6 +40,10 @@ void AppendFlatData(std::string* out, const Tensor& t);
 // Appends elements [first, first+count) nested according to `dims`
 // (row-major); `b64_bytes` writes BYTES as {"b64": "..."}.
 void AppendNestedData(std::string* out, const Tensor& t, const Shape& dims, int64_t first, bool b64_bytes);
+
+// KServe v2 "parameters" (an object of bool, number or string values) into
+// `out`; `where` names the object in errors ("request", "input 'x'").
+Status ParseParameters(const rapidjson::Value& v, Parameters* out, std::string_view where);
 
 std::string Base64Encode(std::string_view in);
 Result<std::string> Base64Decode(std::string_view in);

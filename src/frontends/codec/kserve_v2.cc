@@ -9,25 +9,6 @@
 namespace inferd::v2 {
 namespace {
 
-Status ParseParameters(const rapidjson::Value& v, Parameters* out, std::string_view where) {
-  if (!v.IsObject()) return Status::InvalidArgument(std::string(where) + " 'parameters' must be an object");
-  for (const auto& m : v.GetObject()) {
-    std::string key(m.name.GetString(), m.name.GetStringLength());
-    const auto& val = m.value;
-    if (val.IsBool())
-      (*out)[key] = val.GetBool();
-    else if (val.IsInt64())
-      (*out)[key] = val.GetInt64();
-    else if (val.IsNumber())
-      (*out)[key] = val.GetDouble();
-    else if (val.IsString())
-      (*out)[key] = std::string(val.GetString(), val.GetStringLength());
-    else
-      return Status::InvalidArgument(std::string(where) + " parameter '" + key + "' must be a bool, number or string");
-  }
-  return Status::OK();
-}
-
 Result<Shape> ParseShape(const rapidjson::Value& v, const std::string& name) {
   if (!v.IsArray()) return Status::InvalidArgument("input '" + name + "': 'shape' must be an array of integers");
   Shape s;
@@ -74,7 +55,7 @@ Result<std::unique_ptr<InferRequest>> ParseInferRequest(std::shared_ptr<const st
     req->id.assign(id->GetString(), id->GetStringLength());
   }
   if (const auto* p = Member(doc, "parameters")) {
-    INFERD_RETURN_IF_ERROR(ParseParameters(*p, &req->parameters, "request"));
+    INFERD_RETURN_IF_ERROR(json::ParseParameters(*p, &req->parameters, "request"));
     auto it = req->parameters.find("binary_data_output");
     if (it != req->parameters.end()) {
       const bool* b = std::get_if<bool>(&it->second);

@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <future>
 #include <optional>
 #include <thread>
@@ -197,9 +198,73 @@ class Session : public std::enable_shared_from_this<Session> {
     server_->RequestStarted(&in_flight_);
     auto self = shared_from_this();
     server_->handler(std::move(req), [self](Response r) {
-      net::post(self->stream_.get_executor(),
-                [self, r = std::move(r)]() mutable { self->Write(std::move(r), self->keep_alive_, /*counted=*/true); });
+      net::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable { self->Deliver(std::move(r)); });
     });
+  }
+
+  // A handler's answer, on the connection's executor: whole, or a part of a
+  // streamed one.
+  void Deliver(Response r) {
+    if (streaming_ == Streaming::kNone && !r.more) return Write(std::move(r), keep_alive_, /*counted=*/true);
+    if (streaming_ == Streaming::kBroken) return;  // the client is gone; later parts are dropped
+    if (streaming_ == Streaming::kNone) {
+      streaming_ = Streaming::kOpen;
+      // HTTP/1.0 has no chunked encoding: the body ends when the connection closes.
+      chunked_ = version_ != 10;
+      if (!chunked_) keep_alive_ = false;
+      std::string& h = stream_pending_;
+      AppendHead(&h, r);
+      h.append(chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n");
+      if (chunked_ && !keep_alive_) h.append("Connection: close\r\n");
+      h.append("\r\n");
+    }
+    if (!r.body.empty()) {
+      if (chunked_) {
+        char size[20];
+        const int n = std::snprintf(size, sizeof size, "%zx\r\n", r.body.size());
+        stream_pending_.append(size, static_cast<size_t>(n));
+      }
+      stream_pending_.append(r.body);
+      if (chunked_) stream_pending_.append("\r\n");
+    }
+    if (!r.more) {
+      if (chunked_) stream_pending_.append("0\r\n\r\n");
+      streaming_ = Streaming::kEnding;
+    }
+    FlushStream();
+  }
+
+  // Writes what the streamed answer has gathered, one write at a time; after
+  // the last part, finishes the request like Write does.
+  void FlushStream() {
+    if (stream_writing_) return;
+    if (stream_pending_.empty()) {
+      if (streaming_ != Streaming::kEnding) return;
+      streaming_ = Streaming::kNone;
+      server_->RequestFinished(&in_flight_);
+      if (!keep_alive_) return Close();
+      return ReadHeader();
+    }
+    std::swap(stream_writing_buf_, stream_pending_);
+    stream_pending_.clear();
+    stream_writing_ = true;
+    stream_.expires_after(server_->options.write_timeout);
+    net::async_write(stream_, net::buffer(stream_writing_buf_),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->stream_writing_ = false;
+                       self->stream_.expires_never();  // the next part comes when the model sends it
+                       if (ec) {
+                         // The client hung up mid-stream: the request is told (it may stop
+                         // producing), and what it still sends is dropped.
+                         const bool ended = self->streaming_ == Streaming::kEnding;
+                         self->streaming_ = ended ? Streaming::kNone : Streaming::kBroken;
+                         self->stream_pending_.clear();
+                         if (self->in_flight_.cancellation) self->in_flight_.cancellation->Cancel();
+                         self->server_->RequestFinished(&self->in_flight_);
+                         return self->Close();
+                       }
+                       self->FlushStream();
+                     });
   }
 
   void SendError(int status, std::string message, bool keep_alive) {
@@ -222,12 +287,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     std::string& h = out_head_;
     h.clear();
-    h.append(version_ == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
-    h.append(std::to_string(r.status)).push_back(' ');
-    const auto reason = bhttp::obsolete_reason(static_cast<bhttp::status>(r.status));
-    h.append(reason.data(), reason.size()).append("\r\nServer: inferd\r\n");
-    if (!r.content_type.empty()) h.append("Content-Type: ").append(r.content_type).append("\r\n");
-    for (const auto& [k, v] : r.headers) h.append(k).append(": ").append(v).append("\r\n");
+    AppendHead(&h, r);
     h.append("Content-Length: ").append(std::to_string(out_body_.size())).append("\r\n");
     if (!keep_alive)
       h.append("Connection: close\r\n");
@@ -243,6 +303,16 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec || !keep_alive) return self->Close();
       self->ReadHeader();
     });
+  }
+
+  // The status line, Server, Content-Type and the response's own headers.
+  void AppendHead(std::string* h, const Response& r) const {
+    h->append(version_ == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+    h->append(std::to_string(r.status)).push_back(' ');
+    const auto reason = bhttp::obsolete_reason(static_cast<bhttp::status>(r.status));
+    h->append(reason.data(), reason.size()).append("\r\nServer: inferd\r\n");
+    if (!r.content_type.empty()) h->append("Content-Type: ").append(r.content_type).append("\r\n");
+    for (const auto& [k, v] : r.headers) h->append(k).append(": ").append(v).append("\r\n");
   }
 
   void Close() {
@@ -261,6 +331,14 @@ class Session : public std::enable_shared_from_this<Session> {
   unsigned version_ = 11;
   Encoding accept_encoding_ = Encoding::kIdentity;
   std::string out_head_, out_body_;  // the response being written (one at a time per session)
+  // A response sent in parts (Response::more): kOpen while parts come,
+  // kEnding once the last has been queued, kBroken when the client went away
+  // before the last (later parts are dropped).
+  enum class Streaming { kNone, kOpen, kEnding, kBroken };
+  Streaming streaming_ = Streaming::kNone;
+  bool chunked_ = true;
+  bool stream_writing_ = false;
+  std::string stream_pending_, stream_writing_buf_;
 };
 
 }  // namespace

@@ -39,9 +39,17 @@ struct Response {
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  // Set on each part of an answer sent in parts (server-sent events) but the
+  // last. The first part's status and headers start the response, sent with
+  // chunked transfer encoding; later parts add only their body, the last
+  // (`more` false) ends it. A response whose first part is its last is sent
+  // whole, with Content-Length.
+  bool more = false;
 };
 
-// Completes a request: call exactly once, from any thread.
+// Answers a request: zero or more parts with `more` set, then exactly one
+// call without; from any thread, in order (calls from different threads must
+// be ordered by the caller).
 using Responder = std::function<void(Response)>;
 using Handler = std::function<void(Request&&, Responder)>;
 

@@ -268,12 +268,17 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
   }
   if (n > i + 1) return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
   const std::string action = n == i ? "" : parts[i];
-  if (action != "" && action != "infer" && action != "ready" && action != "config" && action != "stats") {
+  if (action != "" && action != "infer" && action != "generate" && action != "generate_stream" && action != "ready" &&
+      action != "config" && action != "stats") {
     return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
   }
   if (action == "infer") {
     if (!post) return respond(MethodNotAllowed(req, kAllowPost));
     return Infer(server, std::move(req), model, version, std::move(respond));
+  }
+  if (action == "generate" || action == "generate_stream") {
+    if (!post) return respond(MethodNotAllowed(req, kAllowPost));
+    return Generate(server, std::move(req), model, version, action == "generate_stream", std::move(respond));
   }
   if (!get) return respond(MethodNotAllowed(req, kAllowGet));
   if (action.empty()) {

@@ -10,6 +10,7 @@
 //   GET  /v2/models/{m}[/versions/{v}]/config
 //   GET  /v2/models[/{m}[/versions/{v}]]/stats
 //   POST /v2/models/{m}[/versions/{v}]/infer
+//   POST /v2/models/{m}[/versions/{v}]/generate | /generate_stream   (Triton's generate extension)
 //   POST /v2/repository/index
 //   POST /v2/repository/models/{m}/load | /unload
 //   GET  /v2/repository/models/{m}/labels; PUT|DELETE .../labels/{l}; POST .../rollback
@@ -37,6 +38,9 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
 bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::vector<std::string>& parts,
                        const Responder& respond);
 void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond);
+// POST .../generate (one JSON answer) and .../generate_stream (server-sent events).
+void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,
+              Responder respond);
 
 // Splits "/a/b/c" into {"a","b","c"} with %XX decoding.
 std::vector<std::string> SplitPath(const std::string& path);

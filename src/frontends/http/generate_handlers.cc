@@ -1,0 +1,71 @@
+// Triton's generate extension: POST /v2/models/{m}[/versions/{v}]/generate
+// answers one JSON object; .../generate_stream answers server-sent events,
+// one `data: {...}` event per partial response (token streaming, decoupled
+// models) and one for a final answer that carries outputs. An error before
+// the first event is an ordinary HTTP error; after it, an event
+// `data: {"error": "..."}` ends the stream (the status line is already sent).
+#include <atomic>
+
+#include "frontends/codec/generate.h"
+#include "frontends/codec/kserve_v2.h"
+#include "frontends/http/router.h"
+
+namespace inferd::http {
+namespace {
+
+constexpr const char* kEventStream = "text/event-stream; charset=utf-8";
+
+Response Event(std::string json, bool more) {
+  Response r;
+  r.content_type = kEventStream;
+  r.headers.emplace_back("Cache-Control", "no-cache");
+  r.body.reserve(json.size() + 8);
+  r.body.append("data: ").append(json).append("\n\n");
+  r.more = more;
+  return r;
+}
+
+}  // namespace
+
+void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,
+              Responder respond) {
+  if (Status st = server->Admit(model, version); !st.ok()) return respond(ErrorResponse(st));
+  auto md = server->GetModelMetadata(model, version);
+  if (!md.ok()) return respond(ErrorResponse(md.status()));
+  std::vector<generate::InputInfo> inputs;
+  for (const auto& t : md->inputs) inputs.push_back({t.name, t.dtype, t.shape});
+  auto parsed = generate::ParseGenerateRequest(req.body ? std::string_view(*req.body) : std::string_view(), inputs,
+                                               model, md->resolved_version);
+  if (!parsed.ok()) return respond(ErrorResponse(parsed.status()));
+  (*parsed)->cancellation = req.cancellation;
+  if (!stream) {
+    return server->InferAsync(std::move(*parsed), [respond = std::move(respond)](Result<InferResponse> r) {
+      respond(r.ok() ? JsonResponse(200, generate::EncodeGenerateResponse(*r)) : ErrorResponse(r.status()));
+    });
+  }
+  // Parts and the final answer come in order (ResponseSink's contract); the
+  // count tells the final answer whether the stream has begun.
+  auto parts = std::make_shared<std::atomic<size_t>>(0);
+  ResponseSink sink;
+  sink.partial = [respond, parts, cancellation = req.cancellation](InferResponse part) {
+    parts->fetch_add(1, std::memory_order_relaxed);
+    respond(Event(generate::EncodeGenerateResponse(part), /*more=*/true));
+    return !(cancellation && cancellation->cancelled());
+  };
+  sink.final = [respond = std::move(respond), parts](Result<InferResponse> r) {
+    const bool begun = parts->load(std::memory_order_relaxed) > 0;
+    if (!r.ok()) {
+      if (!begun) return respond(ErrorResponse(r.status()));
+      return respond(Event(v2::EncodeError(r.status().message()), /*more=*/false));
+    }
+    if (begun && r->outputs.empty()) {  // the parts were the answer: end the stream
+      Response end;
+      end.content_type = kEventStream;
+      return respond(std::move(end));
+    }
+    respond(Event(generate::EncodeGenerateResponse(*r), /*more=*/false));
+  };
+  server->InferAsync(std::move(*parsed), std::move(sink));
+}
+
+}  // namespace inferd::http
