@@ -191,6 +191,7 @@ int Serve(const ServeFlags& f) {
   ho.read_timeout = std::chrono::milliseconds(f.read_timeout_ms);
   ho.idle_spin = std::chrono::microseconds(f.http_spin_us);
   ho.cancel_check = std::chrono::milliseconds(f.http_cancel_check_ms);
+  ho.on_client_gone = [&server] { server.CountClientCancellation(); };
   http::HttpServer api(ho, http::MakeApiHandler(&server));
   if (Status st = api.Start(); !st.ok()) {
     spdlog::critical("{}", st.message());
@@ -215,6 +216,7 @@ int Serve(const ServeFlags& f) {
     http::HttpServerOptions mo = ho;
     mo.port = static_cast<uint16_t>(f.metrics_port);
     mo.threads = 1;
+    mo.on_client_gone = nullptr;
     metrics = std::make_unique<http::HttpServer>(mo, http::MakeMetricsHandler(&server));
     if (Status st = metrics->Start(); !st.ok()) {
       spdlog::critical("{}", st.message());

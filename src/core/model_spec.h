@@ -23,6 +23,9 @@ struct TensorSpec {
   std::optional<Shape> reshape;  // shape the backend sees (without batch dim)
   bool optional = false;
   bool any_rank = false;  // auto-completed: rank unknown, any shape accepted
+  // Auto-completed output whose datatype the model does not state: `dtype`
+  // (FP32) is what metadata shows; answers carry the datatype produced.
+  bool dtype_assumed = false;
 };
 
 struct QueuePolicySpec {

@@ -7,13 +7,33 @@
 
 namespace inferd {
 
+std::vector<ModelManager::VersionRow> ModelManager::VersionRows(const Record& r) {
+  std::vector<VersionRow> rows;
+  for (const auto& [v, s] : r.ready) rows.push_back({v, ModelState::kReady, "", &s});
+  const size_t ready = rows.size();
+  for (int64_t v : r.loading)
+    if (!r.ready.count(v)) rows.push_back({v, ModelState::kLoading, "", nullptr});
+  for (int64_t v : r.unloading)
+    if (!r.ready.count(v) && !r.loading.count(v)) rows.push_back({v, ModelState::kUnloading, "", nullptr});
+  for (const auto& [v, f] : r.failed)
+    if (!r.ready.count(v) && !r.loading.count(v) && !r.unloading.count(v))
+      rows.push_back({v, ModelState::kUnavailable, f.why, nullptr});
+  std::sort(rows.begin() + static_cast<std::ptrdiff_t>(ready), rows.end(),
+            [](const VersionRow& a, const VersionRow& b) { return a.version < b.version; });
+  return rows;
+}
+
+std::set<std::string> ModelManager::KnownNamesLocked(const std::vector<std::string>& repository_names) const {
+  std::set<std::string> all(repository_names.begin(), repository_names.end());
+  for (const auto& [n, r] : models_) all.insert(n);
+  return all;
+}
+
 Result<std::vector<RepositoryIndexEntry>> ModelManager::RepositoryIndex(bool ready_only) const {
   INFERD_ASSIGN_OR_RETURN(std::vector<std::string> names, repository_->ListModels());
-  std::set<std::string> all(names.begin(), names.end());
   ReaderLock g(&mu_);
-  for (const auto& [n, r] : models_) all.insert(n);
   std::vector<RepositoryIndexEntry> out;
-  for (const auto& n : all) {
+  for (const auto& n : KnownNamesLocked(names)) {
     auto it = models_.find(n);
     if (it != models_.end() && !it->second.ready.empty()) {
       const Record& r = it->second;
@@ -22,14 +42,11 @@ Result<std::vector<RepositoryIndexEntry>> ModelManager::RepositoryIndex(bool rea
                                    : "the repository's config of this model no longer loads (this version keeps "
                                      "serving): " +
                                          r.plan_error;
-      for (const auto& [v, s] : r.ready) out.push_back({n, std::to_string(v), "READY", note});
-      if (ready_only) continue;
-      for (int64_t v : r.loading)
-        if (!r.ready.count(v)) out.push_back({n, std::to_string(v), "LOADING", ""});
-      for (int64_t v : r.unloading)
-        if (!r.ready.count(v)) out.push_back({n, std::to_string(v), "UNLOADING", ""});
-      for (const auto& [v, f] : r.failed)
-        if (!r.ready.count(v) && !r.loading.count(v)) out.push_back({n, std::to_string(v), "UNAVAILABLE", f.why});
+      for (const VersionRow& row : VersionRows(r)) {
+        if (ready_only && row.state != ModelState::kReady) break;  // READY rows come first
+        out.push_back(
+            {n, std::to_string(row.version), WireName(row.state), row.state == ModelState::kReady ? note : row.reason});
+      }
       continue;
     }
     if (ready_only) continue;
@@ -51,12 +68,9 @@ ModelListing ModelManager::ListModels() const {
   out.residency = options_.residency == Residency::kOnDemand ? "on-demand" : "eager";
   out.budget_bytes = options_.memory_budget_bytes;
   auto names = repository_->ListModels();
-  std::set<std::string> all;
-  if (names.ok()) all.insert(names->begin(), names->end());
   const TimePoint now = clock_->Now();
   ReaderLock g(&mu_);
-  for (const auto& [n, r] : models_) all.insert(n);
-  for (const auto& n : all) {
+  for (const auto& n : KnownNamesLocked(names.ok() ? *names : std::vector<std::string>())) {
     ModelListing::Model m;
     m.name = n;
     m.state = "UNAVAILABLE";
@@ -76,14 +90,13 @@ ModelListing ModelManager::ListModels() const {
       } else if (!r.loading.empty()) {
         m.state = "LOADING";
       }
-      for (const auto& [v, s] : r.ready)
-        m.versions.push_back(
-            {std::to_string(v), "READY", "", s.version->resident_bytes(), s.version->size_source(), s.load_seconds});
-      for (int64_t v : r.loading)
-        if (!r.ready.count(v)) m.versions.push_back({std::to_string(v), "LOADING", "", 0, "", 0});
-      for (const auto& [v, f] : r.failed)
-        if (!r.ready.count(v) && !r.loading.count(v))
-          m.versions.push_back({std::to_string(v), "UNAVAILABLE", f.why, 0, "", 0});
+      for (const VersionRow& row : VersionRows(r)) {
+        if (row.state == ModelState::kUnloading) continue;  // draining: no longer part of the model
+        const ServingVersion* s = row.serving;
+        m.versions.push_back({std::to_string(row.version), WireName(row.state), row.reason,
+                              s ? s->version->resident_bytes() : 0, s ? s->version->size_source() : "",
+                              s ? s->load_seconds : 0});
+      }
       std::sort(m.versions.begin(), m.versions.end(), [](const auto& a, const auto& b) {
         return std::make_pair(a.version.size(), a.version) < std::make_pair(b.version.size(), b.version);
       });

@@ -255,6 +255,7 @@ void ModelManager::PublishLocked(const std::string& name, Record& r) {
 void ModelManager::DrainRetired(const std::string& name, Retired retired) {
   if (retired.empty()) return;
   const TimePoint t0 = clock_->Now();
+  if (options_.on_drain_start) options_.on_drain_start(name);
   for (auto& [v, mv] : retired) mv->Drain();
   {
     WriterLock g(&mu_);
@@ -311,13 +312,11 @@ bool ModelManager::AllServing() const {
   return true;
 }
 
-std::vector<std::shared_ptr<ModelVersion>> ModelManager::ServingVersions(const std::string& name) const {
+std::vector<std::shared_ptr<ModelVersion>> ModelManager::ServingVersions() const {
   std::vector<std::shared_ptr<ModelVersion>> out;
   ReaderLock g(&mu_);
-  for (const auto& [n, r] : models_) {
-    if (!name.empty() && n != name) continue;
+  for (const auto& [n, r] : models_)
     for (const auto& [v, s] : r.ready) out.push_back(s.version);
-  }
   return out;
 }
 

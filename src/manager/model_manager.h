@@ -99,6 +99,10 @@ class ModelManager {
     OnDemandLoader::DoneFn on_load_done;
     // Where labels persist (not owned; null = in memory only).
     ControlStateStore* state = nullptr;
+    // Called (no lock held, on the reconciling thread) when retired versions
+    // of a model start draining: the snapshot without them is already
+    // published. Tests wait on it for "the swap happened"; may be null.
+    std::function<void(const std::string& model)> on_drain_start;
     // version.clock is set from the clock argument; version.schedulers, when
     // null, to the manager's own factory with the built-in kinds.
     ModelVersion::Options version;
@@ -152,8 +156,8 @@ class ModelManager {
   StateInfo ModelStateOf(const std::string& name) const;
   // Whether every model the manager knows serves something.
   bool AllServing() const;
-  // Every serving version of every model (or of `name`), for statistics and metrics.
-  std::vector<std::shared_ptr<ModelVersion>> ServingVersions(const std::string& name = "") const;
+  // Every serving version of every model, for statistics and metrics.
+  std::vector<std::shared_ptr<ModelVersion>> ServingVersions() const;
   // Every model the manager knows (serving or not), sorted.
   std::vector<std::string> ModelNames() const;
   // Models known / models serving, for metrics.
@@ -164,7 +168,6 @@ class ModelManager {
   ModelListing ListModels() const;
   const LifecycleMetrics& metrics() const { return metrics_; }
   LifecycleMetrics& mutable_metrics() { return metrics_; }
-  const Options& options() const { return options_; }
 
   // Stops background loads (waiters answered UNAVAILABLE), waits for loads
   // in progress, then drains and releases every model. Idempotent.
@@ -205,6 +208,18 @@ class ModelManager {
     TimePoint LastUsed() const;
     bool Busy() const;
   };
+  // One version of a record in the views (index, listing): READY ones, then
+  // the others that are LOADING, UNLOADING or UNAVAILABLE (failed), by number.
+  struct VersionRow {
+    int64_t version;
+    ModelState state;
+    std::string reason;
+    const ServingVersion* serving;  // READY only
+  };
+  static std::vector<VersionRow> VersionRows(const Record& r);
+  // The names of the repository's models and of every model with a record.
+  std::set<std::string> KnownNamesLocked(const std::vector<std::string>& repository_names) const
+      TSA_REQUIRES_SHARED(mu_);
   using Retired = std::vector<std::pair<int64_t, std::shared_ptr<ModelVersion>>>;
 
   // Reconcile's load under the model's lock, within the memory budget when

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -25,16 +26,21 @@ using testing::F32;
 
 constexpr auto kBound = std::chrono::seconds(20);
 
-// Waits (bounded, no sleeping) for a state another thread is about to reach.
-template <typename Pred>
-bool Eventually(Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + kBound;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
+// Set by the manager's on_drain_start hook the first time retired versions
+// of a model begin draining (the snapshot without them is published).
+struct DrainSignal {
+  std::promise<std::string> promise;
+  std::future<std::string> future = promise.get_future();
+  std::atomic<bool> fired{false};
+  void Hook(ModelManager::Options* o) {
+    o->on_drain_start = [this](const std::string& model) {
+      if (!fired.exchange(true)) promise.set_value(model);
+    };
   }
-  return true;
-}
+  bool Await(const std::string& model) {
+    return future.wait_for(kBound) == std::future_status::ready && future.get() == model;
+  }
+};
 
 std::string Config(const std::string& extra = "") {
   return R"(backend: "gated" max_batch_size: 4
@@ -75,6 +81,7 @@ class ModelManagerTest : public ::testing::Test {
       ASSERT_TRUE(state_->Open().ok());
     }
     o.state = state_.get();
+    drained_.Hook(&o);
     repository_ = repository ? std::move(repository) : std::make_unique<ModelRepository>(root_.string());
     manager_ = std::make_unique<ModelManager>(std::move(o), repository_.get(), &backends_, &clock_);
   }
@@ -122,6 +129,7 @@ class ModelManagerTest : public ::testing::Test {
   }
 
   fs::path root_;
+  DrainSignal drained_;
   testing::FakeClock clock_;
   testing::Gate gate_;
   BackendRegistry backends_;
@@ -149,7 +157,7 @@ TEST_F(ModelManagerTest, UnchangedVersionsKeepServingAndChangedOnesSwapAfterDrai
   auto v1 = Version("m", 1);
   ASSERT_NE(v1, nullptr);
   ASSERT_TRUE(manager_->Reconcile("m", {}).ok());
-  EXPECT_EQ(Version("m", 1), v1);  // same snapshot, not reloaded
+  EXPECT_EQ(Version("m", 1), v1);  // same snapshot, not reloaded (nothing drains)
   EXPECT_EQ(gate_.loads_started(), 1);
 
   // A request in flight on the old snapshot finishes after the swap.
@@ -159,7 +167,9 @@ TEST_F(ModelManagerTest, UnchangedVersionsKeepServingAndChangedOnesSwapAfterDrai
   Write("m/1/weights.bin", "changed");
   auto reload = std::async(std::launch::async, [&] { return manager_->Reconcile("m", {}); });
   // The new snapshot serves at once; the old one drains before Reconcile returns.
-  ASSERT_TRUE(Eventually([&] { return Version("m", 1) != v1; }));
+  ASSERT_TRUE(drained_.Await("m"));
+  EXPECT_NE(Version("m", 1), v1);
+  ASSERT_NE(Version("m", 1), nullptr);
   EXPECT_EQ(reload.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
   gate_.ReleaseExecutions(1);
   ASSERT_EQ(reload.wait_for(kBound), std::future_status::ready);
@@ -230,7 +240,8 @@ TEST_F(ModelManagerTest, UnloadDrainsAndLeavesTheModelUnavailable) {
   unload.serve = false;
   auto done = std::async(std::launch::async, [&] { return manager_->Reconcile("m", unload); });
   // While it drains, the model serves nothing and is UNLOADING.
-  ASSERT_TRUE(Eventually([&] { return manager_->Serving("m") == nullptr; }));
+  ASSERT_TRUE(drained_.Await("m"));
+  EXPECT_EQ(manager_->Serving("m"), nullptr);
   EXPECT_EQ(IndexOf("m"), (std::vector<std::string>{":UNLOADING"}));
   EXPECT_EQ(done.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
   gate_.ReleaseExecutions(1);

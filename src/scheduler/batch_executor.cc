@@ -46,7 +46,7 @@ Result<std::vector<Tensor>> GatherInputs(const ModelSpec& spec,
 Status CheckOutput(const ModelSpec& spec, const Tensor& out, int64_t total_rows) {
   const TensorSpec* os = spec.FindOutput(out.name);
   if (!spec.outputs.empty() && os == nullptr) return Status::OK();  // extra outputs are ignored later
-  if (os && os->dtype != out.dtype) {
+  if (os && !os->dtype_assumed && os->dtype != out.dtype) {
     return Status::Internal("model '" + spec.name + "' produced output '" + out.name + "' as " +
                             std::string(DataTypeToWire(out.dtype)) + " but its config says " +
                             std::string(DataTypeToWire(os->dtype)));

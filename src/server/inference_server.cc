@@ -69,7 +69,7 @@ Status InferenceServer::Start() {
   for (size_t i = 0; i < listing.models.size(); ++i) {
     const auto& m = listing.models[i];
     const ModelState state = manager_->ModelStateOf(m.name).state;
-    const std::string shown = m.state == "READY" ? m.state : StateName(state);
+    const std::string shown = StateName(state);
     ++by_state[shown];
     std::string versions;
     double load_s = 0;

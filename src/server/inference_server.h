@@ -154,6 +154,11 @@ class InferenceServer final : public RequestSubmitter {
     return authorizer_.Check(authorization, management);
   }
 
+  // A front end learned that a client went away before its answer (HTTP
+  // connection closed, gRPC call or stream cancelled, deadline passed); its
+  // requests are cancelled. Counted (inferd_client_cancellations_total).
+  void CountClientCancellation() { client_cancellations_.fetch_add(1, std::memory_order_relaxed); }
+
   // Prometheus exposition of all model and server metrics.
   void WriteMetrics(PrometheusWriter& w) const;
 
@@ -194,6 +199,7 @@ class InferenceServer final : public RequestSubmitter {
   std::atomic<bool> live_{true};
   std::atomic<bool> started_{false};
   std::atomic<bool> shutting_down_{false};
+  std::atomic<uint64_t> client_cancellations_{0};
 };
 
 }  // namespace inferd

@@ -145,6 +145,11 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
     w.Family(h.name, "histogram", h.help);
     w.HistogramSamples(h.name, {}, h.h.Take());
   }
+  w.Family("inferd_client_cancellations_total", "counter",
+           "Calls whose client went away before the answer (HTTP connection closed, gRPC call or stream cancelled or "
+           "past its deadline); their queued requests never run");
+  w.Sample("inferd_client_cancellations_total", {},
+           static_cast<double>(client_cancellations_.load(std::memory_order_relaxed)));
   w.Family("process_resident_memory_bytes", "gauge", "Resident set size of the inferd process");
   w.Sample("process_resident_memory_bytes", {}, ProcessRssBytes());
 }

@@ -81,41 +81,44 @@ def metric(text, name):
     return float(m.group(1))
 
 
-_spin_steps_per_second = None
+def gate(value):
+    """The gate of the `held` model (the gate backend: its executions wait while the gate is closed; it starts
+    closed): 1 opens it, 0 closes it, -1 only reads. Returns how many executions wait at the gate now."""
+    st, js = SERVER.post_json("/v2/models/held_ctl/infer", ic.v2_json_request({"open": np.array([value], np.int32)}))
+    assert st == 200, (st, js)
+    return js["outputs"][0]["data"][0]
 
 
-def spin_steps(seconds):
-    """Steps of the spin fixture that keep its one instance busy for about `seconds` on this build, far longer than
-    what a test does meanwhile, so the requests sent behind it are still queued when the test acts on them.
-
-    A step costs ~3 us in the release build and ~13 us under ASan, and TorchScript's first run of a model (its
-    profiling run) is 3-15x slower still, so the rate is measured on the server under test after warming up."""
-    global _spin_steps_per_second
-    if _spin_steps_per_second is None:
-        def run(steps):
-            start = time.monotonic()
-            st, js = SERVER.post_json("/v2/models/spin/infer", ic.v2_json_request({"x": np.array([[steps]], np.float32)}))
-            assert st == 200 and js["outputs"][0]["data"] == [steps], (st, js)
-            return time.monotonic() - start
-
-        run(1000)  # the profiling run
-        run(1000)
-        _spin_steps_per_second = 20000 / run(20000)
-    return int(seconds * _spin_steps_per_second)
-
-
-def spin_counts():
+def held_counts():
     text = SERVER.metrics()
-    labels = 'model="spin",version="1"'
+    labels = 'model="held",version="1"'
     return {"exec": metric(text, "nv_inference_exec_count{%s}" % labels),
             "inferences": metric(text, "nv_inference_count{%s}" % labels),
             "pending": metric(text, "nv_inference_pending_request_count{%s}" % labels),
             "cancelled": metric(text, 'nv_inference_request_failure{%s,reason="CANCELED"}' % labels)}
 
 
-def wait_spin_pending(test, n, busy=None):
-    """Waits until the server holds n spin requests (its own gauge: queued + running), while `busy` runs."""
-    while spin_counts()["pending"] != n:
-        test.assertFalse(busy and busy.done(), "the busy request ended first: give it more seconds")
+def client_cancellations():
+    """Calls whose client the server saw go away (HTTP hang-up, gRPC cancel or deadline)."""
+    return metric(SERVER.metrics(), "inferd_client_cancellations_total")
+
+
+def wait_until(test, what, predicate, busy=None, timeout=60):
+    """Polls the server (its own gauges and counters) until `predicate` holds, at most `timeout` seconds, failing
+    early if the `busy` request ended first."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        test.assertFalse(busy is not None and busy.done(), "the busy request ended while waiting for " + what)
+        test.assertLess(time.monotonic(), deadline, "timed out waiting for " + what)
+
+
+def wait_held_pending(test, n, busy=None):
+    """Waits until the server holds n `held` requests (its own gauge: queued + running)."""
+    wait_until(test, "%d held requests" % n, lambda: held_counts()["pending"] == n, busy)
+
+
+def wait_held_at_gate(test, n, busy=None):
+    """Waits until n executions of `held` wait at its closed gate (their requests have left the queue)."""
+    wait_until(test, "%d executions at the gate" % n, lambda: gate(-1) == n, busy)
 
 

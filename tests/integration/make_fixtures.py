@@ -75,6 +75,13 @@ class Triple(nn.Module):
         return x * 3
 
 
+class TripleAndCount(nn.Module):
+    """Returns a tuple: x * 3 and, as INT64, how many elements are positive (auto-completed outputs)."""
+
+    def forward(self, x: torch.Tensor):
+        return x * 3, (x > 0).sum().reshape(1)
+
+
 class RowSum(nn.Module):
     def forward(self, x: torch.Tensor):
         return x.sum(dim=2)  # [B,4,4] -> [B,4]
@@ -111,18 +118,6 @@ class Wrap(nn.Module):
         # so the message is long and the actual error sits at its end.
         y = x * 1.0
         return self.inner(y)
-
-
-class Spin(nn.Module):
-    """Runs x.max() small steps (~3 us each in release, ~13 us under ASan) and echoes x: a request that keeps the
-    model busy as long as a test needs, while the requests behind it wait in the queue."""
-
-    def forward(self, x: torch.Tensor):
-        m = torch.ones(64, 64) / 64.0
-        y = torch.ones(1, 64)
-        for _ in range(int(x.max().item())):
-            y = torch.tanh(y @ m)
-        return x + 0.0 * y.sum()
 
 
 def main(repo, root):
@@ -167,6 +162,7 @@ dynamic_batching { }
 """)
 
     save(Triple(), repo, "auto")  # no config.pbtxt: auto-completed
+    save(TripleAndCount(), repo, "auto_pair")  # no config.pbtxt: two auto-completed outputs
 
     save(RowSum(), repo, "reshape")
     write(os.path.join(repo, "reshape", "config.pbtxt"), """platform: "pytorch_libtorch"
@@ -191,14 +187,24 @@ dynamic_batching { default_queue_policy { max_queue_size: 1 } }
 parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }
 """)
 
-    save(Spin(), repo, "spin")
-    write(os.path.join(repo, "spin", "config.pbtxt"), """platform: "pytorch_libtorch"
+    # A model whose executions wait until the test opens its gate (the gate backend): a request that keeps the
+    # model busy exactly as long as a test needs, while the requests behind it wait in the queue.
+    os.makedirs(os.path.join(repo, "held", "1"), exist_ok=True)
+    write(os.path.join(repo, "held", "config.pbtxt"), """backend: "gate"
 max_batch_size: 2048
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 1 ] } ]
 output [ { name: "y" data_type: TYPE_FP32 dims: [ 1 ] } ]
 dynamic_batching { default_queue_policy { max_queue_size: 4096 } }
 instance_group [ { count: 1 kind: KIND_CPU } ]
-parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }
+parameters { key: "max_hold_ms" value: { string_value: "120000" } }
+""")
+    os.makedirs(os.path.join(repo, "held_ctl", "1"), exist_ok=True)
+    write(os.path.join(repo, "held_ctl", "config.pbtxt"), """backend: "gate"
+max_batch_size: 0
+input [ { name: "open" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "waiting" data_type: TYPE_INT32 dims: [ 1 ] } ]
+parameters { key: "role" value: { string_value: "control" } }
+parameters { key: "gate" value: { string_value: "held" } }
 """)
 
     deep = Fail()

@@ -32,23 +32,29 @@ class BadInput(unittest.TestCase):
         np.testing.assert_allclose(np.array(js["outputs"][0]["data"]).reshape(1, 4), C.torch_ref("tiny_mlp", x), atol=C.TOL)
 
     def test_a_request_whose_client_hung_up_never_runs(self):
-        steps = C.spin_steps(8)
-        before = C.spin_counts()
+        before = C.held_counts()
+        gone_before = C.client_cancellations()
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            busy = pool.submit(C.SERVER.post_json, "/v2/models/spin/infer",
-                               ic.v2_json_request({"x": np.array([[steps]], np.float32)}))
-            C.wait_spin_pending(self, 1, busy)
-            body = json.dumps(ic.v2_json_request({"x": np.array([[0]], np.float32)})).encode()
-            c = socket.create_connection(("127.0.0.1", C.SERVER.port), timeout=60)
-            c.sendall(b"POST /v2/models/spin/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            C.wait_spin_pending(self, 2, busy)
-            c.close()  # the client gives up while its request waits behind the busy one
-            st, js = busy.result()
-            self.assertEqual(st, 200, js)
-            self.assertEqual(js["outputs"][0]["data"], [steps])
-        C.wait_spin_pending(self, 0)
-        after = C.spin_counts()
+            try:
+                busy = pool.submit(C.SERVER.post_json, "/v2/models/held/infer",
+                                   ic.v2_json_request({"x": np.array([[7]], np.float32)}))
+                C.wait_held_at_gate(self, 1, busy)
+                body = json.dumps(ic.v2_json_request({"x": np.array([[0]], np.float32)})).encode()
+                c = socket.create_connection(("127.0.0.1", C.SERVER.port), timeout=60)
+                c.sendall(b"POST /v2/models/held/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                C.wait_held_pending(self, 2, busy)
+                c.close()  # the client gives up while its request waits behind the busy one
+                C.wait_until(self, "the server to see the hang-up",
+                             lambda: C.client_cancellations() == gone_before + 1, busy)
+                C.gate(1)
+                st, js = busy.result(timeout=60)
+                self.assertEqual(st, 200, js)
+                self.assertEqual(js["outputs"][0]["data"], [7])
+                C.wait_held_pending(self, 0)
+            finally:
+                C.gate(0)
+        after = C.held_counts()
         self.assertEqual(after["exec"] - before["exec"], 1)  # only the busy request ran
         self.assertEqual(after["cancelled"] - before["cancelled"], 1)
 

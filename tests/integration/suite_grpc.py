@@ -107,6 +107,7 @@ class Grpc(unittest.TestCase):
                               lambda: self.stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="mlp")),
                               text="explicit")
 
+        st, before = C.SERVER.get_json("/v2/models/mlp/versions/1/stats")
         x = np.ones((2, 8), np.float32)
         self.infer("mlp", {"x": x})
         stats = self.stub.ModelStatistics(pb.ModelStatisticsRequest(name="mlp", version="1")).model_stats
@@ -117,7 +118,7 @@ class Grpc(unittest.TestCase):
         self.assertEqual(stats[0].execution_count, want["execution_count"])
         self.assertEqual(stats[0].inference_stats.success.count, want["inference_stats"]["success"]["count"])
         self.assertEqual(stats[0].inference_stats.success.ns, want["inference_stats"]["success"]["ns"])
-        self.assertGreaterEqual(stats[0].inference_count, 2)
+        self.assertEqual(stats[0].inference_count, before["model_stats"][0]["inference_count"] + 2)
         self.assertEqual([b.batch_size for b in stats[0].batch_stats], [b["batch_size"] for b in want["batch_stats"]])
         every = self.stub.ModelStatistics(pb.ModelStatisticsRequest()).model_stats
         self.assertIn("tiny_mlp", [m.name for m in every])
@@ -197,42 +198,43 @@ class Grpc(unittest.TestCase):
             for k, x in enumerate(xs):
                 np.testing.assert_allclose(got[str(k)], mlp(torch.from_numpy(x)).numpy(), atol=C.TOL, err_msg=str(k))
 
-    def spin(self, steps, id=""):
-        return gc.infer_request(self.pb, "spin", {"x": np.array([[steps]], np.float32)}, id=id)
-
-    def spin_counts(self):
-        return C.spin_counts()
-
-    def wait_spin_pending(self, n, busy=None):
-        C.wait_spin_pending(self, n, busy)
+    def held(self, value, id=""):
+        return gc.infer_request(self.pb, "held", {"x": np.array([[value]], np.float32)}, id=id)
 
     def test_cancelled_calls_and_passed_deadlines_never_run(self):
-        steps = C.spin_steps(8)
-        before = self.spin_counts()
-        busy = self.stub.ModelInfer.future(self.spin(steps, "busy"), timeout=300)
-        self.wait_spin_pending(1)
-        # A call whose deadline passes while it waits in the queue.
-        with self.assertRaises(grpc.RpcError) as cm:
-            self.stub.ModelInfer(self.spin(0, "late"), timeout=0.5)
-        self.assertEqual(cm.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
-        # A call the client cancels, and a stream cancelled with two requests queued.
-        gone = self.stub.ModelInfer.future(self.spin(0, "gone"), timeout=300)
-        hold = threading.Event()
+        before = C.held_counts()
+        gone_before = C.client_cancellations()
+        try:
+            busy = self.stub.ModelInfer.future(self.held(7, "busy"), timeout=300)
+            C.wait_held_at_gate(self, 1, busy)
+            # A call whose deadline passes while it waits in the queue.
+            with self.assertRaises(grpc.RpcError) as cm:
+                self.stub.ModelInfer(self.held(0, "late"), timeout=0.5)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+            # A call the client cancels, and a stream cancelled with two requests queued.
+            gone = self.stub.ModelInfer.future(self.held(0, "gone"), timeout=300)
+            hold = threading.Event()
 
-        def stream_requests():
-            yield self.spin(0, "s1")
-            yield self.spin(0, "s2")
-            hold.wait(300)
+            def stream_requests():
+                yield self.held(0, "s1")
+                yield self.held(0, "s2")
+                hold.wait(300)
 
-        stream = self.stub.ModelStreamInfer(stream_requests(), timeout=300)
-        self.wait_spin_pending(5, busy)
-        gone.cancel()
-        stream.cancel()
-        hold.set()
-        out = gc.outputs_of(busy.result())
-        self.assertEqual(out["y"].tolist(), [[steps]])
-        self.wait_spin_pending(0)
-        after = self.spin_counts()
+            stream = self.stub.ModelStreamInfer(stream_requests(), timeout=300)
+            C.wait_held_pending(self, 5, busy)
+            gone.cancel()
+            stream.cancel()
+            hold.set()
+            # late, gone and the stream: seen by the server before the busy request finishes.
+            C.wait_until(self, "the server to see 3 cancellations",
+                         lambda: C.client_cancellations() == gone_before + 3, busy)
+            C.gate(1)
+            out = gc.outputs_of(busy.result(timeout=60))
+            self.assertEqual(out["y"].tolist(), [[7]])
+            C.wait_held_pending(self, 0)
+        finally:
+            C.gate(0)
+        after = C.held_counts()
         self.assertEqual(after["exec"] - before["exec"], 1)  # only the busy request ran
         self.assertEqual(after["inferences"] - before["inferences"], 1)
         self.assertEqual(after["cancelled"] - before["cancelled"], 4)
@@ -245,18 +247,22 @@ class Grpc(unittest.TestCase):
                 return int(re.search(r"^Threads:\s+(\d+)", f.read(), re.M).group(1))
 
         n = 1000
-        busy = self.stub.ModelInfer.future(self.spin(C.spin_steps(10), "busy"), timeout=300)
-        self.wait_spin_pending(1)
-        idle_threads = threads()
-        calls = [self.stub.ModelInfer.future(self.spin(k % 7, str(k)), timeout=300) for k in range(n)]
-        self.wait_spin_pending(1 + n, busy)  # every call is held by the server at once
-        held_threads = threads()
-        self.assertLess(held_threads - idle_threads, 16, (idle_threads, held_threads))
-        busy.result()
-        for k, call in enumerate(calls):
-            r = call.result()
-            self.assertEqual(r.id, str(k))
-            self.assertEqual(gc.outputs_of(r)["y"].tolist(), [[k % 7]])
+        try:
+            busy = self.stub.ModelInfer.future(self.held(7, "busy"), timeout=300)
+            C.wait_held_at_gate(self, 1, busy)
+            idle_threads = threads()
+            calls = [self.stub.ModelInfer.future(self.held(k % 7, str(k)), timeout=300) for k in range(n)]
+            C.wait_held_pending(self, 1 + n, busy)  # every call is held by the server at once
+            held_threads = threads()
+            self.assertLess(held_threads - idle_threads, 16, (idle_threads, held_threads))
+            C.gate(1)
+            busy.result(timeout=60)
+            for k, call in enumerate(calls):
+                r = call.result(timeout=60)
+                self.assertEqual(r.id, str(k))
+                self.assertEqual(gc.outputs_of(r)["y"].tolist(), [[k % 7]])
+        finally:
+            C.gate(0)
 
     def test_bad_requests_get_the_right_status_and_the_server_keeps_serving(self):
         pb = self.pb

@@ -97,10 +97,26 @@ class Infer(unittest.TestCase):
         self.assertEqual(st, 200, md)
         self.assertEqual(md["inputs"][0]["name"], "x")
         self.assertEqual(md["platform"], "pytorch_libtorch")
+        # Outputs as forward() declares them (one tensor), FP32 assumed, any shape: metadata-driven clients work.
+        self.assertEqual(md["outputs"], [{"name": "OUTPUT__0", "datatype": "FP32", "shape": [-1]}])
+        st, cfg = C.SERVER.get_json("/v2/models/auto/config")
+        self.assertEqual([o["name"] for o in cfg["output"]], ["OUTPUT__0"])
         x = np.array([[1.5, 2.0]], np.float32)
         st, js = C.SERVER.post_json("/v2/models/auto/infer", ic.v2_json_request({"x": x}))
         self.assertEqual(st, 200, js)
         self.assert_close(np.array(js["outputs"][0]["data"], np.float32).reshape(1, 2), C.torch_ref("auto", x))
+        self.assertEqual(js["outputs"][0]["name"], "OUTPUT__0")
+        # A tuple-returning module without config: one output per element; an integer result keeps its datatype.
+        st, md = C.SERVER.get_json("/v2/models/auto_pair")
+        self.assertEqual(st, 200, md)
+        self.assertEqual([o["name"] for o in md["outputs"]], ["OUTPUT__0", "OUTPUT__1"])
+        st, js = C.SERVER.post_json("/v2/models/auto_pair/infer", ic.v2_json_request({"x": x}))
+        self.assertEqual(st, 200, js)
+        by_name = {o["name"]: o for o in js["outputs"]}
+        ref = C.torch_ref("auto_pair", x)
+        self.assert_close(np.array(by_name["OUTPUT__0"]["data"], np.float32).reshape(1, 2), ref[0])
+        self.assertEqual(by_name["OUTPUT__1"]["datatype"], "INT64")
+        self.assertEqual(by_name["OUTPUT__1"]["data"], ref[1].flatten().tolist())
 
     def test_reshape_and_unbatched_model(self):
         x = np.arange(32, dtype=np.float32).reshape(2, 16)

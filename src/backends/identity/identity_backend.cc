@@ -1,20 +1,14 @@
 #include "backends/identity/identity_backend.h"
 
+#include "backends/echo.h"
+
 namespace inferd {
 namespace {
 
 class IdentityInstance final : public ModelInstance {
  public:
   explicit IdentityInstance(const ModelSpec& spec) : spec_(spec) {}
-  Result<std::vector<Tensor>> Execute(const std::vector<Tensor>& inputs) override {
-    std::vector<Tensor> out;
-    for (size_t i = 0; i < inputs.size() && i < spec_.outputs.size(); ++i) {
-      Tensor t = inputs[i];
-      t.name = spec_.outputs[i].name;
-      out.push_back(std::move(t));
-    }
-    return out;
-  }
+  Result<std::vector<Tensor>> Execute(const std::vector<Tensor>& inputs) override { return EchoInputs(spec_, inputs); }
 
  private:
   const ModelSpec& spec_;
@@ -38,15 +32,7 @@ class IdentityBackend final : public Backend {
     return Status::InvalidArgument("the identity backend needs a config.pbtxt with inputs");
   }
   Result<std::unique_ptr<LoadedModel>> Load(const ModelSpec& spec, const std::string&) override {
-    if (spec.outputs.size() != spec.inputs.size()) {
-      return Status::InvalidArgument("identity model '" + spec.name + "' needs as many outputs as inputs");
-    }
-    for (size_t i = 0; i < spec.inputs.size(); ++i) {
-      if (spec.inputs[i].dtype != spec.outputs[i].dtype) {
-        return Status::InvalidArgument("identity model '" + spec.name + "': output '" + spec.outputs[i].name +
-                                       "' must have the datatype of input '" + spec.inputs[i].name + "'");
-      }
-    }
+    INFERD_RETURN_IF_ERROR(CheckEchoSpec(spec, "identity model '" + spec.name + "'"));
     return std::unique_ptr<LoadedModel>(new IdentityModel(spec));
   }
 };

@@ -59,6 +59,43 @@ std::vector<std::string> ForwardArgs(const torch::jit::Module& m, std::vector<bo
   return names;
 }
 
+// Outputs as forward() declares them: a tensor is OUTPUT__0, a tuple of
+// tensors OUTPUT__<i> (Triton's names; ConvertOutputs maps them back). The
+// datatype is the graph's where it states one (traced modules), else FP32,
+// as for auto-completed inputs (TorchScript records no dtype for scripted
+// code; then answers carry the datatype the model produces). Shapes are left
+// open. Other returns (dicts, lists) give no outputs:
+// their names are known only when the model runs.
+std::vector<TensorSpec> ForwardOutputs(torch::jit::Module& m) {
+  auto graph = m.get_method("forward").graph();
+  if (graph->outputs().size() != 1) return {};
+  const c10::TypePtr type = graph->outputs()[0]->type();
+  std::vector<c10::TypePtr> elems;
+  if (auto tuple = type->cast<c10::TupleType>()) {
+    elems.assign(tuple->elements().begin(), tuple->elements().end());
+  } else {
+    elems.push_back(type);
+  }
+  std::vector<TensorSpec> out;
+  for (size_t i = 0; i < elems.size(); ++i) {
+    auto tensor = elems[i]->cast<c10::TensorType>();
+    if (!tensor) return {};
+    TensorSpec t;
+    t.name = "OUTPUT__" + std::to_string(i);
+    t.dtype = DataType::kFp32;
+    t.dtype_assumed = true;
+    if (auto st = tensor->scalarType()) {
+      if (auto dt = torchscript::FromTorchType(*st)) {
+        t.dtype = *dt;
+        t.dtype_assumed = false;
+      }
+    }
+    t.any_rank = true;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 // Triton's convention: a name ending in "__<n>" takes tuple element n.
 std::optional<size_t> IndexSuffix(const std::string& name) {
   auto pos = name.rfind("__");
@@ -230,6 +267,7 @@ class TorchScriptBackend final : public Backend {
         t.any_rank = true;
         spec->inputs.push_back(std::move(t));
       }
+      if (spec->outputs.empty()) spec->outputs = ForwardOutputs(*module);
     } catch (const std::exception& e) {
       return Status::InvalidArgument(std::string("cannot read forward() of the TorchScript module: ") +
                                      Message(e, 500));

@@ -52,8 +52,12 @@ Result<std::optional<std::string>> LoadConfigParameter(const Params& params) {
 // still queued never runs. OnDone, after Finish, deletes this.
 class InferReactor final : public grpc::ServerUnaryReactor {
  public:
+  explicit InferReactor(InferenceServer* server) : server_(server) {}
   const std::shared_ptr<Cancellation>& cancellation() const { return cancellation_; }
-  void OnCancel() override { cancellation_->Cancel(); }
+  void OnCancel() override {
+    cancellation_->Cancel();
+    server_->CountClientCancellation();
+  }
   void OnDone() override { delete this; }
   // Both reactions are trivial and never block, so gRPC may run them inline
   // (as it does for its DefaultReactor). Otherwise it hands every OnDone to
@@ -61,6 +65,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   bool InternalInlineable() override { return true; }
 
  private:
+  InferenceServer* server_;
   std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();
 };
 
@@ -146,6 +151,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
 
   void OnCancel() override {
     cancellation_->Cancel();
+    ctx_->server->CountClientCancellation();
     bool finish;
     {
       MutexLock g(&mu_);
@@ -362,7 +368,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
     auto ready = ctx_->server->IsModelReady(req->model_name(), req->model_version());
     return Done(c, ready.ok() ? decoded.status() : ready.status());
   }
-  auto* reactor = new InferReactor();
+  auto* reactor = new InferReactor(ctx_->server);
   (*decoded)->cancellation = reactor->cancellation();
   ctx_->server->InferAsync(std::move(*decoded), [reactor, response, raw](Result<InferResponse> r) {
     if (!r.ok()) return reactor->Finish(ToGrpcStatus(r.status()));

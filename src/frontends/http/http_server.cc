@@ -259,7 +259,10 @@ class Session : public std::enable_shared_from_this<Session> {
                          const bool ended = self->streaming_ == Streaming::kEnding;
                          self->streaming_ = ended ? Streaming::kNone : Streaming::kBroken;
                          self->stream_pending_.clear();
-                         if (self->in_flight_.cancellation) self->in_flight_.cancellation->Cancel();
+                         if (self->in_flight_.cancellation && !self->in_flight_.cancellation->cancelled()) {
+                           self->in_flight_.cancellation->Cancel();
+                           if (self->server_->options.on_client_gone) self->server_->options.on_client_gone();
+                         }
                          self->server_->RequestFinished(&self->in_flight_);
                          return self->Close();
                        }
@@ -378,6 +381,7 @@ void HttpServer::Impl::CheckForHangUps() {
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
       r->gone = true;
       r->cancellation->Cancel();
+      if (options.on_client_gone) options.on_client_gone();
     }
   }
 }

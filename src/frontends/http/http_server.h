@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -49,6 +50,9 @@ struct HttpServerOptions {
   // How often connections with a request in flight are checked for a client
   // that hung up (see above). 0 = never.
   std::chrono::milliseconds cancel_check{100};
+  // Called (on an I/O thread; must not block) when a client is found gone
+  // while its request is being handled, after its cancellation is raised.
+  std::function<void()> on_client_gone;
 };
 
 class HttpServer {
