@@ -129,6 +129,16 @@ def strip_batching(src, dst):
             open(cfg, "w").write(text)
 
 
+def with_parameter(src, dst, key, value):
+    """A copy of the repository with a config parameter added to every model."""
+    shutil.copytree(src, dst)
+    for m in os.listdir(dst):
+        cfg = os.path.join(dst, m, "config.pbtxt")
+        if os.path.exists(cfg):
+            with open(cfg, "a") as f:
+                f.write('\nparameters { key: "%s" value: { string_value: "%s" } }\n' % (key, value))
+
+
 def cpu_model():
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
@@ -153,6 +163,9 @@ def main():
     subprocess.run([PY, os.path.join(ROOT, "scripts", "make_examples.py"), repo], check=True, stdout=subprocess.DEVNULL)
     repo_off = os.path.join(work, "repo-nobatch")
     strip_batching(repo, repo_off)
+    # TorchScript modules as loaded, without freezing and optimize_for_inference (the default since issue 13).
+    repo_plain = os.path.join(work, "repo-plain")
+    with_parameter(repo, repo_plain, "OPTIMIZE_FOR_INFERENCE", "false")
     s = Suite(a, work)
     cores = os.cpu_count()
 
@@ -162,6 +175,8 @@ def main():
     def limits():
         s.in_process("in-process", repo, "tiny_mlp", "1,8,32", 1)
         s.in_process("in-process", repo, "resnet18", "1,2,4,8", cores)
+        s.in_process("in-process plain", repo_plain, "tiny_mlp", "1,8,32", 1)
+        s.in_process("in-process plain", repo_plain, "resnet18", "1,2,4,8", cores)
 
     print("[1/5] in-process limits", flush=True)
     limits()
@@ -177,6 +192,15 @@ def main():
         s.bench("inferd json", port, "resnet18", ["--concurrency", "32"], window=s.cnn_window)
         s.bench("inferd grpc", port, "tiny_mlp", ["--concurrency", "1,8,32"] + s.grpc())
         s.bench("inferd grpc", port, "resnet18", ["--concurrency", "1,32"] + s.grpc(), window=s.cnn_window)
+    finally:
+        p.stop()
+
+    print("[2b/5] inferd, plain (unoptimised) TorchScript modules", flush=True)
+    p, port = s.inferd_server(repo_plain, "plain")
+    try:
+        s.bench("inferd plain", port, "tiny_mlp", ["--concurrency", "1,32"])
+        s.bench("inferd plain", port, "resnet18", ["--concurrency", "1,32", "--protocol", "v2-binary"],
+                window=s.cnn_window)
     finally:
         p.stop()
 
@@ -289,6 +313,19 @@ def analyse(rows, fastapi_tried, cores):
         best = max(inproc_cnn, key=lambda r: r["inferences_per_s"])
         t["cnn_served_vs_in_process_best"] = {"value": inf_cnn32["inferences_per_s"] / best["inferences_per_s"],
                                               "target": ">= 0.90", "in_process_best_batch": best["batch_size"]}
+    # Load-time optimisation (freeze + optimize_for_inference) against the plain module.
+    inproc_plain = [r for r in rows if r["label"] == "in-process plain" and r["model"] == "resnet18"]
+    if inproc_cnn and inproc_plain:
+        a = max(inproc_cnn, key=lambda r: r["inferences_per_s"])
+        b = max(inproc_plain, key=lambda r: r["inferences_per_s"])
+        t["cnn_optimised_vs_plain_in_process_best"] = {
+            "value": a["inferences_per_s"] / b["inferences_per_s"], "target": "(info)",
+            "optimised_batch": a["batch_size"], "plain_batch": b["batch_size"]}
+    for model in ("resnet18", "tiny_mlp"):
+        o, pl = one(label="inferd", model=model, load=32), one(label="inferd plain", model=model, load=32)
+        if o and pl:
+            t["%s_optimised_vs_plain_served_c32" % ("cnn" if model == "resnet18" else "tiny")] = {
+                "value": o["inferences_per_s"] / pl["inferences_per_s"], "target": "(info)"}
     off = one(label="inferd batching off", model="resnet18", load=32)
     if off and inf_cnn32:
         t["cnn_batching_on_vs_off_c32"] = {"value": inf_cnn32["inferences_per_s"] / off["inferences_per_s"],

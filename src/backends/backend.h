@@ -26,6 +26,13 @@
 //  5. Exceptions never escape: backends convert them into Status.
 //  6. A LoadedModel outlives all instances created from it (the server keeps
 //     both alive while requests hold a handle).
+//  7. LoadNote (optional) says what the load did that an operator should
+//     see ("optimised for inference in 0.21 s"); the server logs it with the
+//     load. Called on the loading thread.
+//  8. PrepareLoadingThread (optional) runs once per backend on each thread
+//     that loads models, before its first Load there and outside the window
+//     in which a load's allocations are measured as the model's size: the
+//     framework's one-time (also per-thread) initialisation belongs here.
 #pragma once
 
 #include <map>
@@ -53,6 +60,7 @@ class LoadedModel {
  public:
   virtual ~LoadedModel() = default;
   virtual Result<std::unique_ptr<ModelInstance>> CreateInstance(int index) = 0;
+  virtual std::string LoadNote() const { return ""; }
 };
 
 class Backend {
@@ -60,6 +68,8 @@ class Backend {
   virtual ~Backend() = default;
   // The name configs use in `backend:` ("pytorch").
   virtual std::string_view name() const = 0;
+  // Contract 8.
+  virtual void PrepareLoadingThread() {}
   // Other `backend:` names accepted for it ("torchscript", "libtorch").
   virtual std::vector<std::string> aliases() const { return {}; }
   // The `platform:` values it serves, the first being the one reported for

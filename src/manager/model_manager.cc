@@ -144,8 +144,9 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
       spdlog::error("model '{}' version {} failed to load after {:.3f} s: {}", name, v, secs, mv.status().message());
       continue;
     }
-    spdlog::info("model '{}' version {} loaded and warmed up in {:.3f} s ({} backend)", name, v, secs,
-                 plan->backend->name());
+    const std::string note = (*mv)->load_note();
+    spdlog::info("model '{}' version {} loaded and warmed up in {:.3f} s ({} backend{}{})", name, v, secs,
+                 plan->backend->name(), note.empty() ? "" : "; ", note);
     next[v] = {std::move(*mv), std::move(fp), secs};
   }
   // A version that failed never replaces a serving one: keep every serving

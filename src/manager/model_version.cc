@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "lifecycle/allocator.h"
 #include "lifecycle/byte_size.h"
@@ -43,6 +44,9 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
   mv->version_ = version;
   mv->version_str_ = std::to_string(version);
   mv->spec_ = std::move(spec);
+  // The backend's one-time state on this thread is not this model's size.
+  thread_local std::set<const Backend*> prepared;
+  if (prepared.insert(&backend).second) backend.PrepareLoadingThread();
   const auto before = allocator::ReadThreadCounters();
   INFERD_ASSIGN_OR_RETURN(mv->model_, backend.Load(mv->spec_, version_dir));
   std::vector<std::unique_ptr<ModelInstance>> instances;

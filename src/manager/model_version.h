@@ -63,6 +63,8 @@ class ModelVersion {
   uint64_t resident_bytes() const { return resident_bytes_; }
   const char* size_source() const { return size_source_; }
   TimePoint loaded_at() const { return loaded_at_; }
+  // What the backend's load did worth logging (LoadedModel::LoadNote).
+  std::string load_note() const { return model_ ? model_->LoadNote() : ""; }
   // Last request routed here (or the load). Touch is a relaxed store: cheap
   // enough for every request.
   void Touch(TimePoint t) { last_used_ns_.store(t.time_since_epoch().count(), std::memory_order_relaxed); }

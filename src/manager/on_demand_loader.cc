@@ -32,6 +32,11 @@ bool OnDemandLoader::IsPending(const std::string& model) const {
   return jobs_.count(model) > 0;
 }
 
+bool OnDemandLoader::IsInUse(const std::string& model) const {
+  MutexLock g(&mu_);
+  return jobs_.count(model) > 0 || answering_.count(model) > 0;
+}
+
 void OnDemandLoader::LoaderLoop() {
   MutexLock g(&mu_);
   for (;;) {
@@ -46,10 +51,12 @@ void OnDemandLoader::LoaderLoop() {
     auto it = jobs_.find(model);
     std::vector<Waiter> waiters = std::move(it->second.waiters);
     jobs_.erase(it);
+    ++answering_[model];
     g.Unlock();
-    for (auto& w : waiters) done_(std::move(w), st);
+    for (auto& w : waiters) done_(std::move(w), st);  // each enqueues its request: the model is busy then
     waiters.clear();
     g.Lock();
+    if (--answering_[model] == 0) answering_.erase(model);
   }
 }
 

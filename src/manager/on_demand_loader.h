@@ -47,6 +47,10 @@ class OnDemandLoader {
   void Enqueue(const std::string& model, std::optional<Waiter> waiter);
   // Whether a load of `model` is queued or running.
   bool IsPending(const std::string& model) const;
+  // IsPending, or its finished load's waiters are being answered now (their
+  // requests are not in the model's queue yet): the model must not be
+  // evicted, or they would find it gone.
+  bool IsInUse(const std::string& model) const;
   // Lets running loads finish, answers every other waiter UNAVAILABLE and
   // joins the threads. Idempotent.
   void Stop();
@@ -67,6 +71,7 @@ class OnDemandLoader {
   mutable Mutex mu_;
   CondVar work_cv_, deadline_cv_;
   std::map<std::string, Job> jobs_ TSA_GUARDED_BY(mu_);
+  std::map<std::string, int> answering_ TSA_GUARDED_BY(mu_);  // model -> loader threads answering its waiters
   std::deque<std::string> queue_ TSA_GUARDED_BY(mu_);
   bool stopping_ TSA_GUARDED_BY(mu_) = false;
   std::vector<std::thread> loaders_;

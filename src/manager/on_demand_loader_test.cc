@@ -78,6 +78,31 @@ TEST(OnDemandLoader, ConcurrentRequestsShareOneLoad) {
   EXPECT_FALSE(loader.IsPending("m"));
 }
 
+// While a finished load's waiters are answered (their requests are on their
+// way to the model's queue), the model is in use: eviction must skip it.
+TEST(OnDemandLoader, AModelIsInUseWhileItsWaitersAreAnswered) {
+  testing::FakeClock clock;
+  Harness h;
+  OnDemandLoader* self = nullptr;
+  std::vector<bool> in_use_when_answered;
+  auto done = h.Done();
+  OnDemandLoader loader(1, &clock, h.Load(), [&](OnDemandLoader::Waiter w, const Status& st) {
+    in_use_when_answered.push_back(self->IsInUse("m"));
+    done(std::move(w), st);
+  });
+  self = &loader;
+  EXPECT_FALSE(loader.IsInUse("m"));
+  loader.Enqueue("m", MakeWaiter("m", "a", clock.Now() + seconds(30)));
+  h.AwaitLoadStarted("m");
+  EXPECT_TRUE(loader.IsInUse("m"));
+  h.Release(Status::OK());
+  h.AwaitAnswers(1);
+  loader.Stop();
+  EXPECT_EQ(in_use_when_answered, (std::vector<bool>{true}));
+  EXPECT_FALSE(loader.IsInUse("m"));
+  EXPECT_FALSE(loader.IsPending("m"));
+}
+
 TEST(OnDemandLoader, LoadErrorReachesEveryWaiter) {
   testing::FakeClock clock;
   Harness h;

@@ -132,7 +132,9 @@ uint64_t ModelManager::MakeRoomLocked(const std::string& keep, uint64_t incoming
       if (r.ready.empty()) continue;
       const uint64_t bytes = r.ResidentBytes();
       used += bytes;
-      if (n != keep) candidates.push_back({n, bytes, r.LastUsed(), r.loaded_at, r.pinned, r.Busy()});
+      // Busy: requests in its queue, or waiters of its load on their way there.
+      const bool busy = r.Busy() || (loader_ && loader_->IsInUse(n));
+      if (n != keep) candidates.push_back({n, bytes, r.LastUsed(), r.loaded_at, r.pinned, busy});
     }
   }
   const EvictionPlan plan = PlanEvictions(std::move(candidates), options_.memory_budget_bytes, used, incoming,
@@ -147,7 +149,8 @@ uint64_t ModelManager::MakeRoomLocked(const std::string& keep, uint64_t incoming
 
 uint64_t ModelManager::DetachForEviction(const std::string& name, Retired* out) {
   auto lock = model_locks_.TryAcquire(name);
-  if (!lock.owns()) return 0;  // loading, reloading or relabelling
+  if (!lock.owns()) return 0;                       // loading, reloading or relabelling
+  if (loader_ && loader_->IsInUse(name)) return 0;  // requests that waited for its load are on their way
   TimePoint loaded_at;
   uint64_t bytes = 0;
   {

@@ -143,6 +143,7 @@ dynamic_batching { max_queue_delay_microseconds: 2000 }
 max_batch_size: 0
 input [ { name: "x" data_type: TYPE_FP32 dims: [ -1, 8 ] } ]
 output [ { name: "y" data_type: TYPE_FP32 dims: [ -1, 3 ] } ]
+parameters { key: "OPTIMIZE_FOR_INFERENCE" value: { string_value: "false" } }
 """)
 
     save(DTypes(), repo, "dtypes")

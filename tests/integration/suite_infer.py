@@ -92,6 +92,20 @@ class Infer(unittest.TestCase):
         self.assertEqual(st, 200, js)
         self.assert_close(np.array(js["predictions"][0]["OUTPUT__1"], np.float32), p[0])
 
+    def test_torchscript_modules_are_optimised_at_load_unless_told_not_to(self):
+        # Every numerical check in these suites compares the served (optimised) module with PyTorch running the
+        # plain file; here: what the load did, as the log says.
+        for model, what in (("resnet18", "frozen and optimised for inference in "),
+                            ("mlp", "frozen and optimised for inference in "),
+                            ("mlp_nobatch", "not optimised (OPTIMIZE_FOR_INFERENCE false)"),
+                            # its forward() fails on every input: the check cannot run, the plain module serves
+                            ("raises", "not optimised (optimisation failed: "),
+                            # no input shapes to generate a check input from
+                            ("auto", "not optimised (input 'x' has no known shape")):
+            line = C.SERVER.wait_for_log("model '%s' version 1 loaded and warmed up" % model)
+            self.assertIsNotNone(line, model)
+            self.assertIn(what, line, model)
+
     def test_auto_completed_config(self):
         st, md = C.SERVER.get_json("/v2/models/auto")
         self.assertEqual(st, 200, md)

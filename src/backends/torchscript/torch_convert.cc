@@ -55,4 +55,20 @@ Result<Tensor> FromTorch(at::Tensor t, std::string name) {
   return out;
 }
 
+// An exception's message without libtorch's C++ backtrace (c10::Error
+// appends one). A message longer than `limit` keeps its end: TorchScript
+// puts the interpreter's traceback first and the actual error last
+// ("RuntimeError: mat1 and mat2 shapes cannot be multiplied ...").
+std::string Message(const std::exception& e, size_t limit) {
+  std::string m;
+  if (const auto* c10e = dynamic_cast<const c10::Error*>(&e))
+    m = c10e->what_without_backtrace();
+  else
+    m = e.what();
+  if (auto cut = m.find("\nException raised from"); cut != std::string::npos) m.resize(cut);
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  if (m.size() > limit) m = "..." + m.substr(m.size() - limit);
+  return m;
+}
+
 }  // namespace inferd::torchscript

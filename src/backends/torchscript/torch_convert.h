@@ -15,6 +15,11 @@ namespace inferd::torchscript {
 std::optional<at::ScalarType> ToTorchType(DataType dt);
 std::optional<DataType> FromTorchType(at::ScalarType st);
 
+// An exception's message without libtorch's C++ backtrace. A message longer
+// than `limit` keeps its end: TorchScript puts the interpreter's traceback
+// first and the actual error last.
+std::string Message(const std::exception& e, size_t limit);
+
 // A libtorch view of `t` (no copy). The view must not outlive `t.owner`.
 Result<at::Tensor> ToTorch(const Tensor& t);
 

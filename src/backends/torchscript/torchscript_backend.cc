@@ -7,33 +7,19 @@
 #include <charconv>
 #include <filesystem>
 
+#include "backends/torchscript/optimize.h"
 #include "backends/torchscript/torch_convert.h"
 
 namespace inferd {
 namespace {
 
 using torchscript::FromTorch;
+using torchscript::Message;
 using torchscript::ToTorch;
 
 std::string ModelPath(const ModelSpec& spec, const std::string& version_dir) {
   const std::string file = spec.default_model_filename.empty() ? "model.pt" : spec.default_model_filename;
   return (std::filesystem::path(version_dir) / file).string();
-}
-
-// An exception's message without libtorch's C++ backtrace (c10::Error
-// appends one). A message longer than `limit` keeps its end: TorchScript
-// puts the interpreter's traceback first and the actual error last
-// ("RuntimeError: mat1 and mat2 shapes cannot be multiplied ...").
-std::string Message(const std::exception& e, size_t limit) {
-  std::string m;
-  if (const auto* c10e = dynamic_cast<const c10::Error*>(&e))
-    m = c10e->what_without_backtrace();
-  else
-    m = e.what();
-  if (auto cut = m.find("\nException raised from"); cut != std::string::npos) m.resize(cut);
-  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-  if (m.size() > limit) m = "..." + m.substr(m.size() - limit);
-  return m;
 }
 
 Result<std::shared_ptr<torch::jit::Module>> LoadModule(const std::string& path) {
@@ -122,17 +108,19 @@ class TorchInstance final : public ModelInstance {
 class TorchModel final : public LoadedModel {
  public:
   TorchModel(ModelSpec spec, std::shared_ptr<torch::jit::Module> module, std::vector<size_t> arg_index, size_t num_args,
-             int intra_op_threads, bool optimized_execution)
+             int intra_op_threads, bool optimized_execution, std::string load_note)
       : spec_(std::move(spec)),
         module_(std::move(module)),
         arg_index_(std::move(arg_index)),
         num_args_(num_args),
         intra_op_threads_(intra_op_threads),
-        optimized_execution_(optimized_execution) {}
+        optimized_execution_(optimized_execution),
+        load_note_(std::move(load_note)) {}
 
   Result<std::unique_ptr<ModelInstance>> CreateInstance(int) override {
     return std::unique_ptr<ModelInstance>(new TorchInstance(this));
   }
+  std::string LoadNote() const override { return load_note_; }
 
   const ModelSpec& spec() const { return spec_; }
   torch::jit::Module& module() const { return *module_; }
@@ -148,6 +136,7 @@ class TorchModel final : public LoadedModel {
   size_t num_args_;
   int intra_op_threads_;
   bool optimized_execution_;  // false: DISABLE_OPTIMIZED_EXECUTION
+  std::string load_note_;
 };
 
 void TorchInstance::OnWorkerThreadStart() { at::set_num_threads(model_->intra_op_threads()); }
@@ -251,6 +240,7 @@ int ParseThreads(const ModelSpec& spec) {
 class TorchScriptBackend final : public Backend {
  public:
   std::string_view name() const override { return "pytorch"; }
+  void PrepareLoadingThread() override { torchscript::WarmUpLibtorch(); }
   std::vector<std::string> aliases() const override { return {"torchscript", "libtorch"}; }
   std::vector<std::string> platforms() const override { return {"pytorch_libtorch", "torchscript"}; }
 
@@ -320,8 +310,17 @@ class TorchScriptBackend final : public Backend {
     if (!by_name)
       for (size_t i = 0; i < index.size(); ++i) index[i] = i;
     const size_t num_args = spec.inputs.size();
+    std::string note = "not optimised (OPTIMIZE_FOR_INFERENCE false)";
+    if (torchscript::OptimizeForInferenceEnabled(spec)) {
+      torchscript::Optimized opt = torchscript::OptimizeForInference(module, spec, index, num_args);
+      module = std::move(opt.module);
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.3f s", opt.seconds);
+      note = opt.optimized ? "frozen and optimised for inference in " + std::string(secs)
+                           : "not optimised (" + opt.why_not + "; tried in " + secs + ")";
+    }
     return std::unique_ptr<LoadedModel>(new TorchModel(spec, std::move(module), std::move(index), num_args,
-                                                       ParseThreads(spec), OptimizedExecution(spec)));
+                                                       ParseThreads(spec), OptimizedExecution(spec), std::move(note)));
   }
 };
 

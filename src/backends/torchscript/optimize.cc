@@ -1,0 +1,151 @@
+#include "backends/torchscript/optimize.h"
+
+#include <chrono>
+#include <sstream>
+
+#include "backends/torchscript/torch_convert.h"
+
+namespace inferd::torchscript {
+namespace {
+
+constexpr double kTolerance = 1e-4;
+
+// A generated input for config input `t`, or an empty tensor when its shape
+// is unknown.
+at::Tensor ProbeInput(const ModelSpec& spec, const TensorSpec& t, at::Generator& gen) {
+  if (t.any_rank) return {};
+  const Shape& dims = t.reshape ? *t.reshape : t.dims;
+  std::vector<int64_t> shape;
+  if (spec.max_batch_size > 0) shape.push_back(std::min<int64_t>(2, spec.max_batch_size));
+  for (int64_t d : dims) shape.push_back(d < 0 ? 1 : d);
+  auto type = ToTorchType(t.dtype);
+  if (!type) return {};
+  const auto options = at::TensorOptions().dtype(*type);
+  if (at::isFloatingType(*type)) return at::rand(shape, gen, options);
+  return at::zeros(shape, options);  // indices, counts, flags: 0 is valid for every model that takes them
+}
+
+// The tensors of a forward() result, in order (tuple/list elements, dict
+// values by key order).
+bool Flatten(const c10::IValue& v, std::vector<at::Tensor>* out) {
+  if (v.isTensor()) {
+    out->push_back(v.toTensor());
+    return true;
+  }
+  if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements())
+      if (!Flatten(e, out)) return false;
+    return true;
+  }
+  if (v.isList()) {
+    for (const auto& e : v.toListRef())
+      if (!Flatten(e, out)) return false;
+    return true;
+  }
+  if (v.isGenericDict()) {
+    for (const auto& kv : v.toGenericDict())
+      if (!Flatten(kv.value(), out)) return false;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void WarmUpLibtorch() {
+  try {
+    torch::jit::Module m("inferd_warmup");
+    m.register_parameter("w", torch::ones({4, 4}), /*is_buffer=*/false);
+    m.register_parameter("b", torch::zeros({4}), /*is_buffer=*/false);
+    m.define(R"(
+def forward(self, x):
+    return torch.relu(torch.linear(x, self.w, self.b))
+)");
+    // Through a saved archive, as models arrive (deserialisation and the
+    // compiler's builtins are initialised on first use).
+    std::stringstream archive;
+    m.save(archive);
+    m = torch::jit::load(archive, torch::kCPU);
+    m.eval();
+    ModelSpec spec;
+    spec.max_batch_size = 2;
+    spec.inputs.push_back({"x", DataType::kFp32, {4}});
+    for (int i = 0; i < 3; ++i) {  // the profiling executor specialises on the second and third runs
+      torch::NoGradGuard no_grad;
+      m.forward({torch::ones({2, 4})});
+    }
+    Optimized o = OptimizeForInference(std::make_shared<torch::jit::Module>(m), spec, {0}, 1);
+    c10::InferenceMode guard;
+    for (int i = 0; i < 3; ++i) o.module->forward({torch::ones({2, 4})});
+  } catch (const std::exception&) {
+    // Only a measurement nicety: a model load reports any real problem.
+  }
+}
+
+bool OptimizeForInferenceEnabled(const ModelSpec& spec) {
+  auto it = spec.parameters.find("OPTIMIZE_FOR_INFERENCE");
+  return it == spec.parameters.end() || (it->second != "false" && it->second != "0");
+}
+
+Optimized OptimizeForInference(std::shared_ptr<torch::jit::Module> plain, const ModelSpec& spec,
+                               const std::vector<size_t>& arg_index, size_t num_args) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Optimized out;
+  out.module = plain;
+  auto done = [&](std::string why) {
+    out.why_not = std::move(why);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  };
+  at::Generator gen = at::detail::createCPUGenerator(/*seed_in=*/1);
+  std::vector<c10::IValue> args(num_args);
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    at::Tensor x = ProbeInput(spec, spec.inputs[i], gen);
+    if (!x.defined())
+      return done("input '" + spec.inputs[i].name + "' has no known shape to check the optimised module");
+    args[arg_index[i]] = std::move(x);
+  }
+  try {
+    std::vector<at::Tensor> want, got;
+    {
+      torch::NoGradGuard no_grad;
+      if (!Flatten(plain->forward(args), &want)) return done("the module returns something other than tensors");
+    }
+    auto frozen = torch::jit::freeze(*plain);
+    auto optimized = std::make_shared<torch::jit::Module>(torch::jit::optimize_for_inference(frozen));
+    {
+      torch::NoGradGuard no_grad;
+      if (!Flatten(optimized->forward(args), &got)) return done("the optimised module returns something else");
+    }
+    if (got.size() != want.size()) return done("the optimised module returns a different number of tensors");
+    for (size_t i = 0; i < want.size(); ++i) {
+      const at::Tensor a = want[i].contiguous();
+      const at::Tensor b = (got[i].is_mkldnn() ? got[i].to_dense() : got[i]).contiguous();
+      if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) {
+        return done("output " + std::to_string(i) + " of the optimised module differs in shape or datatype");
+      }
+      if (at::isFloatingType(a.scalar_type())) {
+        if (a.numel() > 0) {
+          out.max_abs_diff =
+              std::max(out.max_abs_diff, (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>());
+        }
+        if (!at::allclose(a, b, kTolerance, kTolerance, /*equal_nan=*/true)) {
+          return done("output " + std::to_string(i) + " of the optimised module differs from the plain one by " +
+                      std::to_string(out.max_abs_diff));
+        }
+      } else if (!at::equal(a, b)) {
+        return done("output " + std::to_string(i) + " of the optimised module differs from the plain one");
+      }
+    }
+    out.module = std::move(optimized);
+    out.optimized = true;
+    return done("");
+  } catch (const std::exception& e) {
+    out.module = plain;
+    std::string why = Message(e, 2000);
+    if (auto nl = why.rfind('\n'); nl != std::string::npos) why = why.substr(nl + 1);  // the error, not the traceback
+    return done("optimisation failed: " + why);
+  }
+}
+
+}  // namespace inferd::torchscript
