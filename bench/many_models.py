@@ -58,9 +58,12 @@ def hist_quantile(text, name, q):
     return float("inf")
 
 
+SERVER_ARGS = []  # --server-arg: passed to every server this bench starts
+
+
 def start(inferd, repo, *extra):
     t0 = time.time()
-    server = ic.Server(inferd, repo, *extra)
+    server = ic.Server(inferd, repo, *extra, *SERVER_ARGS)
     ready_s = time.time() - t0
     indexed = [float(m.group(1)) for line in server.log
                for m in [re.search(r"indexed \d+ models for on-demand loading in (\d+) ms", line)] if m]
@@ -238,7 +241,11 @@ def main():
     ap.add_argument("--zipf-s", type=float, default=1.0)
     ap.add_argument("--swaps", type=int, default=50)
     ap.add_argument("--out", help="append the markdown report to this file")
+    ap.add_argument("--server-arg", action="append", default=[],
+                    help="an extra inferd serve argument (repeat; e.g. --server-arg=--model-parameter "
+                         "--server-arg=OPTIMIZE_FOR_INFERENCE=false)")
     args = ap.parse_args()
+    SERVER_ARGS.extend(args.server_arg)
     repo = os.path.join(args.workdir, "tenants_%d" % args.models)
     t0 = time.time()
     if not os.path.isdir(os.path.join(repo, "tenant_%05d" % (args.models - 1))):
@@ -251,8 +258,9 @@ def main():
     mib = 1 << 20
     over = z["rss_max"] - z["budget"] - a["rss_idle"]
     lines = [
-        "## Many models per box (%d models, Zipf s=%.1f, %d clients, %.0f s)" % (args.models, args.zipf_s,
-                                                                               args.clients, args.seconds),
+        "## Many models per box (%d models, Zipf s=%.1f, %d clients, %.0f s)%s" % (
+            args.models, args.zipf_s, args.clients, args.seconds,
+            (" with `%s`" % " ".join(SERVER_ARGS)) if SERVER_ARGS else ""),
         "",
         "| measurement | value | target |",
         "|---|---|---|",

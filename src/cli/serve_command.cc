@@ -57,7 +57,8 @@ struct ServeFlags {
   int metrics_port = 8002;
   bool allow_metrics = true;
   int http_threads = 1;
-  int intra_op_threads = 0;  // 0 = cores - http threads
+  int intra_op_threads = 0;                   // 0 = cores - http threads
+  std::vector<std::string> model_parameters;  // KEY=VALUE
   size_t max_queue_size = 1024;
   size_t max_body_bytes = 64u << 20;
   int idle_timeout_ms = 60000;
@@ -135,6 +136,14 @@ int Serve(const ServeFlags& f) {
   so.startup_models = f.load_models;
   so.default_max_queue_size = f.max_queue_size;
   so.default_intra_op_threads = f.intra_op_threads > 0 ? f.intra_op_threads : std::max(1, cores - f.http_threads);
+  for (const std::string& kv : f.model_parameters) {
+    const size_t eq = kv.find('=');
+    if (eq == 0 || eq == std::string::npos) {
+      spdlog::critical("--model-parameter '{}': expected KEY=VALUE", kv);
+      return 2;
+    }
+    so.default_parameters[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   so.strict_readiness = f.strict_readiness;
   so.exit_on_error = f.exit_on_error;
   auto token = ReadToken(f.admin_token_file, f.admin_token_env,
@@ -304,6 +313,9 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "(0 = cores minus HTTP threads, at least 1)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
+  cmd->add_option("--model-parameter", flags->model_parameters,
+                  "KEY=VALUE: a config parameter every model gets unless its config.pbtxt sets it (repeatable; "
+                  "e.g. OPTIMIZE_FOR_INFERENCE=false)");
   cmd->add_option("--max-queue-size", flags->max_queue_size,
                   "Queue bound per model when its config sets no max_queue_size; beyond it requests get 503")
       ->capture_default_str()

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,8 @@ class ModelVersion {
   struct Options {
     size_t default_max_queue_size = 1024;
     int default_intra_op_threads = 1;
+    // Parameters a config does not set take these values.
+    std::map<std::string, std::string> default_parameters;
     Clock* clock = nullptr;                        // not owned
     const SchedulerFactory* schedulers = nullptr;  // not owned; required
     RequestSubmitter* submitter = nullptr;         // not owned; for schedulers that call other models

@@ -46,6 +46,7 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   mo.on_load_done = [this](OnDemandLoader::Waiter w, const Status& st) { OnLoadDone(std::move(w), st); };
   mo.version.default_max_queue_size = options_.default_max_queue_size;
   mo.version.default_intra_op_threads = options_.default_intra_op_threads;
+  mo.version.default_parameters = options_.default_parameters;
   mo.version.submitter = this;
   mo.version.schedulers = options_.schedulers;
   manager_ = std::make_unique<ModelManager>(std::move(mo), &repository_, backends, clock_);

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,9 @@ struct ServerOptions {
   size_t default_max_queue_size = 1024;
   // Intra-op threads for models without INTRA_OP_THREAD_COUNT.
   int default_intra_op_threads = 1;
+  // Config parameters every model gets unless its config sets them
+  // (--model-parameter KEY=VALUE).
+  std::map<std::string, std::string> default_parameters;
   // kPoll: how often the repository is rescanned (0 = only PollRepository calls).
   std::chrono::milliseconds poll_interval{std::chrono::seconds(15)};
   // If true, /v2/health/ready also needs every repository model READY.

@@ -2,6 +2,7 @@
 import gzip
 import json
 import os
+import subprocess
 import sys
 import threading
 import unittest
@@ -105,6 +106,24 @@ class Infer(unittest.TestCase):
             line = C.SERVER.wait_for_log("model '%s' version 1 loaded and warmed up" % model)
             self.assertIsNotNone(line, model)
             self.assertIn(what, line, model)
+
+    def test_model_parameter_flag_sets_a_default_parameter(self):
+        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "mlp",
+                           "--model-parameter", "OPTIMIZE_FOR_INFERENCE=false",
+                           "--model-parameter", "INTRA_OP_THREAD_COUNT=1")
+        try:
+            line = server.wait_for_log("model 'mlp' version 1 loaded and warmed up")
+            self.assertIn("not optimised (OPTIMIZE_FOR_INFERENCE false)", line)
+            x = np.ones((1, 8), np.float32)
+            st, js = server.post_json("/v2/models/mlp/infer", ic.v2_json_request({"x": x}))
+            self.assertEqual(st, 200, js)
+            self.assert_close(np.array(js["outputs"][0]["data"], np.float32).reshape(1, 3), C.torch_ref("mlp", x))
+        finally:
+            self.assertEqual(server.stop(), 0)
+        out = subprocess.run([C.ARGS.inferd, "serve", "--model-repository", C.REPO, "--model-parameter", "novalue"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("--model-parameter 'novalue': expected KEY=VALUE", out.stderr)
 
     def test_auto_completed_config(self):
         st, md = C.SERVER.get_json("/v2/models/auto")
