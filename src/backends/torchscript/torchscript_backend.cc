@@ -9,6 +9,7 @@
 
 #include "backends/torchscript/optimize.h"
 #include "backends/torchscript/torch_convert.h"
+#include "core/mutex.h"
 
 namespace inferd {
 namespace {
@@ -107,9 +108,11 @@ class TorchInstance final : public ModelInstance {
 
 class TorchModel final : public LoadedModel {
  public:
-  TorchModel(ModelSpec spec, std::shared_ptr<torch::jit::Module> module, std::vector<size_t> arg_index, size_t num_args,
-             int intra_op_threads, bool optimized_execution, std::string load_note)
-      : spec_(std::move(spec)),
+  TorchModel(std::shared_ptr<Mutex> jit_mu, ModelSpec spec, std::shared_ptr<torch::jit::Module> module,
+             std::vector<size_t> arg_index, size_t num_args, int intra_op_threads, bool optimized_execution,
+             std::string load_note)
+      : jit_mu_(std::move(jit_mu)),
+        spec_(std::move(spec)),
         module_(std::move(module)),
         arg_index_(std::move(arg_index)),
         num_args_(num_args),
@@ -121,6 +124,11 @@ class TorchModel final : public LoadedModel {
     return std::unique_ptr<ModelInstance>(new TorchInstance(this));
   }
   std::string LoadNote() const override { return load_note_; }
+  // The module goes under the backend's JIT lock, like loads (see JitLock).
+  ~TorchModel() override {
+    MutexLock g(jit_mu_.get());
+    module_.reset();
+  }
 
   const ModelSpec& spec() const { return spec_; }
   torch::jit::Module& module() const { return *module_; }
@@ -130,6 +138,7 @@ class TorchModel final : public LoadedModel {
   bool optimized_execution() const { return optimized_execution_; }
 
  private:
+  std::shared_ptr<Mutex> jit_mu_;  // the backend's JIT lock (shared: a model may outlive nothing but the backend)
   ModelSpec spec_;
   std::shared_ptr<torch::jit::Module> module_;
   std::vector<size_t> arg_index_;  // config input i -> forward argument position
@@ -240,11 +249,15 @@ int ParseThreads(const ModelSpec& spec) {
 class TorchScriptBackend final : public Backend {
  public:
   std::string_view name() const override { return "pytorch"; }
-  void PrepareLoadingThread() override { torchscript::WarmUpLibtorch(); }
+  void PrepareLoadingThread() override {
+    MutexLock g(jit_mu_.get());
+    torchscript::WarmUpLibtorch();
+  }
   std::vector<std::string> aliases() const override { return {"torchscript", "libtorch"}; }
   std::vector<std::string> platforms() const override { return {"pytorch_libtorch", "torchscript"}; }
 
   Status AutoComplete(const std::string& version_dir, ModelSpec* spec) override {
+    MutexLock g(jit_mu_.get());
     INFERD_ASSIGN_OR_RETURN(auto module, LoadModule(ModelPath(*spec, version_dir)));
     try {
       std::vector<bool> has_default;
@@ -267,6 +280,7 @@ class TorchScriptBackend final : public Backend {
   }
 
   Result<std::unique_ptr<LoadedModel>> Load(const ModelSpec& spec, const std::string& version_dir) override {
+    MutexLock g(jit_mu_.get());
     for (const auto& t : spec.inputs) {
       if (!torchscript::ToTorchType(t.dtype)) {
         return Status::InvalidArgument("input '" + t.name + "': datatype " + std::string(DataTypeToWire(t.dtype)) +
@@ -319,9 +333,17 @@ class TorchScriptBackend final : public Backend {
       note = opt.optimized ? "frozen and optimised for inference in " + std::string(secs)
                            : "not optimised (" + opt.why_not + "; tried in " + secs + ")";
     }
-    return std::unique_ptr<LoadedModel>(new TorchModel(spec, std::move(module), std::move(index), num_args,
+    return std::unique_ptr<LoadedModel>(new TorchModel(jit_mu_, spec, std::move(module), std::move(index), num_args,
                                                        ParseThreads(spec), OptimizedExecution(spec), std::move(note)));
   }
+
+ private:
+  // JIT lock: loading (deserialising, freezing, optimising) and destroying
+  // TorchScript modules happen one at a time. libtorch 1.13's JIT shares
+  // graphs and compilation units between modules through reference counts
+  // in uninstrumented code; a model evicted on one loader thread while
+  // another loads raced there under TSan. Running models is not serialised.
+  std::shared_ptr<Mutex> jit_mu_ = std::make_shared<Mutex>();
 };
 
 }  // namespace
