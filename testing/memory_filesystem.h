@@ -33,11 +33,6 @@ class MemoryFilesystem final : public Filesystem {
     for (auto it = files_.begin(); it != files_.end();) it = Under(it->first, path) ? files_.erase(it) : std::next(it);
     for (auto it = dirs_.begin(); it != dirs_.end();) it = Under(it->first, path) ? dirs_.erase(it) : std::next(it);
   }
-  // How many times a file was read (e.g. to check what a poll reads).
-  int reads() const {
-    MutexLock g(&mu_);
-    return reads_;
-  }
 
   Result<std::vector<Entry>> List(const std::string& dir) const override {
     MutexLock g(&mu_);
@@ -67,7 +62,6 @@ class MemoryFilesystem final : public Filesystem {
     MutexLock g(&mu_);
     auto it = files_.find(path);
     if (it == files_.end()) return Status::NotFound("'" + path + "' does not exist");
-    ++reads_;
     return it->second.content;
   }
   std::vector<FileInfo> ListFilesRecursive(const std::string& dir) const override {
@@ -100,7 +94,6 @@ class MemoryFilesystem final : public Filesystem {
   std::map<std::string, File> files_ TSA_GUARDED_BY(mu_);
   std::map<std::string, bool> dirs_ TSA_GUARDED_BY(mu_);
   int64_t clock_ TSA_GUARDED_BY(mu_) = 0;
-  mutable int reads_ TSA_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace inferd::testing

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <thread>
 
 #include "manager/repository_source.h"
 #include "testing/fake_clock.h"
