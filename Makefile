@@ -8,6 +8,7 @@
 #   make fuzz   only the libFuzzer run of every request codec: reproducible (fixed seed and run count)
 #   make fuzz-explore  a longer randomized run (FUZZ_SECONDS each) to find new inputs
 #   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
+#   make bench-onnx  the ONNX executor against TorchScript and ONNX Runtime on the same models (~3 min)
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
@@ -22,7 +23,7 @@ EXAMPLES := examples/repository
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-many-models bench-overload format clean
+.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload format clean
 
 all: build
 
@@ -59,11 +60,11 @@ check: deps
 	  ctest --test-dir build-asan --output-on-failure
 
 # The lock annotations (TSA_GUARDED_BY, TSA_REQUIRES...) checked by clang; a
-# violation fails the build. The TorchScript backend is left out: libtorch
-# 1.13's headers do not compile with clang in C++20 mode (and it takes no locks).
+# violation fails the build. The TorchScript and ONNX backends are left out:
+# libtorch 1.13's headers do not compile with clang in C++20 mode (and they take no locks).
 thread-safety: deps
 	CXX=clang++ cmake -S . -B build-tsa -G Ninja -DCMAKE_BUILD_TYPE=Debug -DINFERD_BACKEND_PYTORCH=OFF \
-	  -DINFERD_JEMALLOC=OFF
+	  -DINFERD_BACKEND_ONNX=OFF -DINFERD_JEMALLOC=OFF
 	cmake --build build-tsa -j $(JOBS)
 
 # Unit and integration tests under ThreadSanitizer; cmake/tsan.supp lists
@@ -109,6 +110,11 @@ bench: build
 # Goodput under 10x overload (docs/benchmarks.md).
 bench-overload: build
 	$(PY) bench/overload.py --inferd build/src/inferd --out bench/results/$$(date +%Y-%m-%d)-overload.md
+
+# ONNX executor vs TorchScript and ONNX Runtime (onnxruntime-node), in-process (docs/benchmarks.md).
+bench-onnx: build
+	@scripts/setup.sh --bench
+	$(PY) bench/onnx_bench.py --inferd build/src/inferd
 
 # Many models per box: 10,000 generated models, Zipf traffic under a budget, hot swaps (docs/benchmarks.md).
 bench-many-models: build

@@ -177,6 +177,7 @@ def main():
         s.in_process("in-process", repo, "resnet18", "1,2,4,8", cores)
         s.in_process("in-process plain", repo_plain, "tiny_mlp", "1,8,32", 1)
         s.in_process("in-process plain", repo_plain, "resnet18", "1,2,4,8", cores)
+        s.in_process("in-process", repo, "breast_cancer", "1,8,32,128", 1)
 
     print("[1/5] in-process limits", flush=True)
     limits()
@@ -192,6 +193,9 @@ def main():
         s.bench("inferd json", port, "resnet18", ["--concurrency", "32"], window=s.cnn_window)
         s.bench("inferd grpc", port, "tiny_mlp", ["--concurrency", "1,8,32"] + s.grpc())
         s.bench("inferd grpc", port, "resnet18", ["--concurrency", "1,32"] + s.grpc(), window=s.cnn_window)
+        s.bench("inferd", port, "breast_cancer", ["--concurrency", "1,32", "--protocol", "v2-binary"])
+        s.bench("inferd 16 rows", port, "breast_cancer",
+                ["--concurrency", "32", "--protocol", "v2-binary", "--batch-size", "16"])
     finally:
         p.stop()
 
@@ -326,6 +330,16 @@ def analyse(rows, fastapi_tried, cores):
         if o and pl:
             t["%s_optimised_vs_plain_served_c32" % ("cnn" if model == "resnet18" else "tiny")] = {
                 "value": o["inferences_per_s"] / pl["inferences_per_s"], "target": "(info)"}
+    # XGBoost (breast_cancer, 300 trees): the served model against the C API called in-process (one thread each).
+    inproc_xgb = [r for r in rows if r["label"] == "in-process" and r["model"] == "breast_cancer"]
+    if inproc_xgb:
+        best = max(inproc_xgb, key=lambda r: r["inferences_per_s"])
+        for label, key in (("inferd", "xgb_served_vs_in_process_best_c32"),
+                           ("inferd 16 rows", "xgb_served_16_rows_vs_in_process_best_c32")):
+            r = one(label=label, model="breast_cancer", load=32)
+            if r:
+                t[key] = {"value": r["inferences_per_s"] / best["inferences_per_s"], "target": ">= 0.90",
+                          "in_process_best_batch": best["batch_size"], "protocol": r["protocol"]}
     off = one(label="inferd batching off", model="resnet18", load=32)
     if off and inf_cnn32:
         t["cnn_batching_on_vs_off_c32"] = {"value": inf_cnn32["inferences_per_s"] / off["inferences_per_s"],

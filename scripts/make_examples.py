@@ -1,15 +1,21 @@
 #!/usr/bin/python3
 """Generates inferd's example model repository, deterministically.
 
-Models (TorchScript, Triton layout):
-  digits   an MLP classifier trained on scikit-learn's bundled 8x8 digits data
-           (the test accuracy is printed and written to digits/ACCURACY)
-  resnet18 a standard ResNet-18 image CNN (random weights, fixed seed) with
-           dynamic batching
-  tiny_mlp a 16->32->4 MLP for measuring per-request overhead
+Models (Triton layout):
+  digits        TorchScript: an MLP classifier trained on scikit-learn's bundled
+                8x8 digits data (the test accuracy is printed and written to
+                digits/ACCURACY)
+  digits_onnx   ONNX: the same classifier exported by torch.onnx (opset 17), no
+                config.pbtxt (auto-completed from the graph)
+  resnet18      TorchScript: a standard ResNet-18 image CNN (random weights,
+                fixed seed) with dynamic batching
+  tiny_mlp      TorchScript: a 16->32->4 MLP for measuring per-request overhead
+  breast_cancer XGBoost: 300 boosted trees on scikit-learn's bundled breast
+                cancer data (30 features), answering class probabilities
 
 Usage: /usr/bin/python3 scripts/make_examples.py OUT_DIR
-Runs with Debian's python3-torch and python3-sklearn only (no downloads).
+Runs with Debian's python3-torch, python3-onnx, python3-sklearn and python3-xgboost only (no
+downloads).
 """
 import os
 import sys
@@ -125,6 +131,14 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
 """)
     print("digits: test accuracy %.4f" % acc)
 
+    # digits_onnx: the same trained classifier exported to ONNX (opset 17, dynamic batch axis), no
+    # config.pbtxt: the ONNX backend is chosen by model.onnx and the config auto-completed from the graph
+    os.makedirs(os.path.join(out, "digits_onnx", "1"), exist_ok=True)
+    torch.onnx.export(model, torch.zeros(2, 64), os.path.join(out, "digits_onnx", "1", "model.onnx"), opset_version=17,
+                      input_names=["pixels"], output_names=["probabilities"],
+                      dynamic_axes={"pixels": {0: "batch"}, "probabilities": {0: "batch"}})
+    print("digits_onnx: written")
+
     # resnet18: standard CNN, random weights
     torch.manual_seed(0)
     net = ResNet18().eval()
@@ -163,6 +177,39 @@ dynamic_batching { }
 parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }
 """)
     print("tiny_mlp: written")
+
+    # breast_cancer: gradient-boosted trees (XGBoost) on a tabular dataset
+    acc = train_breast_cancer(os.path.join(out, "breast_cancer"))
+    print("breast_cancer: test accuracy %.4f" % acc)
+
+
+def train_breast_cancer(model_dir):
+    import numpy as np
+    import xgboost as xgb
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+
+    data = load_breast_cancer()
+    x = data.data.astype(np.float32)
+    xtr, xte, ytr, yte = train_test_split(x, data.target, test_size=0.25, random_state=0, stratify=data.target)
+    booster = xgb.train({"objective": "binary:logistic", "max_depth": 6, "eta": 0.1, "nthread": 1, "seed": 0},
+                        xgb.DMatrix(xtr, label=ytr), 300)
+    acc = float(((booster.predict(xgb.DMatrix(xte)) > 0.5) == yte).mean())
+    os.makedirs(os.path.join(model_dir, "1"), exist_ok=True)
+    booster.save_model(os.path.join(model_dir, "1", "model.json"))
+    write(os.path.join(model_dir, "ACCURACY"), "test accuracy %.4f on %d held-out tumours\n" % (acc, len(yte)))
+    write(os.path.join(model_dir, "labels.txt"), "malignant\nbenign\n")
+    write(os.path.join(model_dir, "config.pbtxt"), """name: "breast_cancer"
+backend: "xgboost"
+max_batch_size: 256
+input [ { name: "features" data_type: TYPE_FP32 dims: [ 30 ] } ]
+output [ { name: "probabilities" data_type: TYPE_FP32 dims: [ 2 ] label_filename: "labels.txt" } ]
+dynamic_batching { }
+# [P(malignant), P(benign)] per row; "value" would give P(benign) alone.
+parameters { key: "predict_type" value: { string_value: "proba" } }
+parameters { key: "nthread" value: { string_value: "1" } }
+""")
+    return acc
 
 
 if __name__ == "__main__":

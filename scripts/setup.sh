@@ -15,13 +15,26 @@ PACKAGES=(
   rapidjson-dev zlib1g-dev libspdlog-dev libcli11-dev
   libjemalloc-dev                         # the server's allocator (faster small allocations, returns memory)
   libgtest-dev libgmock-dev libbenchmark-dev
+  libxgboost-dev python3-xgboost          # the XGBoost / FIL backends; fixtures trained by python's xgboost
+  libonnx-dev libonnx-testdata python3-onnx  # the ONNX backend: parser, checker, shape inference; conformance data
   python3-torch python3-sklearn python3-numpy   # example models, fixtures, reference outputs (/usr/bin/python3)
   python3-grpcio python3-protobuf         # the gRPC integration tests' client (stubs made by protoc at test time)
   curl
 )
 if [ "${1:-}" = "--bench" ]; then
-  PACKAGES+=(python3-fastapi python3-uvicorn python3-matplotlib nginx-light)
+  PACKAGES+=(python3-fastapi python3-uvicorn python3-matplotlib nginx-light nodejs)
 fi
+# The ONNX Runtime baseline of `make bench-onnx`: the npm package bundles libonnxruntime (no install scripts run).
+ort_baseline() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/bench/baselines"
+  [ -d "$dir/node_modules/onnxruntime-node" ] && return 0
+  if ! command -v npm > /dev/null; then  # Debian packages npm apart from nodejs
+    $([ "$(id -u)" -eq 0 ] || echo sudo) apt-get install -y -q --no-install-recommends npm
+  fi
+  echo "setup: npm install onnxruntime-node (bench baseline)"
+  npm install --prefix "$dir" --ignore-scripts --no-audit --no-fund --no-save onnxruntime-node@1.16.3
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -29,6 +42,7 @@ for p in "${PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
+  if [ "${1:-}" = "--bench" ]; then ort_baseline; fi
   exit 0
 fi
 SUDO=""
@@ -37,3 +51,4 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [ "${1:-}" = "--bench" ]; then ort_baseline; fi

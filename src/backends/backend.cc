@@ -31,7 +31,8 @@ Backend* BackendRegistry::Find(std::string_view name) const {
   return it == by_alias_.end() ? nullptr : it->second;
 }
 
-Result<Backend*> BackendRegistry::Resolve(std::string_view backend, std::string_view platform) const {
+Result<Backend*> BackendRegistry::Resolve(std::string_view backend, std::string_view platform,
+                                          const std::vector<std::string>& files) const {
   if (!backend.empty()) {
     if (Backend* b = Find(backend)) return b;
     return Status::NotFound("unknown backend '" + std::string(backend) + "' (available: " + Describe() + ")");
@@ -41,13 +42,17 @@ Result<Backend*> BackendRegistry::Resolve(std::string_view backend, std::string_
     if (it != by_platform_.end()) return it->second;
     return Status::NotFound("unknown platform '" + std::string(platform) + "' (available: " + Describe() + ")");
   }
+  for (const auto& f : files)
+    for (const auto& [name, b] : backends_)
+      for (const auto& known : b->model_filenames())
+        if (known == f) return b.get();
   if (Backend* b = Find(kDefaultBackend)) return b;
   return Status::NotFound("the config names no backend or platform and this build has no default '" +
                           std::string(kDefaultBackend) + "' backend (available: " + Describe() + ")");
 }
 
-Result<Backend*> BackendRegistry::ResolveSpec(ModelSpec* spec) const {
-  auto b = Resolve(spec->backend, spec->platform);
+Result<Backend*> BackendRegistry::ResolveSpec(ModelSpec* spec, const std::vector<std::string>& files) const {
+  auto b = Resolve(spec->backend, spec->platform, files);
   if (!b.ok()) {
     return b.status().WithPrefix(std::string("field '") + (spec->backend.empty() ? "platform" : "backend") + "'");
   }

@@ -33,6 +33,9 @@
 //     that loads models, before its first Load there and outside the window
 //     in which a load's allocations are measured as the model's size: the
 //     framework's one-time (also per-thread) initialisation belongs here.
+//  9. model_filenames (optional) names the files that identify the
+//     backend's models: a config naming no backend or platform goes to the
+//     backend whose file is in the version folder ("model.onnx").
 #pragma once
 
 #include <map>
@@ -75,6 +78,8 @@ class Backend {
   // The `platform:` values it serves, the first being the one reported for
   // models whose config names none ("pytorch_libtorch").
   virtual std::vector<std::string> platforms() const { return {}; }
+  // Contract 9.
+  virtual std::vector<std::string> model_filenames() const { return {}; }
   // The interface version this backend was compiled against (inline: the
   // value comes from the header the backend saw).
   virtual int interface_version() const { return kBackendInterfaceVersion; }
@@ -97,13 +102,16 @@ class BackendRegistry {
   // By name or alias.
   Backend* Find(std::string_view name) const;
   // The backend for a config: by `backend` (name or alias) when given, else
-  // by `platform`, else the default backend (pytorch, as Triton infers it
-  // from model.pt). NOT_FOUND names what is registered.
-  Result<Backend*> Resolve(std::string_view backend, std::string_view platform) const;
+  // by `platform`, else the backend one of whose model_filenames is among
+  // `files` (the names in the newest version folder), else the default
+  // backend (pytorch, as Triton infers it from model.pt). NOT_FOUND names
+  // what is registered.
+  Result<Backend*> Resolve(std::string_view backend, std::string_view platform,
+                           const std::vector<std::string>& files = {}) const;
   // Resolve for a spec, then sets spec->backend to the backend's name and,
   // when the config names no platform, spec->platform to its first one.
   // Errors name the config field at fault.
-  Result<Backend*> ResolveSpec(ModelSpec* spec) const;
+  Result<Backend*> ResolveSpec(ModelSpec* spec, const std::vector<std::string>& files = {}) const;
   std::vector<std::string> Names() const;
   // "pytorch (platforms: pytorch_libtorch), identity" for error messages.
   std::string Describe() const;

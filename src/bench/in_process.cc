@@ -13,7 +13,7 @@ Result<std::vector<ReportRow>> RunInProcess(const InProcessOptions& o, const Bac
   ModelRepository repo(o.repository);
   INFERD_ASSIGN_OR_RETURN(ModelSource src, repo.ReadModel(o.model));
   ModelSpec spec = src.spec;
-  INFERD_ASSIGN_OR_RETURN(Backend * backend, backends.ResolveSpec(&spec));
+  INFERD_ASSIGN_OR_RETURN(Backend * backend, backends.ResolveSpec(&spec, repo.NewestVersionFiles(src)));
   if (src.available_versions.empty()) return Status::NotFound("model '" + o.model + "' has no version");
   const std::string dir = (std::filesystem::path(src.dir) / std::to_string(src.available_versions.back())).string();
   if (spec.inputs.empty()) INFERD_RETURN_IF_ERROR(backend->AutoComplete(dir, &spec));

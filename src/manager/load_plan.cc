@@ -12,7 +12,9 @@ Result<LoadPlan> PlanLoad(const ModelRepository& repository, const BackendRegist
                           const std::optional<VersionLabels>& labels_override) {
   LoadPlan p;
   INFERD_ASSIGN_OR_RETURN(p.src, repository.ReadModel(name, config_text));
-  auto backend = backends.ResolveSpec(&p.src.spec);
+  std::vector<std::string> files;
+  if (p.src.spec.backend.empty() && p.src.spec.platform.empty()) files = repository.NewestVersionFiles(p.src);
+  auto backend = backends.ResolveSpec(&p.src.spec, files);
   if (!backend.ok()) return Status::InvalidArgument(p.src.config_path + ": " + backend.status().message());
   p.backend = *backend;
   if (labels_override) {

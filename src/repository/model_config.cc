@@ -283,6 +283,11 @@ std::string RenderModelConfigJson(std::string_view original_text, const ModelSpe
     for (const auto& t : s.inputs) fill(t, c.add_input());
   if (c.output_size() == 0)
     for (const auto& t : s.outputs) fill(t, c.add_output());
+  if (!c.has_dynamic_batching() && s.batching.dynamic) {  // turned on by auto-complete
+    auto* b = c.mutable_dynamic_batching();
+    for (int size : s.batching.preferred_batch_sizes) b->add_preferred_batch_size(size);
+    b->set_max_queue_delay_microseconds(s.batching.max_queue_delay_us);
+  }
   if (c.instance_group_size() == 0) {
     auto* g = c.add_instance_group();
     g->set_count(s.instance_count);

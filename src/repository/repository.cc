@@ -93,4 +93,14 @@ std::vector<int64_t> ModelRepository::SelectVersions(const VersionPolicySpec& po
   return std::vector<int64_t>(available.end() - static_cast<std::ptrdiff_t>(n), available.end());
 }
 
+std::vector<std::string> ModelRepository::NewestVersionFiles(const ModelSource& src) const {
+  std::vector<std::string> names;
+  if (src.available_versions.empty()) return names;
+  auto entries = fs_->List(JoinPath(src.dir, std::to_string(src.available_versions.back())));
+  if (!entries.ok()) return names;
+  for (const auto& e : *entries)
+    if (!e.directory) names.push_back(e.name);
+  return names;
+}
+
 }  // namespace inferd

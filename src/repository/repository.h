@@ -53,6 +53,11 @@ class ModelRepository {
   Result<ModelSource> ReadModel(const std::string& name,
                                 const std::optional<std::string>& config_override_text = {}) const;
 
+  // The file names directly in the newest available version folder (which
+  // backend a config naming none means: BackendRegistry::Resolve). Empty
+  // when there is no version.
+  std::vector<std::string> NewestVersionFiles(const ModelSource& src) const;
+
   // The versions the policy selects among `available` (ascending).
   static std::vector<int64_t> SelectVersions(const VersionPolicySpec& policy, const std::vector<int64_t>& available);
 

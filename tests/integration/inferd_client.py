@@ -165,6 +165,18 @@ def decode_v2_response(headers, data):
         js, rest = json.loads(data[:hlen]), data[hlen:]
     out, off = {}, 0
     for o in js["outputs"]:
+        if o["datatype"] == "BYTES":  # a list: JSON strings, or binary 4-byte-length-prefixed elements
+            if "data" in o:
+                out[o["name"]] = o["data"]
+                continue
+            raw, items = rest[off:off + o["parameters"]["binary_data_size"]], []
+            off += len(raw)
+            while raw:
+                n = int.from_bytes(raw[:4], "little")
+                items.append(raw[4:4 + n])
+                raw = raw[4 + n:]
+            out[o["name"]] = items
+            continue
         dt = WIRE[o["datatype"]]
         if "data" in o:
             out[o["name"]] = np.array(o["data"], dtype=dt).reshape(o["shape"])

@@ -5,7 +5,8 @@ Besides the example models (scripts/make_examples.py), it holds fixtures that
 exercise one feature each: every datatype, tuple/dict outputs, positional
 inputs, auto-completed configs, reshape, BYTES through the identity backend,
 a slow model for queue and shutdown tests, a model that runs as long as the
-request asks (cancellation and concurrency tests), and a broken config.
+request asks (cancellation and concurrency tests), XGBoost and FIL models
+(tree_fixtures.py), ONNX models exported by torch.onnx (onnx_fixtures.py), and a broken config.
 """
 import os
 import shutil
@@ -14,6 +15,9 @@ import sys
 
 import torch
 import torch.nn as nn
+
+import onnx_fixtures
+import tree_fixtures
 
 torch.set_num_threads(1)
 
@@ -217,6 +221,9 @@ max_batch_size: 4
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "y" data_type: TYPE_FP32 dims: [ 5 ] } ]
 """)
+
+    tree_fixtures.make(repo)
+    onnx_fixtures.make(repo)
 
     save(Triple(), repo, "broken")
     write(os.path.join(repo, "broken", "config.pbtxt"), "platform: \"pytorch_libtorch\"\nmax_batch_sise: 4\n")

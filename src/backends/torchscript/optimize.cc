@@ -3,7 +3,7 @@
 #include <chrono>
 #include <sstream>
 
-#include "backends/torchscript/torch_convert.h"
+#include "backends/aten/torch_convert.h"
 
 namespace inferd::torchscript {
 namespace {
@@ -18,7 +18,7 @@ at::Tensor ProbeInput(const ModelSpec& spec, const TensorSpec& t, at::Generator&
   std::vector<int64_t> shape;
   if (spec.max_batch_size > 0) shape.push_back(std::min<int64_t>(2, spec.max_batch_size));
   for (int64_t d : dims) shape.push_back(d < 0 ? 1 : d);
-  auto type = ToTorchType(t.dtype);
+  auto type = aten::ToTorchType(t.dtype);
   if (!type) return {};
   const auto options = at::TensorOptions().dtype(*type);
   if (at::isFloatingType(*type)) return at::rand(shape, gen, options);
@@ -142,7 +142,7 @@ Optimized OptimizeForInference(std::shared_ptr<torch::jit::Module> plain, const 
     return done("");
   } catch (const std::exception& e) {
     out.module = plain;
-    std::string why = Message(e, 2000);
+    std::string why = aten::Message(e, 2000);
     if (auto nl = why.rfind('\n'); nl != std::string::npos) why = why.substr(nl + 1);  // the error, not the traceback
     return done("optimisation failed: " + why);
   }

@@ -7,16 +7,17 @@
 #include <charconv>
 #include <filesystem>
 
+#include "backends/aten/blas_threads.h"
+#include "backends/aten/torch_convert.h"
 #include "backends/torchscript/optimize.h"
-#include "backends/torchscript/torch_convert.h"
 #include "core/mutex.h"
 
 namespace inferd {
 namespace {
 
-using torchscript::FromTorch;
-using torchscript::Message;
-using torchscript::ToTorch;
+using aten::FromTorch;
+using aten::Message;
+using aten::ToTorch;
 
 std::string ModelPath(const ModelSpec& spec, const std::string& version_dir) {
   const std::string file = spec.default_model_filename.empty() ? "model.pt" : spec.default_model_filename;
@@ -72,7 +73,7 @@ std::vector<TensorSpec> ForwardOutputs(torch::jit::Module& m) {
     t.dtype = DataType::kFp32;
     t.dtype_assumed = true;
     if (auto st = tensor->scalarType()) {
-      if (auto dt = torchscript::FromTorchType(*st)) {
+      if (auto dt = aten::FromTorchType(*st)) {
         t.dtype = *dt;
         t.dtype_assumed = false;
       }
@@ -148,7 +149,10 @@ class TorchModel final : public LoadedModel {
   std::string load_note_;
 };
 
-void TorchInstance::OnWorkerThreadStart() { at::set_num_threads(model_->intra_op_threads()); }
+void TorchInstance::OnWorkerThreadStart() {
+  aten::KeepBlasOnCallingThread();  // blas_threads.h
+  at::set_num_threads(model_->intra_op_threads());
+}
 
 Result<std::vector<Tensor>> TorchInstance::Execute(const std::vector<Tensor>& inputs) {
   try {
@@ -282,13 +286,13 @@ class TorchScriptBackend final : public Backend {
   Result<std::unique_ptr<LoadedModel>> Load(const ModelSpec& spec, const std::string& version_dir) override {
     MutexLock g(jit_mu_.get());
     for (const auto& t : spec.inputs) {
-      if (!torchscript::ToTorchType(t.dtype)) {
+      if (!aten::ToTorchType(t.dtype)) {
         return Status::InvalidArgument("input '" + t.name + "': datatype " + std::string(DataTypeToWire(t.dtype)) +
                                        " is not supported by the pytorch backend");
       }
     }
     for (const auto& t : spec.outputs) {
-      if (!torchscript::ToTorchType(t.dtype)) {
+      if (!aten::ToTorchType(t.dtype)) {
         return Status::InvalidArgument("output '" + t.name + "': datatype " + std::string(DataTypeToWire(t.dtype)) +
                                        " is not supported by the pytorch backend");
       }

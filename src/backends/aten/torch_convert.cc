@@ -1,6 +1,6 @@
-#include "backends/torchscript/torch_convert.h"
+#include "backends/aten/torch_convert.h"
 
-namespace inferd::torchscript {
+namespace inferd::aten {
 
 namespace {
 // One table for both directions, so they cannot drift apart. libtorch 1.13
@@ -29,7 +29,7 @@ Result<at::Tensor> ToTorch(const Tensor& t) {
   auto st = ToTorchType(t.dtype);
   if (!st) {
     return Status::InvalidArgument("input '" + t.name + "': datatype " + std::string(DataTypeToWire(t.dtype)) +
-                                   " is not supported by the pytorch backend");
+                                   " is not supported by libtorch");
   }
   std::vector<int64_t> sizes(t.shape.begin(), t.shape.end());
   // from_blob needs a non-const pointer; inferd never writes through it and
@@ -71,4 +71,4 @@ std::string Message(const std::exception& e, size_t limit) {
   return m;
 }
 
-}  // namespace inferd::torchscript
+}  // namespace inferd::aten

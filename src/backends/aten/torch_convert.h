@@ -1,5 +1,6 @@
-// Conversions between inferd tensors and libtorch tensors. Internal to the
-// TorchScript backend: the only folder that includes libtorch headers.
+// Conversions between inferd tensors and libtorch (ATen) tensors, shared by
+// the backends built on libtorch (torchscript/, onnx/). libtorch headers
+// appear only in those folders and here.
 #pragma once
 
 #include <torch/script.h>
@@ -9,7 +10,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 
-namespace inferd::torchscript {
+namespace inferd::aten {
 
 // nullopt for types libtorch 1.13 lacks (UINT16/32/64) and BYTES.
 std::optional<at::ScalarType> ToTorchType(DataType dt);
@@ -27,4 +28,4 @@ Result<at::Tensor> ToTorch(const Tensor& t);
 // alive through `owner` (no copy for contiguous CPU tensors).
 Result<Tensor> FromTorch(at::Tensor t, std::string name);
 
-}  // namespace inferd::torchscript
+}  // namespace inferd::aten
