@@ -28,6 +28,9 @@ struct RequestedOutput {
   std::string name;
   bool binary = false;      // return as binary tensor data (HTTP binary extension)
   bool binary_set = false;  // `binary` was given explicitly for this output
+  // Triton's classification extension: answer the top k entries as BYTES
+  // (server/classification.h); 0 = the tensor itself.
+  uint32_t classification = 0;
 };
 
 struct InferRequest {

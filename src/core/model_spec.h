@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ struct TensorSpec {
   // Auto-completed output whose datatype the model does not state: `dtype`
   // (FP32) is what metadata shows; answers carry the datatype produced.
   bool dtype_assumed = false;
+  // Outputs: label_filename (in the model folder) and its lines, read with
+  // the config; labels for classification answers. Null without a file.
+  std::string label_filename;
+  std::shared_ptr<const std::vector<std::string>> labels;
 };
 
 struct QueuePolicySpec {

@@ -133,6 +133,13 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     const auto& out = c.output(i);
     INFERD_ASSIGN_OR_RETURN(TensorSpec t, ToTensorSpec(source, "output", out.name(), out.data_type(), out.dims(),
                                                        &out.reshape(), out.has_reshape()));
+    t.label_filename = out.label_filename();
+    if (!t.label_filename.empty()) {
+      const std::string& f = t.label_filename;
+      if (f[0] == '/' || f == ".." || f.find("../") != std::string::npos || f.find("/..") != std::string::npos) {
+        return Bad(source, "output.label_filename", "'" + f + "' must be a path inside the model folder");
+      }
+    }
     s.outputs.push_back(std::move(t));
   }
 

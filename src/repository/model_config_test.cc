@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "repository/repository.h"
+#include "testing/memory_filesystem.h"
 
 namespace inferd {
 namespace {
@@ -111,7 +112,34 @@ INSTANTIATE_TEST_SUITE_P(
                 "default_priority_level"},
         BadCase{"version_policy { latest { num_versions: 0 } }", "num_versions"},
         BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 3 ] } } ]", "reshape"},
-        BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] ", "line"}));
+        BadCase{"input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 1 ] ", "line"},
+        BadCase{"output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] label_filename: \"../secret\" } ]",
+                "label_filename"},
+        BadCase{"output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] label_filename: \"/etc/passwd\" } ]",
+                "label_filename"}));
+
+TEST(ModelRepository, ReadsTheLabelFileOfEachOutputAndFailsWithoutIt) {
+  auto fs = std::make_shared<testing::MemoryFilesystem>();
+  fs->MakeDirectory("repo");
+  fs->MakeDirectory("repo/m");
+  fs->MakeDirectory("repo/m/1");
+  fs->Put("repo/m/config.pbtxt",
+          "max_batch_size: 4\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
+          "output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 3 ] label_filename: \"labels.txt\" },\n"
+          "         { name: \"z\" data_type: TYPE_FP32 dims: [ 3 ] } ]\n");
+  fs->Put("repo/m/labels.txt", "cat\r\ndog\n\nbird");
+  ModelRepository repo("repo", fs);
+  auto src = repo.ReadModel("m");
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  ASSERT_NE(src->spec.outputs[0].labels, nullptr);
+  EXPECT_EQ(*src->spec.outputs[0].labels, (std::vector<std::string>{"cat", "dog", "", "bird"}));
+  EXPECT_EQ(src->spec.outputs[1].labels, nullptr);
+  fs->Remove("repo/m/labels.txt");
+  auto missing = repo.ReadModel("m");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("cannot read label file 'labels.txt' of output 'y'"), std::string::npos)
+      << missing.status().ToString();
+}
 
 TEST(ModelConfig, ValidateSpecRejectsDuplicatesAndMissingInputs) {
   auto r = ParseModelConfig(

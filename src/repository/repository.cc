@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <memory>
+#include <string_view>
 
 #include "repository/model_config.h"
 
@@ -14,6 +16,23 @@ bool IsValidModelName(const std::string& n) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
   return true;
 }
+
+// One label per line (Triton's label files); a final newline ends the last
+// line, a "\r" before a newline is dropped.
+std::vector<std::string> SplitLabels(std::string_view text) {
+  std::vector<std::string> labels;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    labels.emplace_back(line);
+    start = end + 1;
+  }
+  return labels;
+}
+
 }  // namespace
 
 std::string ModelRepository::ModelDir(const std::string& name) const { return JoinPath(root_, name); }
@@ -59,6 +78,16 @@ Result<ModelSource> ModelRepository::ReadModel(const std::string& name,
   }
   INFERD_ASSIGN_OR_RETURN(src.spec, ParseModelConfig(src.config_text, name, source));
   src.spec.auto_completed = !src.has_config;
+  for (TensorSpec& out : src.spec.outputs) {
+    if (out.label_filename.empty()) continue;
+    const std::string path = JoinPath(src.dir, out.label_filename);
+    auto text = fs_->ReadFile(path);
+    if (!text.ok()) {
+      return Status::InvalidArgument(source + ": cannot read label file '" + out.label_filename + "' of output '" +
+                                     out.name + "': " + text.status().message());
+    }
+    out.labels = std::make_shared<const std::vector<std::string>>(SplitLabels(*text));
+  }
 
   auto entries = fs_->List(src.dir);
   if (!entries.ok()) return Status::NotFound("cannot read " + src.dir + ": " + entries.status().message());

@@ -1,6 +1,7 @@
 // InferenceServer's request path: route, validate, enqueue on the version's
 // scheduler; under on-demand residency, wait (bounded) for a model that is
 // not resident to load.
+#include "server/classification.h"
 #include "server/inference_server.h"
 #include "server/request_validation.h"
 
@@ -63,6 +64,14 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
   if (!rows.ok()) {
     version.stats()->RecordFailure(FailureReason::kInvalid, 0);
     return sink.final(rows.status());
+  }
+  if (Classification plan = PlanClassification(version.spec(), request->outputs); !plan.outputs.empty()) {
+    sink.final = [plan = std::move(plan), final = std::move(sink.final)](Result<InferResponse> r) {
+      if (r.ok()) {
+        if (Status st = ApplyClassification(plan, &*r); !st.ok()) return final(st);
+      }
+      final(std::move(r));
+    };
   }
   const bool asked_default = request->model_version.empty();
   request->model_version = version.version_string();

@@ -109,10 +109,10 @@ bool InferenceServer::IsReady() const {
 }
 
 ServerMetadata InferenceServer::GetServerMetadata() const {
-  return {
-      kServerName,
-      kServerVersion,
-      {"model_repository", "schedule_policy", "model_configuration", "binary_tensor_data", "parameters", "statistics"}};
+  return {kServerName,
+          kServerVersion,
+          {"model_repository", "schedule_policy", "model_configuration", "binary_tensor_data", "classification",
+           "parameters", "statistics"}};
 }
 
 Result<std::shared_ptr<ModelVersion>> InferenceServer::FindVersion(const std::string& name, const std::string& version,

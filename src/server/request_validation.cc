@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "server/classification.h"
+
 namespace inferd {
 namespace {
 
@@ -114,6 +116,7 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
       }
     }
   }
+  INFERD_RETURN_IF_ERROR(CheckClassification(spec, r->outputs));
   r->inputs = std::move(ordered);
   return rows;
 }

@@ -142,6 +142,14 @@ input [ { name: "x" data_type: TYPE_FP32 dims: [ 8 ] } ]
 output [ { name: "y" data_type: TYPE_FP32 dims: [ 3 ] } ]
 dynamic_batching { max_queue_delay_microseconds: 2000 }
 """)
+    # The same MLP with labels for its outputs (Triton's classification extension).
+    save(mlp, repo, "mlp_labels")
+    write(os.path.join(repo, "mlp_labels", "config.pbtxt"), """platform: "pytorch_libtorch"
+max_batch_size: 16
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 8 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 3 ] label_filename: "labels.txt" } ]
+""")
+    write(os.path.join(repo, "mlp_labels", "labels.txt"), "cat\ndog\nbird\n")
     save(mlp, repo, "mlp_nobatch")
     write(os.path.join(repo, "mlp_nobatch", "config.pbtxt"), """platform: "pytorch_libtorch"
 max_batch_size: 0

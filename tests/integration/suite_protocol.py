@@ -33,6 +33,67 @@ class Protocol(unittest.TestCase):
         sig = meta["metadata"]["signature_def"]["signature_def"]["serving_default"]
         self.assertEqual(sig["inputs"]["x"]["dtype"], "DT_FLOAT")
 
+    def test_classification_extension_matches_a_python_reference_over_json_binary_and_grpc(self):
+        x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+        logits = C.torch_ref("mlp", x)
+        labels = ["cat", "dog", "bird"]
+
+        def reference(k, with_labels=True, rows=logits):
+            out = []
+            for row in np.asarray(rows, np.float32).reshape(-1, 3):
+                order = sorted(range(3), key=lambda c: (-row[c], c))[:k]
+                out.append(["%f:%d" % (row[c], c) + (":" + labels[c] if with_labels else "") for c in order])
+            return out
+
+        for k in (1, 3):
+            with self.subTest(k=k, protocol="json"):
+                st, js = C.SERVER.post_json("/v2/models/mlp_labels/infer", ic.v2_json_request(
+                    {"x": x}, outputs=[{"name": "y", "parameters": {"classification": k}}]))
+                self.assertEqual(st, 200, js)
+                out = js["outputs"][0]
+                self.assertEqual((out["datatype"], out["shape"]), ("BYTES", [4, k]))
+                self.assertEqual(np.array(out["data"]).reshape(4, k).tolist(), reference(k))
+            with self.subTest(k=k, protocol="binary"):
+                body, hlen = ic.v2_binary_request({"x": x})
+                header = json.loads(body[:hlen])
+                header["outputs"] = [{"name": "y", "parameters": {"classification": k, "binary_data": True}}]
+                h = json.dumps(header).encode()
+                st, hdrs, data = C.SERVER.request("POST", "/v2/models/mlp_labels/infer", h + body[hlen:],
+                                                  {"Inference-Header-Content-Length": str(len(h))})
+                self.assertEqual(st, 200, data[:300])
+                _, outs = ic.decode_v2_response(hdrs, data)
+                got = [v.decode() if isinstance(v, bytes) else v for v in outs["y"]]
+                self.assertEqual(np.array(got).reshape(4, k).tolist(), reference(k))
+            with self.subTest(k=k, protocol="grpc"):
+                import grpc
+                import grpc_client as gc
+                s = C.stubs()
+                req = gc.infer_request(s.pb, "mlp_labels", {"x": x})
+                o = req.outputs.add()
+                o.name = "y"
+                o.parameters["classification"].int64_param = k  # tritonclient's class_count
+                with grpc.insecure_channel("127.0.0.1:%d" % C.SERVER.grpc_port) as ch:
+                    resp = s.pb_grpc.GRPCInferenceServiceStub(ch).ModelInfer(req, timeout=60)
+                self.assertEqual((resp.outputs[0].datatype, list(resp.outputs[0].shape)), ("BYTES", [4, k]))
+                got = [v.decode() for v in gc.outputs_of(resp)["y"]]
+                self.assertEqual(np.array(got).reshape(4, k).tolist(), reference(k))
+        # Without a label file, and without a batch dimension: "value:index", shape [k].
+        st, js = C.SERVER.post_json("/v2/models/mlp_nobatch/infer", ic.v2_json_request(
+            {"x": x[:1]}, outputs=[{"name": "y", "parameters": {"classification": 2}}]))
+        self.assertEqual(st, 200, js)
+        self.assertEqual(js["outputs"][0]["shape"], [2])
+        self.assertEqual(js["outputs"][0]["data"], reference(2, with_labels=False, rows=logits[:1])[0])
+        # More classes than the output has: a clear 400 (Triton returns fewer silently).
+        for model in ("mlp_labels", "mlp_nobatch"):
+            st, js = C.SERVER.post_json("/v2/models/%s/infer" % model, ic.v2_json_request(
+                {"x": x[:1]}, outputs=[{"name": "y", "parameters": {"classification": 4}}]))
+            self.assertEqual(st, 400, js)
+            self.assertIn("output 'y' has 3 classes; classification asks for 4", js["error"])
+        st, js = C.SERVER.post_json("/v2/models/mlp_labels/infer", ic.v2_json_request(
+            {"x": x[:1]}, outputs=[{"name": "y", "parameters": {"classification": "3"}}]))
+        self.assertEqual(st, 400, js)
+        self.assertIn("'classification' must be an integer >= 1", js["error"])
+
     def test_generate_extension_answers_like_infer(self):
         x = [0.5, -1.0, 2.0, 0.25, 1.0, 0.0, -0.5, 3.0]  # mlp: x [-1, 8]
         st, ref = C.SERVER.post_json("/v2/models/mlp/infer", ic.v2_json_request({"x": np.array([x], np.float32)}))

@@ -69,7 +69,11 @@ def forward(self, x):
     m.eval();
     ModelSpec spec;
     spec.max_batch_size = 2;
-    spec.inputs.push_back({"x", DataType::kFp32, {4}});
+    TensorSpec x;
+    x.name = "x";
+    x.dtype = DataType::kFp32;
+    x.dims = {4};
+    spec.inputs.push_back(x);
     for (int i = 0; i < 3; ++i) {  // the profiling executor specialises on the second and third runs
       torch::NoGradGuard no_grad;
       m.forward({torch::ones({2, 4})});

@@ -138,8 +138,12 @@ Result<std::unique_ptr<InferRequest>> ParseInferRequest(std::shared_ptr<const st
           ro.binary = b->GetBool();
           ro.binary_set = true;
         }
-        if (Member(*p, "classification")) {
-          return Status::Unimplemented("output '" + ro.name + "': the classification extension is not supported");
+        if (const auto* c = Member(*p, "classification")) {
+          // Triton's classification extension (server/classification.h).
+          if (!c->IsInt64() || c->GetInt64() < 1 || c->GetInt64() > UINT32_MAX) {
+            return Status::InvalidArgument("output '" + ro.name + "': 'classification' must be an integer >= 1");
+          }
+          ro.classification = static_cast<uint32_t>(c->GetInt64());
         }
       }
       for (const auto& prev : req->outputs)

@@ -215,6 +215,26 @@ TEST(KServeV2Json, IntegerBoundsAreExact) {
   EXPECT_TRUE(parse("FP32", "1e300").ok());  // overflows to +inf, without undefined behaviour
 }
 
+TEST(KServeV2Json, ClassificationCountOfARequestedOutput) {
+  auto parse = [](const std::string& params) {
+    auto body = std::make_shared<const std::string>(
+        R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[1]}],"outputs":[{"name":"p","parameters":)" +
+        params + "}]}");
+    return v2::ParseInferRequest(body, std::nullopt, "m", "");
+  };
+  auto ok = parse(R"({"classification":3,"binary_data":false})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)->outputs[0].classification, 3u);
+  EXPECT_TRUE((*ok)->outputs[0].binary_set);
+  for (const char* bad : {R"({"classification":0})", R"({"classification":"3"})", R"({"classification":2.5})",
+                          R"({"classification":-1})", R"({"classification":4294967296})"}) {
+    auto r = parse(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("'classification' must be an integer >= 1"), std::string::npos) << bad;
+  }
+}
+
 TEST(KServeV2Encode, ErrorBodyIsEscaped) { EXPECT_EQ(v2::EncodeError("bad \"x\"\n"), R"({"error":"bad \"x\"\n"})"); }
 
 }  // namespace

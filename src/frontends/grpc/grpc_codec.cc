@@ -40,15 +40,30 @@ Status DecodeParameters(const Map<std::string, InferParameter>& in, Parameters* 
   return Status::OK();
 }
 
-// Shared memory and classification are Triton extensions inferd does not
-// offer: refuse them rather than ignore them (ignoring would read or return
-// the wrong data).
+// Shared memory is a Triton extension inferd does not offer: refuse it
+// rather than ignore it (ignoring would read the wrong data).
 Status CheckUnsupported(const Map<std::string, InferParameter>& params, const std::string& what) {
   if (params.count("shared_memory_region"))
     return Status::Unimplemented(what + ": shared memory is not supported; send the data in the request");
-  if (params.count("classification"))
-    return Status::Unimplemented(what + ": the classification extension is not supported");
   return Status::OK();
+}
+
+// An output's "classification" parameter (tritonclient's class_count): a
+// positive int64 (or uint64).
+Result<uint32_t> ClassificationOf(const Map<std::string, InferParameter>& params, const std::string& what) {
+  auto it = params.find("classification");
+  if (it == params.end()) return 0u;
+  int64_t k = 0;
+  if (it->second.parameter_choice_case() == InferParameter::kInt64Param) {
+    k = it->second.int64_param();
+  } else if (it->second.parameter_choice_case() == InferParameter::kUint64Param &&
+             it->second.uint64_param() <= UINT32_MAX) {
+    k = static_cast<int64_t>(it->second.uint64_param());
+  } else {
+    return Status::InvalidArgument(what + ": 'classification' must be an integer");
+  }
+  if (k < 1 || k > UINT32_MAX) return Status::InvalidArgument(what + ": 'classification' must be >= 1");
+  return static_cast<uint32_t>(k);
 }
 
 Result<Shape> DecodeShape(const RepeatedField<int64_t>& dims, const std::string& name) {
@@ -364,6 +379,7 @@ Result<std::unique_ptr<InferRequest>> DecodeInferRequest(inference::ModelInferRe
       if (prev.name == o.name()) return Status::InvalidArgument("output '" + o.name() + "' is requested twice");
     RequestedOutput ro;
     ro.name = o.name();
+    INFERD_ASSIGN_OR_RETURN(ro.classification, ClassificationOf(o.parameters(), "output '" + o.name() + "'"));
     req->outputs.push_back(std::move(ro));
   }
   return req;

@@ -41,6 +41,20 @@ Status DecodeError(ModelInferRequest r) {
   return d.ok() ? Status::OK() : d.status();
 }
 
+TEST(GrpcCodec, ClassificationCountOfARequestedOutput) {
+  ModelInferRequest r;
+  AddInput(&r, "x", "FP32", {1})->mutable_contents()->mutable_fp32_contents()->Add(1.0f);
+  auto* o = r.add_outputs();
+  o->set_name("probs");
+  (*o->mutable_parameters())["classification"].set_int64_param(3);  // tritonclient's class_count
+  r.add_outputs()->set_name("other");
+  auto d = DecodeInferRequest(&r);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ((*d)->outputs.size(), 2u);
+  EXPECT_EQ((*d)->outputs[0].classification, 3u);
+  EXPECT_EQ((*d)->outputs[1].classification, 0u);
+}
+
 TEST(GrpcCodec, TypedContentsOfEveryDatatype) {
   ModelInferRequest r;
   r.set_model_name("m");
@@ -258,8 +272,15 @@ TEST(GrpcCodec, MalformedRequestsAreInvalidArgument) {
     ModelInferRequest r = fp32(1);
     auto* o = r.add_outputs();
     o->set_name("y");
-    (*o->mutable_parameters())["classification"].set_int64_param(3);
-    cases.push_back({"classification", r, "classification", StatusCode::kUnimplemented});
+    (*o->mutable_parameters())["classification"].set_string_param("3");
+    cases.push_back({"classification string", r, "'classification' must be an integer"});
+  }
+  {
+    ModelInferRequest r = fp32(1);
+    auto* o = r.add_outputs();
+    o->set_name("y");
+    (*o->mutable_parameters())["classification"].set_int64_param(0);
+    cases.push_back({"classification 0", r, "'classification' must be >= 1"});
   }
   for (auto& c : cases) {
     Status st = DecodeError(c.r);
