@@ -7,6 +7,8 @@ Models (Triton layout):
                 digits/ACCURACY)
   digits_onnx   ONNX: the same classifier exported by torch.onnx (opset 17), no
                 config.pbtxt (auto-completed from the graph)
+  digits_both   an ensemble (Triton's ensemble_scheduling): each request runs
+                digits and digits_onnx side by side and answers both
   resnet18      TorchScript: a standard ResNet-18 image CNN (random weights,
                 fixed seed) with dynamic batching
   tiny_mlp      TorchScript: a 16->32->4 MLP for measuring per-request overhead
@@ -138,6 +140,28 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
                       input_names=["pixels"], output_names=["probabilities"],
                       dynamic_axes={"pixels": {0: "batch"}, "probabilities": {0: "batch"}})
     print("digits_onnx: written")
+
+    # digits_both: an ensemble with two parallel steps over the same pixels (the version folder stays empty)
+    os.makedirs(os.path.join(out, "digits_both", "1"), exist_ok=True)
+    write(os.path.join(out, "digits_both", "labels.txt"), "".join("%d\n" % i for i in range(10)))
+    write(os.path.join(out, "digits_both", "config.pbtxt"), """name: "digits_both"
+platform: "ensemble"
+max_batch_size: 32
+input [ { name: "pixels" data_type: TYPE_FP32 dims: [ 64 ] } ]
+output [ { name: "torchscript" data_type: TYPE_FP32 dims: [ 10 ] label_filename: "labels.txt" },
+         { name: "onnx" data_type: TYPE_FP32 dims: [ 10 ] } ]
+ensemble_scheduling {
+  step [
+    { model_name: "digits" model_version: -1
+      input_map { key: "pixels" value: "pixels" }
+      output_map { key: "probabilities" value: "torchscript" } },
+    { model_name: "digits_onnx" model_version: -1
+      input_map { key: "pixels" value: "pixels" }
+      output_map { key: "probabilities" value: "onnx" } }
+  ]
+}
+""")
+    print("digits_both: written")
 
     # resnet18: standard CNN, random weights
     torch.manual_seed(0)

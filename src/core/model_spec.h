@@ -70,6 +70,18 @@ struct WarmupSpec {
   std::map<std::string, WarmupInputSpec> inputs;
 };
 
+// platform "ensemble": ensemble_scheduling's steps (Triton's ensembles).
+struct EnsembleStepSpec {
+  std::string model_name;
+  int64_t model_version = -1;  // -1: the model's default version
+  // Composing model's tensor name -> ensemble tensor name.
+  std::map<std::string, std::string> input_map, output_map;
+};
+struct EnsembleSpec {
+  std::vector<EnsembleStepSpec> steps;
+  uint32_t max_inflight = 0;  // requests in flight through the ensemble (0 = no bound)
+};
+
 struct ModelSpec {
   std::string name;
   std::string platform;  // e.g. "pytorch_libtorch"
@@ -84,6 +96,7 @@ struct ModelSpec {
   std::vector<WarmupSpec> warmup;
   std::string default_model_filename;
   bool auto_completed = false;
+  std::optional<EnsembleSpec> ensemble;  // set exactly when platform is "ensemble"
 
   const TensorSpec* FindInput(std::string_view n) const {
     for (const auto& t : inputs)

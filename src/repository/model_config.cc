@@ -34,6 +34,38 @@ Status Bad(std::string_view source, const std::string& field, const std::string&
   return Status::InvalidArgument(std::string(source) + ": field '" + field + "': " + why);
 }
 
+Result<EnsembleSpec> ToEnsembleSpec(std::string_view source, const config::ModelConfig& c) {
+  if (c.platform() != "ensemble") return Bad(source, "ensemble_scheduling", "needs platform: \"ensemble\"");
+  if (c.ensemble_scheduling().step_size() == 0) {
+    return Bad(source, "ensemble_scheduling", "an ensemble needs at least one step");
+  }
+  if (c.has_dynamic_batching()) return Bad(source, "dynamic_batching", "an ensemble does not batch (its steps do)");
+  if (c.model_warmup_size() > 0) return Bad(source, "model_warmup", "an ensemble has no warm-up (its steps do)");
+  if (c.input_size() == 0 || c.output_size() == 0) {
+    return Bad(source, c.input_size() == 0 ? "input" : "output", "an ensemble's config lists its inputs and outputs");
+  }
+  EnsembleSpec e;
+  e.max_inflight = c.ensemble_scheduling().max_inflight_responses();
+  int i = 0;
+  for (const auto& step : c.ensemble_scheduling().step()) {
+    const std::string where = "ensemble_scheduling.step[" + std::to_string(i++) + "]";
+    if (step.model_name().empty()) return Bad(source, where + ".model_name", "must not be empty");
+    if (!step.model_namespace().empty()) return Bad(source, where + ".model_namespace", "is reserved");
+    if (step.model_version() < -1) {
+      return Bad(source, where + ".model_version", "must be -1 (the default version) or a version number");
+    }
+    if (step.input_map().empty()) return Bad(source, where + ".input_map", "a step needs at least one input");
+    if (step.output_map().empty()) return Bad(source, where + ".output_map", "a step needs at least one output");
+    EnsembleStepSpec s;
+    s.model_name = step.model_name();
+    s.model_version = step.model_version() == 0 ? -1 : step.model_version();  // 0: not set
+    s.input_map.insert(step.input_map().begin(), step.input_map().end());
+    s.output_map.insert(step.output_map().begin(), step.output_map().end());
+    e.steps.push_back(std::move(s));
+  }
+  return e;
+}
+
 Result<TensorSpec> ToTensorSpec(std::string_view source, const std::string& field, const std::string& name,
                                 config::DataType dt, const pb::RepeatedField<int64_t>& dims,
                                 const config::ModelTensorReshape* reshape, bool has_reshape) {
@@ -179,7 +211,9 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     s.batching.queue.max_queue_size = q.max_queue_size();
   }
   if (c.has_sequence_batching()) return Bad(source, "sequence_batching", "not supported by inferd yet");
-  if (c.has_ensemble_scheduling()) return Bad(source, "ensemble_scheduling", "not supported by inferd yet");
+  if (c.platform() == "ensemble" || c.has_ensemble_scheduling()) {
+    INFERD_ASSIGN_OR_RETURN(s.ensemble, ToEnsembleSpec(source, c));
+  }
 
   int count = 0;
   for (const auto& g : c.instance_group()) {

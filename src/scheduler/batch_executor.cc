@@ -2,16 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "scheduler/durations.h"
+
 namespace inferd {
 namespace {
-
-uint64_t Ns(Duration d) { return static_cast<uint64_t>(std::max<int64_t>(0, d.count())); }
-
-uint64_t WallMillis() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
-}
 
 // Builds the backend's input tensors for the batch.
 Result<std::vector<Tensor>> GatherInputs(const ModelSpec& spec,

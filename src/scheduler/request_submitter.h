@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/infer_request.h"
+#include "core/model_spec.h"
 
 namespace inferd {
 
@@ -17,6 +18,13 @@ class RequestSubmitter {
  public:
   virtual ~RequestSubmitter() = default;
   virtual void Submit(std::unique_ptr<InferRequest> request, InferCallback callback) = 0;
+  // The config of the version a request for (model, version; "" = the
+  // default) would reach. A repository model that does not serve is loaded
+  // first (an ensemble's load loads its steps, as in Triton), so this blocks:
+  // call it while loading, never on a request's path.
+  virtual Result<ModelSpec> Describe(const std::string& model, const std::string& version) {
+    return Status::Unimplemented("cannot describe model '" + model + "' here");
+  }
 };
 
 }  // namespace inferd

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler_factory.h"
 
 #include "scheduler/dynamic_batcher.h"
+#include "scheduler/ensemble_scheduler.h"
 
 namespace inferd {
 
@@ -14,6 +15,7 @@ SchedulerFactory SchedulerFactory::WithBuiltins() {
     o.warmup = std::move(c.warmup);
     return std::unique_ptr<Scheduler>(new DynamicBatcher(std::move(o), *c.spec, std::move(c.instances)));
   });
+  f.Register("ensemble", MakeEnsembleScheduler);
   return f;
 }
 
@@ -29,6 +31,6 @@ Result<std::unique_ptr<Scheduler>> SchedulerFactory::Create(SchedulerContext con
   return it->second(std::move(context));
 }
 
-std::string SchedulerKind(const ModelSpec&) { return "dynamic"; }
+std::string SchedulerKind(const ModelSpec& spec) { return spec.ensemble ? "ensemble" : "dynamic"; }
 
 }  // namespace inferd

@@ -1,8 +1,9 @@
 // SchedulerFactory: builds the scheduler of a model version from its config.
 // Each kind of scheduler registers a builder under a name; the kind a model
-// gets is SchedulerKind(spec). Today every model gets "dynamic" (the
-// DynamicBatcher: dynamic batching, or one request at a time without it);
-// ensemble, sequence and generative schedulers register beside it.
+// gets is SchedulerKind(spec): "ensemble" for platform "ensemble"
+// (ensemble_scheduler.h), else "dynamic" (the DynamicBatcher: dynamic
+// batching, or one request at a time without it); sequence and generative
+// schedulers register beside them.
 //
 // Thread-safety: register at start-up; Create is const and thread-safe.
 #pragma once

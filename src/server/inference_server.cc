@@ -224,6 +224,22 @@ Status InferenceServer::LoadModel(const std::string& name, const std::optional<s
   return manager_->Reconcile(name, want);
 }
 
+Result<ModelSpec> InferenceServer::Describe(const std::string& name, const std::string& version) {
+  auto mv = FindVersion(name, version);
+  if (!mv.ok()) {
+    if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
+    auto src = repository_.ReadModel(name);
+    if (!src.ok() && src.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound("model '" + name + "' is not in the repository");
+    }
+    INFERD_RETURN_IF_ERROR(manager_->on_demand() ? manager_->EnsureResident(name)
+                                                 : manager_->Reconcile(name, Aspiration{}));
+    mv = FindVersion(name, version);
+  }
+  if (!mv.ok()) return mv.status();
+  return (*mv)->spec();
+}
+
 Status InferenceServer::UnloadModel(const std::string& name) {
   INFERD_RETURN_IF_ERROR(RequireExplicitControl());
   Aspiration want;

@@ -145,6 +145,9 @@ class InferenceServer final : public RequestSubmitter {
   void Submit(std::unique_ptr<InferRequest> request, InferCallback callback) override {
     InferAsync(std::move(request), std::move(callback));
   }
+  // The serving version's config; a repository model that does not serve is
+  // loaded first (made resident under on-demand residency).
+  Result<ModelSpec> Describe(const std::string& model, const std::string& version) override;
 
   // Runs a management job (load, unload, labels, rollback: calls that block
   // for a model load) on the admin thread shared by every front end, never on

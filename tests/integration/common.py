@@ -122,3 +122,16 @@ def wait_held_at_gate(test, n, busy=None):
     wait_until(test, "%d executions at the gate" % n, lambda: gate(-1) == n, busy)
 
 
+def assert_failed_loads(test, expect, inputs):
+    """expect: {model: text in its index reason}. Each model is UNAVAILABLE with that reason and refuses `inputs`."""
+    import inferd_client as ic
+    st, index = SERVER.post_json("/v2/repository/index", {})
+    test.assertEqual(st, 200, index)
+    reasons = {m["name"]: (m["state"], m.get("reason", "")) for m in index}
+    for name, text in expect.items():
+        with test.subTest(model=name):
+            state, reason = reasons[name]
+            test.assertEqual(state, "UNAVAILABLE", reason)
+            test.assertIn(text, reason)
+            st, js = SERVER.post_json("/v2/models/%s/infer" % name, ic.v2_json_request(inputs))
+            test.assertNotEqual(st, 200, js)

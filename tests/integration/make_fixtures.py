@@ -16,6 +16,7 @@ import sys
 import torch
 import torch.nn as nn
 
+import ensemble_fixtures
 import onnx_fixtures
 import tree_fixtures
 
@@ -232,6 +233,7 @@ output [ { name: "y" data_type: TYPE_FP32 dims: [ 5 ] } ]
 
     tree_fixtures.make(repo)
     onnx_fixtures.make(repo)
+    ensemble_fixtures.make(repo)
 
     save(Triple(), repo, "broken")
     write(os.path.join(repo, "broken", "config.pbtxt"), "platform: \"pytorch_libtorch\"\nmax_batch_sise: 4\n")
