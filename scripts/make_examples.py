@@ -14,6 +14,9 @@ Models (Triton layout):
   tiny_mlp      TorchScript: a 16->32->4 MLP for measuring per-request overhead
   breast_cancer XGBoost: 300 boosted trees on scikit-learn's bundled breast
                 cancer data (30 features), answering class probabilities
+  breast_cancer_triage  the same trees with output rules in the config: a
+                diagnosis label ("uncertain" below 90% confidence) and the
+                confidence
 
 Usage: /usr/bin/python3 scripts/make_examples.py OUT_DIR
 Runs with Debian's python3-torch, python3-onnx, python3-sklearn and python3-xgboost only (no
@@ -206,6 +209,20 @@ parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "1" } }
     acc = train_breast_cancer(os.path.join(out, "breast_cancer"))
     print("breast_cancer: test accuracy %.4f" % acc)
 
+    # breast_cancer_triage: the same trees with business rules in the config (no code): a diagnosis label,
+    # "uncertain" below 90% confidence, and the confidence itself
+    import shutil
+    triage = os.path.join(out, "breast_cancer_triage")
+    os.makedirs(os.path.join(triage, "1"), exist_ok=True)
+    shutil.copy(os.path.join(out, "breast_cancer", "1", "model.json"), os.path.join(triage, "1", "model.json"))
+    shutil.copy(os.path.join(out, "breast_cancer", "labels.txt"), os.path.join(triage, "labels.txt"))
+    write(os.path.join(triage, "config.pbtxt"), breast_cancer_config("breast_cancer_triage", """\
+parameters { key: "rule:diagnosis"
+             value: { string_value: "probabilities | argmax | threshold 0.9 uncertain | label" } }
+parameters { key: "rule:confidence" value: { string_value: "probabilities | argmax | score" } }
+"""))
+    print("breast_cancer_triage: written")
+
 
 def train_breast_cancer(model_dir):
     import numpy as np
@@ -223,7 +240,12 @@ def train_breast_cancer(model_dir):
     booster.save_model(os.path.join(model_dir, "1", "model.json"))
     write(os.path.join(model_dir, "ACCURACY"), "test accuracy %.4f on %d held-out tumours\n" % (acc, len(yte)))
     write(os.path.join(model_dir, "labels.txt"), "malignant\nbenign\n")
-    write(os.path.join(model_dir, "config.pbtxt"), """name: "breast_cancer"
+    write(os.path.join(model_dir, "config.pbtxt"), breast_cancer_config("breast_cancer"))
+    return acc
+
+
+def breast_cancer_config(name, extra=""):
+    return """name: "%s"
 backend: "xgboost"
 max_batch_size: 256
 input [ { name: "features" data_type: TYPE_FP32 dims: [ 30 ] } ]
@@ -232,8 +254,7 @@ dynamic_batching { }
 # [P(malignant), P(benign)] per row; "value" would give P(benign) alone.
 parameters { key: "predict_type" value: { string_value: "proba" } }
 parameters { key: "nthread" value: { string_value: "1" } }
-""")
-    return acc
+""" % name + extra
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/datatype.h"
+#include "core/output_rule.h"
 #include "core/tensor.h"
 
 namespace inferd {
@@ -97,6 +98,9 @@ struct ModelSpec {
   std::string default_model_filename;
   bool auto_completed = false;
   std::optional<EnsembleSpec> ensemble;  // set exactly when platform is "ensemble"
+  // Parameters "rule:<name>": outputs the server computes from the model's
+  // (core/output_rule.h), by name.
+  std::vector<OutputRule> rules;
 
   const TensorSpec* FindInput(std::string_view n) const {
     for (const auto& t : inputs)
@@ -106,6 +110,11 @@ struct ModelSpec {
   const TensorSpec* FindOutput(std::string_view n) const {
     for (const auto& t : outputs)
       if (t.name == n) return &t;
+    return nullptr;
+  }
+  const OutputRule* FindRule(std::string_view n) const {
+    for (const auto& r : rules)
+      if (r.name == n) return &r;
     return nullptr;
   }
 };

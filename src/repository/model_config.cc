@@ -244,6 +244,20 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     }
   }
   for (const auto& [k, v] : c.parameters()) s.parameters[k] = v.string_value();
+  for (const auto& [k, v] : s.parameters) {
+    if (k.rfind("rule:", 0) != 0) continue;
+    const std::string field = "parameters." + k;
+    const std::string name = k.substr(5);
+    if (name.empty()) return Bad(source, field, "a rule needs an output name after 'rule:'");
+    auto rule = ParseOutputRule(name, v);
+    if (!rule.ok()) return Bad(source, field, rule.status().message());
+    if (s.FindOutput(name) != nullptr) return Bad(source, field, "'" + name + "' is already an output of the model");
+    if (s.FindOutput(rule->source) == nullptr) {
+      return Bad(source, field,
+                 "rule '" + name + "' reads output '" + rule->source + "', which the config does not list");
+    }
+    s.rules.push_back(std::move(*rule));
+  }
   for (const auto& w : c.model_warmup()) {
     WarmupSpec ws;
     ws.name = w.name().empty() ? "warmup " + std::to_string(s.warmup.size() + 1) : w.name();

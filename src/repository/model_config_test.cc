@@ -116,7 +116,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] label_filename: \"../secret\" } ]",
                 "label_filename"},
         BadCase{"output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] label_filename: \"/etc/passwd\" } ]",
-                "label_filename"}));
+                "label_filename"},
+        BadCase{"output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
+                "parameters { key: \"rule:top\" value: { string_value: \"z | argmax\" } }",
+                "rule 'top' reads output 'z', which the config does not list"},
+        BadCase{"output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
+                "parameters { key: \"rule:y\" value: { string_value: \"y | argmax\" } }",
+                "'y' is already an output of the model"},
+        BadCase{"output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
+                "parameters { key: \"rule:top\" value: { string_value: \"y | sigmoid\" } }",
+                "parameters.rule:top"}));
 
 TEST(ModelRepository, ReadsTheLabelFileOfEachOutputAndFailsWithoutIt) {
   auto fs = std::make_shared<testing::MemoryFilesystem>();
@@ -134,6 +143,19 @@ TEST(ModelRepository, ReadsTheLabelFileOfEachOutputAndFailsWithoutIt) {
   ASSERT_NE(src->spec.outputs[0].labels, nullptr);
   EXPECT_EQ(*src->spec.outputs[0].labels, (std::vector<std::string>{"cat", "dog", "", "bird"}));
   EXPECT_EQ(src->spec.outputs[1].labels, nullptr);
+  // A rule that labels an output without a label file fails the load.
+  fs->Put("repo/m/config.pbtxt",
+          "max_batch_size: 4\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
+          "output [ { name: \"z\" data_type: TYPE_FP32 dims: [ 3 ] } ]\n"
+          "parameters { key: \"rule:name\" value: { string_value: \"z | argmax | label\" } }\n");
+  auto unlabelled = repo.ReadModel("m");
+  ASSERT_FALSE(unlabelled.ok());
+  EXPECT_NE(unlabelled.status().message().find("rule 'name' labels output 'z', which has no label_filename"),
+            std::string::npos)
+      << unlabelled.status().ToString();
+  fs->Put("repo/m/config.pbtxt",
+          "max_batch_size: 4\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
+          "output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 3 ] label_filename: \"labels.txt\" } ]\n");
   fs->Remove("repo/m/labels.txt");
   auto missing = repo.ReadModel("m");
   ASSERT_FALSE(missing.ok());

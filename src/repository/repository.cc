@@ -88,6 +88,14 @@ Result<ModelSource> ModelRepository::ReadModel(const std::string& name,
     }
     out.labels = std::make_shared<const std::vector<std::string>>(SplitLabels(*text));
   }
+  for (const OutputRule& r : src.spec.rules) {
+    const bool labels = std::any_of(r.steps.begin(), r.steps.end(),
+                                    [](const OutputRule::Step& s) { return s.op == OutputRule::Op::kLabel; });
+    if (labels && !src.spec.FindOutput(r.source)->labels) {
+      return Status::InvalidArgument(source + ": rule '" + r.name + "' labels output '" + r.source +
+                                     "', which has no label_filename");
+    }
+  }
 
   auto entries = fs_->List(src.dir);
   if (!entries.ok()) return Status::NotFound("cannot read " + src.dir + ": " + entries.status().message());

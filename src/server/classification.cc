@@ -9,8 +9,6 @@
 namespace inferd {
 namespace {
 
-bool Numeric(DataType dt) { return dt != DataType::kBytes && dt != DataType::kBool && dt != DataType::kInvalid; }
-
 template <typename T>
 T Load(const std::byte* p) {
   T v;
@@ -18,8 +16,16 @@ T Load(const std::byte* p) {
   return v;
 }
 
-// Element i of a numeric tensor, as float (what Triton prints).
-float ValueAt(const Tensor& t, int64_t i) {
+Status TooFew(const std::string& output, int64_t classes, uint32_t k) {
+  return Status::InvalidArgument("output '" + output + "' has " + std::to_string(classes) +
+                                 " classes; classification asks for " + std::to_string(k));
+}
+
+}  // namespace
+
+bool IsNumeric(DataType dt) { return dt != DataType::kBytes && dt != DataType::kBool && dt != DataType::kInvalid; }
+
+float ValueAsFloat(const Tensor& t, int64_t i) {
   const std::byte* p = t.data + i * static_cast<int64_t>(DataTypeByteSize(t.dtype));
   switch (t.dtype) {
     case DataType::kUint8:
@@ -51,12 +57,19 @@ float ValueAt(const Tensor& t, int64_t i) {
   }
 }
 
-Status TooFew(const std::string& output, int64_t classes, uint32_t k) {
-  return Status::InvalidArgument("output '" + output + "' has " + std::to_string(classes) +
-                                 " classes; classification asks for " + std::to_string(k));
+std::vector<int64_t> TopIndices(const std::vector<float>& values, size_t k) {
+  std::vector<int64_t> order(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                    [&](int64_t a, int64_t b) {
+                      const bool nan_a = std::isnan(values[a]), nan_b = std::isnan(values[b]);
+                      if (nan_a != nan_b) return nan_b;
+                      if (!nan_a && values[a] != values[b]) return values[a] > values[b];
+                      return a < b;
+                    });
+  order.resize(k);
+  return order;
 }
-
-}  // namespace
 
 Classification PlanClassification(const ModelSpec& spec, const std::vector<RequestedOutput>& requested) {
   Classification plan;
@@ -74,7 +87,7 @@ Status CheckClassification(const ModelSpec& spec, const std::vector<RequestedOut
     if (o.classification == 0) continue;
     const TensorSpec* t = spec.FindOutput(o.name);
     if (t == nullptr) continue;  // auto-completed without outputs: checked on the answer
-    if (!t->dtype_assumed && !Numeric(t->dtype)) {
+    if (!t->dtype_assumed && !IsNumeric(t->dtype)) {
       return Status::InvalidArgument("output '" + o.name + "' is " + std::string(DataTypeToWire(t->dtype)) +
                                      ": classification needs a numeric output");
     }
@@ -85,7 +98,7 @@ Status CheckClassification(const ModelSpec& spec, const std::vector<RequestedOut
 }
 
 Result<Tensor> Classify(const Tensor& t, uint32_t k, bool batched, const std::vector<std::string>* labels) {
-  if (!Numeric(t.dtype)) {
+  if (!IsNumeric(t.dtype)) {
     return Status::InvalidArgument("output '" + t.name + "' is " + std::string(DataTypeToWire(t.dtype)) +
                                    ": classification needs a numeric output");
   }
@@ -95,21 +108,11 @@ Result<Tensor> Classify(const Tensor& t, uint32_t k, bool batched, const std::ve
   const int64_t classes = rows > 0 ? total / rows : 0;
   if (k > classes) return TooFew(t.name, classes, k);
   std::string out;
-  std::vector<int64_t> order(static_cast<size_t>(classes));
   std::vector<float> values(static_cast<size_t>(classes));
   char value[64];
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < classes; ++c) values[c] = ValueAt(t, r * classes + c);
-    std::iota(order.begin(), order.end(), 0);
-    // Highest first, NaN last; equal values keep the lower index first.
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
-      const bool nan_a = std::isnan(values[a]), nan_b = std::isnan(values[b]);
-      if (nan_a != nan_b) return nan_b;
-      if (!nan_a && values[a] != values[b]) return values[a] > values[b];
-      return a < b;
-    });
-    for (uint32_t i = 0; i < k; ++i) {
-      const int64_t c = order[i];
+    for (int64_t c = 0; c < classes; ++c) values[c] = ValueAsFloat(t, r * classes + c);
+    for (int64_t c : TopIndices(values, k)) {
       std::snprintf(value, sizeof value, "%f", static_cast<double>(values[c]));
       std::string element = std::string(value) + ":" + std::to_string(c);
       if (labels && static_cast<size_t>(c) < labels->size()) element += ":" + (*labels)[c];

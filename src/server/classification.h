@@ -26,6 +26,14 @@ namespace inferd {
 // least k classes.
 Status CheckClassification(const ModelSpec& spec, const std::vector<RequestedOutput>& requested);
 
+// Element i of a numeric tensor as a float (what classification prints).
+float ValueAsFloat(const Tensor& t, int64_t i);
+// Whether classification and rules can read `dt` (not BYTES or BOOL).
+bool IsNumeric(DataType dt);
+// The indices of the k largest of `values`, highest first; NaN last, equal
+// values lower index first. REQUIRES: k <= values.size().
+std::vector<int64_t> TopIndices(const std::vector<float>& values, size_t k);
+
 // `t`'s top k per row (rows = t.shape[0] when `batched`, else one row of all
 // of t). `labels` may be null.
 Result<Tensor> Classify(const Tensor& t, uint32_t k, bool batched, const std::vector<std::string>* labels);

@@ -3,6 +3,7 @@
 // not resident to load.
 #include "server/classification.h"
 #include "server/inference_server.h"
+#include "server/output_rules.h"
 #include "server/request_validation.h"
 
 namespace inferd {
@@ -65,10 +66,16 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
     version.stats()->RecordFailure(FailureReason::kInvalid, 0);
     return sink.final(rows.status());
   }
-  if (Classification plan = PlanClassification(version.spec(), request->outputs); !plan.outputs.empty()) {
-    sink.final = [plan = std::move(plan), final = std::move(sink.final)](Result<InferResponse> r) {
+  // Output rules and the classification extension work on the answer.
+  Classification classify = PlanClassification(version.spec(), request->outputs);
+  RulePlan rules = PlanRules(version.spec(), request.get());
+  if (!classify.outputs.empty() || !rules.rules.empty()) {
+    sink.final = [classify = std::move(classify), rules = std::move(rules),
+                  final = std::move(sink.final)](Result<InferResponse> r) {
       if (r.ok()) {
-        if (Status st = ApplyClassification(plan, &*r); !st.ok()) return final(st);
+        Status st = ApplyRules(rules, &*r);
+        if (st.ok()) st = ApplyClassification(classify, &*r);
+        if (!st.ok()) return final(st);
       }
       final(std::move(r));
     };

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "repository/model_config.h"
+#include "server/output_rules.h"
 
 namespace inferd {
 
@@ -146,6 +147,7 @@ Result<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& name,
   md.max_batch_size = spec.max_batch_size;
   md.inputs = ToMetadata(spec, spec.inputs);
   md.outputs = ToMetadata(spec, spec.outputs);
+  for (auto& t : ToMetadata(spec, RuleOutputSpecs(spec))) md.outputs.push_back(std::move(t));
   return md;
 }
 

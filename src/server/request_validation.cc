@@ -111,7 +111,7 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
   }
   if (!spec.outputs.empty()) {
     for (const auto& o : r->outputs) {
-      if (!spec.FindOutput(o.name)) {
+      if (!spec.FindOutput(o.name) && !spec.FindRule(o.name)) {
         return Status::InvalidArgument("unexpected inference output '" + o.name + "' for model '" + model + "'");
       }
     }

@@ -149,6 +149,10 @@ dynamic_batching { max_queue_delay_microseconds: 2000 }
 max_batch_size: 16
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 8 ] } ]
 output [ { name: "y" data_type: TYPE_FP32 dims: [ 3 ] label_filename: "labels.txt" } ]
+parameters { key: "rule:label" value: { string_value: "y | softmax | argmax | threshold 0.6 others | label" } }
+parameters { key: "rule:confidence" value: { string_value: "y | softmax | argmax | score" } }
+parameters { key: "rule:probabilities" value: { string_value: "y | softmax" } }
+parameters { key: "rule:top2" value: { string_value: "y | top_k 2 | label | map cat=pet dog=pet" } }
 """)
     write(os.path.join(repo, "mlp_labels", "labels.txt"), "cat\ndog\nbird\n")
     save(mlp, repo, "mlp_nobatch")

@@ -83,6 +83,19 @@ class Trees(Served):
         for infer in (self.infer_json, self.infer_binary, self.infer_grpc):
             self.assert_equal_to(infer("breast_cancer", "features", x), want)
 
+    def test_example_triage_rules_label_each_tumour_or_say_uncertain(self):
+        from sklearn.datasets import load_breast_cancer
+        x = load_breast_cancer().data[[0, 19, 38, 81, 157]].astype(np.float32)
+        p = T.booster(C.REPO, "breast_cancer_triage", "model.json").predict(xgb.DMatrix(x))
+        probs = np.stack([1 - p, p], axis=1)
+        want = [("malignant", "benign")[int(r.argmax())] if r.max() >= 0.9 else "uncertain" for r in probs]
+        self.assertIn("uncertain", want)
+        st, js = C.SERVER.post_json("/v2/models/breast_cancer_triage/infer", ic.v2_json_request({"features": x}))
+        self.assertEqual(st, 200, js)
+        outs = {o["name"]: o["data"] for o in js["outputs"]}
+        self.assertEqual(outs["diagnosis"], want)
+        np.testing.assert_allclose(outs["confidence"], probs.max(axis=1), rtol=1e-6)
+
     def test_fil_configuration_serves_the_legacy_binary_file(self):
         x = T.queries(5, 2)
         want = T.booster(C.REPO, "fil_softprob", "xgboost.model").predict(xgb.DMatrix(x))

@@ -103,6 +103,52 @@ class Pipelines(unittest.TestCase):
         self.assertEqual(st, 200, js)
         self.assertEqual(js["outputs"][0]["data"], [2.0] * 8)
 
+    def test_output_rules_match_numpy_and_are_listed_in_the_metadata(self):
+        x = np.random.default_rng(9).standard_normal((6, 8)).astype(np.float32) * 3
+        logits = C.torch_ref("mlp", x)
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs = e / e.sum(axis=1, keepdims=True)
+        labels = ["cat", "dog", "bird"]
+        top = probs.argmax(axis=1)
+        want_label = [labels[i] if probs[r, i] >= 0.6 else "others" for r, i in enumerate(top)]
+        self.assertGreater(len(set(want_label)), 1, want_label)  # the threshold matters for this input
+        pet = {"cat": "pet", "dog": "pet", "bird": "bird"}
+        want_top2 = [[pet[labels[i]] for i in sorted(range(3), key=lambda c: (-logits[r, c], c))[:2]]
+                     for r in range(6)]
+        st, md = C.SERVER.get_json("/v2/models/mlp_labels")
+        self.assertEqual(st, 200, md)
+        self.assertEqual(md["outputs"], [
+            {"name": "y", "datatype": "FP32", "shape": [-1, 3]},
+            {"name": "confidence", "datatype": "FP32", "shape": [-1, 1]},
+            {"name": "label", "datatype": "BYTES", "shape": [-1, 1]},
+            {"name": "probabilities", "datatype": "FP32", "shape": [-1, 3]},
+            {"name": "top2", "datatype": "BYTES", "shape": [-1, 2]}])
+        # No outputs named: the model's output and every rule's.
+        st, js = C.SERVER.post_json("/v2/models/mlp_labels/infer", ic.v2_json_request({"x": x}))
+        self.assertEqual(st, 200, js)
+        outs = {o["name"]: o for o in js["outputs"]}
+        self.assertEqual(sorted(outs), ["confidence", "label", "probabilities", "top2", "y"])
+        self.assert_close(outs["y"]["data"], logits)
+        self.assert_close(outs["probabilities"]["data"], probs)
+        self.assert_close(outs["confidence"]["data"], probs.max(axis=1).reshape(6, 1))
+        self.assertEqual((outs["label"]["datatype"], outs["label"]["shape"]), ("BYTES", [6, 1]))
+        self.assertEqual(outs["label"]["data"], want_label)
+        self.assertEqual(np.array(outs["top2"]["data"]).reshape(6, 2).tolist(), want_top2)
+        # Only the label: the model still computes y, the answer has the label alone; over gRPC too.
+        st, js = C.SERVER.post_json("/v2/models/mlp_labels/infer", ic.v2_json_request(
+            {"x": x}, outputs=[{"name": "label"}]))
+        self.assertEqual(st, 200, js)
+        self.assertEqual([o["name"] for o in js["outputs"]], ["label"])
+        self.assertEqual(js["outputs"][0]["data"], want_label)
+        import grpc
+        s = C.stubs()
+        with grpc.insecure_channel("127.0.0.1:%d" % C.SERVER.grpc_port) as ch:
+            resp = s.pb_grpc.GRPCInferenceServiceStub(ch).ModelInfer(
+                gc.infer_request(s.pb, "mlp_labels", {"x": x}, outputs=["label", "confidence"]), timeout=60)
+        got = gc.outputs_of(resp)
+        self.assertEqual([v.decode() for v in got["label"]], want_label)
+        self.assert_close(got["confidence"], probs.max(axis=1).reshape(6, 1))
+
 
 if __name__ == "__main__":
     unittest.main()
