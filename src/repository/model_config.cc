@@ -211,6 +211,22 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     s.batching.queue.max_queue_size = q.max_queue_size();
   }
   if (c.has_sequence_batching()) return Bad(source, "sequence_batching", "not supported by inferd yet");
+  // Triton fields that would change what the model does if inferd ignored
+  // them are refused; the others (optimization, rate_limiter, metric_tags,
+  // model_metrics, runtime, cc_model_filenames, is_non_linear_format_io) are
+  // accepted and not acted on.
+  if (c.batch_input_size() > 0 || c.batch_output_size() > 0) {
+    return Bad(source, c.batch_input_size() > 0 ? "batch_input" : "batch_output", "not supported by inferd yet");
+  }
+  if (c.model_transaction_policy().decoupled()) {
+    return Bad(source, "model_transaction_policy.decoupled", "decoupled models are not supported by inferd yet");
+  }
+  if (c.model_operations().op_library_filename_size() > 0) {
+    return Bad(source, "model_operations.op_library_filename", "custom operation libraries are not supported");
+  }
+  if (c.model_repository_agents().agents_size() > 0) {
+    return Bad(source, "model_repository_agents", "inferd runs no repository agents; remove them from the config");
+  }
   if (c.platform() == "ensemble" || c.has_ensemble_scheduling()) {
     INFERD_ASSIGN_OR_RETURN(s.ensemble, ToEnsembleSpec(source, c));
   }

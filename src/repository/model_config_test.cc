@@ -79,6 +79,37 @@ TEST(ModelConfig, ParsesEverySupportedField) {
   EXPECT_TRUE(ValidateSpec(s, "x").ok());
 }
 
+// Fields Triton configs carry that do not change what inferd computes parse
+// and are not acted on (a Triton repository loads unchanged).
+TEST(ModelConfig, AcceptsTritonFieldsThatDoNotChangeTheAnswer) {
+  const char* kTriton = R"(
+name: "m"
+platform: "onnxruntime_onnx"
+runtime: "libtriton_onnxruntime.so"
+max_batch_size: 8
+input [ { name: "x" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 3, 4, 4 ] is_non_linear_format_io: false } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 10 ] } ]
+instance_group [ { count: 2 kind: KIND_CPU rate_limiter { resources [ { name: "R1" count: 4 } ] priority: 2 } } ]
+optimization {
+  graph { level: 1 }
+  priority: PRIORITY_MAX
+  execution_accelerators { cpu_execution_accelerator [ { name: "openvino" parameters { key: "a" value: "b" } } ] }
+  input_pinned_memory { enable: false }
+  cuda { graphs: true graph_spec [ { batch_size: 2 input { key: "x" value { dim: [ 3, 4, 4 ] } } } ] }
+}
+cc_model_filenames { key: "7.5" value: "model_75.onnx" }
+metric_tags { key: "team" value: "vision" }
+model_metrics { metric_control [ { metric_identifier { family: "nv_inference_request_duration" }
+                                   histogram_options { buckets: [ 1, 10, 100 ] } } ] }
+model_transaction_policy { decoupled: false }
+dynamic_batching { }
+)";
+  auto r = ParseModelConfig(kTriton, "m", "m/config.pbtxt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->instance_count, 2);
+  EXPECT_EQ(r->inputs[0].dims, (Shape{3, 4, 4}));
+}
+
 struct BadCase {
   const char* text;
   const char* must_mention;
@@ -125,7 +156,17 @@ INSTANTIATE_TEST_SUITE_P(
                 "'y' is already an output of the model"},
         BadCase{"output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
                 "parameters { key: \"rule:top\" value: { string_value: \"y | sigmoid\" } }",
-                "parameters.rule:top"}));
+                "parameters.rule:top"},
+        BadCase{"batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"n\" data_type: TYPE_INT32 "
+                "source_input: \"x\" } ]",
+                "batch_input"},
+        BadCase{"model_transaction_policy { decoupled: true }", "decoupled models are not supported"},
+        BadCase{"model_operations { op_library_filename: \"libcustom.so\" }", "model_operations"},
+        BadCase{"model_repository_agents { agents [ { name: \"checksum\" } ] }", "model_repository_agents"},
+        BadCase{"sequence_batching { max_sequence_idle_microseconds: 5000000 direct { } "
+                "control_input [ { name: \"START\" control [ { kind: CONTROL_SEQUENCE_START "
+                "int32_false_true: [ 0, 1 ] } ] } ] }",
+                "sequence_batching"}));
 
 TEST(ModelRepository, ReadsTheLabelFileOfEachOutputAndFailsWithoutIt) {
   auto fs = std::make_shared<testing::MemoryFilesystem>();
