@@ -17,7 +17,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 300
 # CI fuzzing is deterministic (fixed seed, fixed run count) so a landing never
 # fails on a random draw; `make fuzz-explore` searches for new findings.
-FUZZ_ARGS ?= -seed=1 -runs=2000000
+FUZZ_ARGS ?= -seed=1 -runs=1000000
 PY := /usr/bin/python3
 EXAMPLES := examples/repository
 

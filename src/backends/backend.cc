@@ -2,6 +2,13 @@
 
 namespace inferd {
 
+std::vector<Result<std::vector<Tensor>>> ModelInstance::ExecuteRequests(
+    const std::vector<const InferRequest*>& requests) {
+  std::vector<Result<std::vector<Tensor>>> results;
+  for (const InferRequest* r : requests) results.push_back(Execute(r->inputs));
+  return results;
+}
+
 namespace {
 constexpr std::string_view kDefaultBackend = "pytorch";
 }  // namespace

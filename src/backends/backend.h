@@ -36,6 +36,14 @@
 //  9. model_filenames (optional) names the files that identify the
 //     backend's models: a config naming no backend or platform goes to the
 //     backend whose file is in the version folder ("model.onnx").
+// 10. Per-request execution (optional): an instance whose takes_requests()
+//     is true gets ExecuteRequests instead of Execute: each request's own
+//     inputs (spec order, validated, not concatenated; reshape applied) and
+//     returns one result per request, in order, so one request's error
+//     leaves the others in the batch unaffected (Triton's Python backend).
+// 11. LoadWithContext (optional) gets what the server offers a model besides
+//     its files: a RequestSubmitter to call other models (Triton's BLS) and
+//     the config rendered as JSON. The default forwards to Load.
 #pragma once
 
 #include <map>
@@ -44,7 +52,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/infer_request.h"
 #include "core/model_spec.h"
+#include "core/request_submitter.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -57,6 +67,9 @@ class ModelInstance {
   virtual ~ModelInstance() = default;
   virtual void OnWorkerThreadStart() {}
   virtual Result<std::vector<Tensor>> Execute(const std::vector<Tensor>& inputs) = 0;
+  // Contract 10.
+  virtual bool takes_requests() const { return false; }
+  virtual std::vector<Result<std::vector<Tensor>>> ExecuteRequests(const std::vector<const InferRequest*>& requests);
 };
 
 class LoadedModel {
@@ -64,6 +77,12 @@ class LoadedModel {
   virtual ~LoadedModel() = default;
   virtual Result<std::unique_ptr<ModelInstance>> CreateInstance(int index) = 0;
   virtual std::string LoadNote() const { return ""; }
+};
+
+// Contract 11. Pointers are not owned and outlive the loaded model.
+struct LoadContext {
+  RequestSubmitter* submitter = nullptr;  // null where no server runs (bench, tools)
+  std::string config_json;                // the config as Triton renders it ("{}" when unknown)
 };
 
 class Backend {
@@ -90,6 +109,12 @@ class Backend {
 
   // Loads one version. `spec` is complete and validated.
   virtual Result<std::unique_ptr<LoadedModel>> Load(const ModelSpec& spec, const std::string& version_dir) = 0;
+  // Contract 11.
+  virtual Result<std::unique_ptr<LoadedModel>> LoadWithContext(const ModelSpec& spec, const std::string& version_dir,
+                                                               const LoadContext& context) {
+    (void)context;
+    return Load(spec, version_dir);
+  }
 };
 
 // Backends by name, alias and platform. Not thread-safe for registration;

@@ -49,7 +49,11 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
   thread_local std::set<const Backend*> prepared;
   if (prepared.insert(&backend).second) backend.PrepareLoadingThread();
   const auto before = allocator::ReadThreadCounters();
-  INFERD_ASSIGN_OR_RETURN(mv->model_, backend.Load(mv->spec_, version_dir));
+  mv->config_json_ = RenderModelConfigJson(config_text, mv->spec_);
+  LoadContext context;
+  context.submitter = options.submitter;
+  context.config_json = mv->config_json_;
+  INFERD_ASSIGN_OR_RETURN(mv->model_, backend.LoadWithContext(mv->spec_, version_dir, context));
   std::vector<std::unique_ptr<ModelInstance>> instances;
   for (int i = 0; i < mv->spec_.instance_count; ++i) {
     INFERD_ASSIGN_OR_RETURN(auto inst, mv->model_->CreateInstance(i));
@@ -66,7 +70,6 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
     mv->resident_bytes_ = TotalBytes(*files.fs, files.version_dir);
     mv->size_source_ = "files";
   }
-  mv->config_json_ = RenderModelConfigJson(config_text, mv->spec_);
   mv->stats_ = std::make_shared<ModelStats>(mv->spec_.name, mv->version_str_, mv->spec_.max_batch_size);
   auto samples_or = BuildWarmupSamples(mv->spec_, *files.fs, files.model_dir);
   if (!samples_or.ok()) return samples_or.status().WithPrefix(config_source);

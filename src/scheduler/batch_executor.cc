@@ -7,6 +7,24 @@
 namespace inferd {
 namespace {
 
+// The config's `reshape` of an input, for a tensor of `rows` rows.
+void ApplyReshape(const ModelSpec& spec, const TensorSpec& in, int64_t rows, Tensor* t) {
+  if (!in.reshape) return;
+  Shape s;
+  if (spec.max_batch_size > 0) s.push_back(rows);
+  s.insert(s.end(), in.reshape->begin(), in.reshape->end());
+  // Resolve a single -1 from the element count.
+  int64_t known = 1, unknown_at = -1;
+  for (size_t k = 0; k < s.size(); ++k) {
+    if (s[k] < 0)
+      unknown_at = static_cast<int64_t>(k);
+    else
+      known *= s[k];
+  }
+  if (unknown_at >= 0 && known > 0) s[static_cast<size_t>(unknown_at)] = t->element_count() / known;
+  t->shape = std::move(s);
+}
+
 // Builds the backend's input tensors for the batch.
 Result<std::vector<Tensor>> GatherInputs(const ModelSpec& spec,
                                          const std::vector<std::unique_ptr<PendingRequest>>& batch,
@@ -17,21 +35,7 @@ Result<std::vector<Tensor>> GatherInputs(const ModelSpec& spec,
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     for (size_t r = 0; r < batch.size(); ++r) parts[r] = &batch[r]->request->inputs[i];
     INFERD_ASSIGN_OR_RETURN(Tensor t, ConcatRows(parts, spec.inputs[i].name));
-    if (spec.inputs[i].reshape) {
-      Shape s;
-      if (spec.max_batch_size > 0) s.push_back(total_rows);
-      s.insert(s.end(), spec.inputs[i].reshape->begin(), spec.inputs[i].reshape->end());
-      // Resolve a single -1 from the element count.
-      int64_t known = 1, unknown_at = -1;
-      for (size_t k = 0; k < s.size(); ++k) {
-        if (s[k] < 0)
-          unknown_at = static_cast<int64_t>(k);
-        else
-          known *= s[k];
-      }
-      if (unknown_at >= 0 && known > 0) s[static_cast<size_t>(unknown_at)] = t.element_count() / known;
-      t.shape = std::move(s);
-    }
+    ApplyReshape(spec, spec.inputs[i], total_rows, &t);
     inputs.push_back(std::move(t));
   }
   return inputs;
@@ -69,6 +73,98 @@ void FailRequest(PendingRequest& p, const Status& status, FailureReason reason, 
   p.callback(status);
 }
 
+namespace {
+
+// One request's answer from `outputs` (the whole batch's when `slice`, its
+// rows starting at `offset`; else the request's own).
+Result<InferResponse> BuildResponse(const ModelSpec& spec, const PendingRequest& p, const std::vector<Tensor>& outputs,
+                                    bool slice, int64_t offset) {
+  InferResponse resp;
+  resp.model_name = p.request->model_name;
+  resp.model_version = p.request->model_version;
+  resp.id = p.request->id;
+  for (const Tensor& o : outputs) {
+    if (!spec.outputs.empty() && spec.FindOutput(o.name) == nullptr) continue;
+    if (!Wanted(*p.request, o.name)) continue;
+    Tensor piece = o;
+    if (slice) {
+      INFERD_ASSIGN_OR_RETURN(piece, o.SliceRows(offset, p.rows));
+    }
+    const TensorSpec* os = spec.FindOutput(o.name);
+    if (os && os->reshape && ElementCount(os->dims) > 0) {
+      Shape s;
+      if (spec.max_batch_size > 0) s.push_back(p.rows);
+      s.insert(s.end(), os->dims.begin(), os->dims.end());
+      piece.shape = std::move(s);
+    }
+    resp.outputs.push_back(std::move(piece));
+  }
+  for (const auto& want : p.request->outputs) {
+    bool found = false;
+    for (const auto& o : resp.outputs) found = found || o.name == want.name;
+    if (!found)
+      return Status::InvalidArgument("model '" + spec.name + "' produced no output named '" + want.name + "'");
+  }
+  return resp;
+}
+
+void LogExecutionError(const ModelSpec& spec, const PendingRequest& first, size_t batch_size, const Status& status,
+                       ModelStats* stats, TimePoint now) {
+  if (stats && !stats->ShouldLogError(now.time_since_epoch().count())) return;
+  std::string why = status.message();  // one log line: a traceback's lines joined by " | "
+  for (size_t at = why.find('\n'); at != std::string::npos; at = why.find('\n', at)) why.replace(at, 1, " | ");
+  spdlog::error("model '{}' version {}: execution of a batch of {} failed: {}", spec.name, first.request->model_version,
+                batch_size, why);
+}
+
+// Contract 10 of backend.h: each request's own inputs, one result each.
+std::vector<Result<InferResponse>> RunPerRequest(ModelInstance& instance, const ModelSpec& spec,
+                                                 std::vector<std::unique_ptr<PendingRequest>>& batch, ModelStats* stats,
+                                                 Clock& clock) {
+  bool reshaped = false;
+  for (const auto& in : spec.inputs) reshaped = reshaped || in.reshape.has_value();
+  std::vector<InferRequest> copies;  // only when a reshape changes the inputs' shapes
+  if (reshaped) copies.reserve(batch.size());
+  std::vector<const InferRequest*> requests;
+  for (auto& p : batch) {
+    if (!reshaped) {
+      requests.push_back(p->request.get());
+      continue;
+    }
+    InferRequest& copy = copies.emplace_back(*p->request);
+    for (size_t i = 0; i < spec.inputs.size() && i < copy.inputs.size(); ++i)
+      ApplyReshape(spec, spec.inputs[i], p->rows, &copy.inputs[i]);
+    requests.push_back(&copy);
+  }
+  auto outputs = instance.ExecuteRequests(requests);
+  std::vector<Result<InferResponse>> results;
+  results.reserve(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (i >= outputs.size()) {
+      results.emplace_back(Status::Internal("model '" + spec.name + "' answered " + std::to_string(outputs.size()) +
+                                            " of " + std::to_string(batch.size()) + " requests"));
+      continue;
+    }
+    if (!outputs[i].ok()) {
+      LogExecutionError(spec, *batch[i], 1, outputs[i].status(), stats, clock.Now());
+      results.emplace_back(outputs[i].status());
+      continue;
+    }
+    Status st;
+    for (const Tensor& o : *outputs[i]) {
+      st = CheckOutput(spec, o, batch[i]->rows);
+      if (!st.ok()) break;
+    }
+    if (st.ok())
+      results.push_back(BuildResponse(spec, *batch[i], *outputs[i], false, 0));
+    else
+      results.emplace_back(st);
+  }
+  return results;
+}
+
+}  // namespace
+
 void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<std::unique_ptr<PendingRequest>>& batch,
                   ModelStats* stats, Clock& clock) {
   if (batch.empty()) return;
@@ -80,68 +176,34 @@ void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<st
     for (auto& p : batch) FailRequest(*p, st, reason, stats, clock);
   };
 
-  auto inputs = GatherInputs(spec, batch, total_rows);
-  if (!inputs.ok()) return fail_all(inputs.status(), FailureReason::kOther);
-  const TimePoint infer_start = clock.Now();
-  auto outputs = instance.Execute(*inputs);
-  const TimePoint infer_end = clock.Now();
-  if (!outputs.ok()) {
-    if (!stats || stats->ShouldLogError(infer_end.time_since_epoch().count())) {
-      std::string why = outputs.status().message();  // one log line: a traceback's lines joined by " | "
-      for (size_t at = why.find('\n'); at != std::string::npos; at = why.find('\n', at)) why.replace(at, 1, " | ");
-      spdlog::error("model '{}' version {}: execution of a batch of {} failed: {}", spec.name,
-                    batch.front()->request->model_version, batch.size(), why);
-    }
-    return fail_all(outputs.status(), FailureReason::kBackend);
-  }
-  for (const Tensor& o : *outputs) {
-    Status st = CheckOutput(spec, o, total_rows);
-    if (!st.ok()) return fail_all(st, FailureReason::kBackend);
-  }
-
-  // Slice per request and complete. Responses are built before any callback
-  // so output time is measured for the whole batch.
   std::vector<Result<InferResponse>> results;
-  results.reserve(batch.size());
-  int64_t offset = 0;
-  for (auto& p : batch) {
-    InferResponse resp;
-    resp.model_name = p->request->model_name;
-    resp.model_version = p->request->model_version;
-    resp.id = p->request->id;
-    Status st;
+  TimePoint infer_start, infer_end;
+  if (instance.takes_requests()) {
+    infer_start = clock.Now();
+    results = RunPerRequest(instance, spec, batch, stats, clock);
+    infer_end = clock.Now();
+  } else {
+    auto inputs = GatherInputs(spec, batch, total_rows);
+    if (!inputs.ok()) return fail_all(inputs.status(), FailureReason::kOther);
+    infer_start = clock.Now();
+    auto outputs = instance.Execute(*inputs);
+    infer_end = clock.Now();
+    if (!outputs.ok()) {
+      LogExecutionError(spec, *batch.front(), batch.size(), outputs.status(), stats, infer_end);
+      return fail_all(outputs.status(), FailureReason::kBackend);
+    }
     for (const Tensor& o : *outputs) {
-      if (!spec.outputs.empty() && spec.FindOutput(o.name) == nullptr) continue;
-      if (!Wanted(*p->request, o.name)) continue;
-      Tensor piece = o;
-      if (batch.size() > 1) {
-        auto sliced = o.SliceRows(offset, p->rows);
-        if (!sliced.ok()) {
-          st = sliced.status();
-          break;
-        }
-        piece = std::move(*sliced);
-      }
-      const TensorSpec* os = spec.FindOutput(o.name);
-      if (os && os->reshape && ElementCount(os->dims) > 0) {
-        Shape s;
-        if (spec.max_batch_size > 0) s.push_back(p->rows);
-        s.insert(s.end(), os->dims.begin(), os->dims.end());
-        piece.shape = std::move(s);
-      }
-      resp.outputs.push_back(std::move(piece));
+      Status st = CheckOutput(spec, o, total_rows);
+      if (!st.ok()) return fail_all(st, FailureReason::kBackend);
     }
-    for (const auto& want : p->request->outputs) {
-      bool found = false;
-      for (const auto& o : resp.outputs) found = found || o.name == want.name;
-      if (!found && st.ok())
-        st = Status::InvalidArgument("model '" + spec.name + "' produced no output named '" + want.name + "'");
+    // Slice per request. Responses are built before any callback so output
+    // time is measured for the whole batch.
+    results.reserve(batch.size());
+    int64_t offset = 0;
+    for (auto& p : batch) {
+      results.push_back(BuildResponse(spec, *p, *outputs, batch.size() > 1, offset));
+      offset += p->rows;
     }
-    offset += p->rows;
-    if (st.ok())
-      results.emplace_back(std::move(resp));
-    else
-      results.emplace_back(st);
   }
   const TimePoint end = clock.Now();
 
@@ -155,11 +217,11 @@ void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<st
     if (stats) {
       if (results[i].ok()) {
         stats->RecordSuccess(Ns(end - p.arrival), Ns(start - p.enqueued), input_ns, infer_ns, output_ns, now_ms);
-        stats->AddPending(-1);
       } else {
-        stats->RecordFailure(FailureReason::kInvalid, Ns(end - p.arrival));
-        stats->AddPending(-1);
+        const bool backend = results[i].status().code() != StatusCode::kInvalidArgument;
+        stats->RecordFailure(backend ? FailureReason::kBackend : FailureReason::kInvalid, Ns(end - p.arrival));
       }
+      stats->AddPending(-1);
     }
     p.callback(std::move(results[i]));
   }

@@ -18,7 +18,7 @@
 #include "core/clock.h"
 #include "core/model_spec.h"
 #include "metrics/model_stats.h"
-#include "scheduler/request_submitter.h"
+#include "core/request_submitter.h"
 #include "scheduler/scheduler.h"
 
 namespace inferd {

@@ -33,7 +33,7 @@
 #include "metrics/prometheus.h"
 #include "repository/repository.h"
 #include "routing/routing_policy.h"
-#include "scheduler/request_submitter.h"
+#include "core/request_submitter.h"
 #include "server/admin_executor.h"
 #include "server/authorizer.h"
 #include "server/server_types.h"

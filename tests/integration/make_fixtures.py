@@ -18,6 +18,7 @@ import torch.nn as nn
 
 import ensemble_fixtures
 import onnx_fixtures
+import python_fixtures
 import tree_fixtures
 
 torch.set_num_threads(1)
@@ -238,6 +239,7 @@ output [ { name: "y" data_type: TYPE_FP32 dims: [ 5 ] } ]
     tree_fixtures.make(repo)
     onnx_fixtures.make(repo)
     ensemble_fixtures.make(repo)
+    python_fixtures.make(repo)
 
     save(Triple(), repo, "broken")
     write(os.path.join(repo, "broken", "config.pbtxt"), "platform: \"pytorch_libtorch\"\nmax_batch_sise: 4\n")

@@ -1,0 +1,169 @@
+// PythonWorker against Debian's /usr/bin/python3 (numpy): the protocol end to
+// end, BLS through a submitter, and the failure paths.
+#include "backends/python/python_worker.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "testing/temp_dir.h"
+
+namespace inferd::python {
+namespace {
+
+constexpr const char* kModel = R"(
+import json, os
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.dir = args["model_repository"]
+        self.cfg = json.loads(args["model_config"])
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            mode = json.loads(r.parameters()).get("mode", "double")
+            x = pb_utils.get_input_tensor_by_name(r, "x").as_numpy()
+            if mode == "hang":
+                while True:
+                    pass
+            if mode == "crash":
+                os.kill(os.getpid(), 11)
+            if mode == "refuse":
+                out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("refused", pb_utils.TritonError.INVALID_ARG)))
+                continue
+            if mode == "bls":
+                resp = pb_utils.InferenceRequest(model_name="other", requested_output_names=["z"],
+                                                 inputs=[pb_utils.Tensor("z_in", x + 1)]).exec()
+                if resp.has_error():
+                    raise pb_utils.TritonModelException(resp.error().message())
+                x = pb_utils.get_output_tensor_by_name(resp, "z").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("y", x * 2)]))
+        return out
+
+    def finalize(self):
+        open(os.path.join(self.dir, "finalized"), "w").close()
+)";
+
+// Answers BLS calls to "other" with z = 10 * z_in, from another thread; other models: NOT_FOUND at once.
+class FakeSubmitter : public RequestSubmitter {
+ public:
+  ~FakeSubmitter() override {
+    for (auto& t : threads_) t.join();
+  }
+  void Submit(std::unique_ptr<InferRequest> request, InferCallback callback) override {
+    if (request->model_name != "other")
+      return callback(Status::NotFound("unknown model '" + request->model_name + "'"));
+    threads_.emplace_back([request = std::shared_ptr<InferRequest>(std::move(request)), callback] {
+      const Tensor& in = request->inputs.at(0);
+      std::byte* out = nullptr;
+      Tensor z = Tensor::Allocate("z", DataType::kFp32, in.shape, in.byte_size, &out);
+      for (int64_t i = 0; i < in.element_count(); ++i) reinterpret_cast<float*>(out)[i] = 10 * in.as<float>()[i];
+      InferResponse resp;
+      resp.outputs.push_back(z);
+      callback(std::move(resp));
+    });
+  }
+
+ private:
+  std::vector<std::thread> threads_;
+};
+
+class PythonWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+    ASSERT_TRUE(dir_.Write("m/1/model.py", kModel));
+    setup_ = std::make_shared<ModelSetup>();
+    setup_->model_name = "m";
+    setup_->version = "1";
+    setup_->model_dir = dir_.Join("m");
+    setup_->version_dir = dir_.Join("m/1");
+    setup_->model_file = dir_.Join("m/1/model.py");
+    setup_->config_json = R"({"name":"m"})";
+    setup_->input_names = {"x"};
+    setup_->execute_timeout = std::chrono::milliseconds(1500);
+    setup_->submitter = &submitter_;
+  }
+
+  static InferRequest Request(std::vector<float> values, const std::string& mode) {
+    InferRequest r;
+    r.inputs.push_back(Tensor::Copy("x", DataType::kFp32, {static_cast<int64_t>(values.size())},
+                                    std::as_bytes(std::span<const float>(values))));
+    r.parameters["mode"] = mode;
+    return r;
+  }
+
+  inferd::testing::TempDir dir_;
+  FakeSubmitter submitter_;
+  std::shared_ptr<ModelSetup> setup_;
+};
+
+TEST_F(PythonWorkerTest, ExecutesRequestsWithPerRequestErrorsAndFinalizes) {
+  auto w = PythonWorker::Start(setup_, 0);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  InferRequest a = Request({1, 2, 3}, "double"), b = Request({4}, "refuse"), c = Request({5}, "double");
+  auto results = (*w)->Execute({&a, &b, &c});
+  ASSERT_EQ(results.size(), 3u);
+  ASSERT_TRUE(results[0].ok()) << results[0].status().message();
+  EXPECT_EQ((*results[0])[0].name, "y");
+  EXPECT_EQ((*results[0])[0].as<float>()[2], 6.0f);
+  EXPECT_EQ(results[1].status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(results[1].status().message(), "refused");
+  ASSERT_TRUE(results[2].ok());
+  EXPECT_EQ((*results[2])[0].as<float>()[0], 10.0f);
+  // Inputs larger than the first region size: the regions grow.
+  std::vector<float> big(1 << 19, 1.0f);
+  InferRequest d = Request(big, "double");
+  auto r = (*w)->Execute({&d});
+  ASSERT_TRUE(r[0].ok()) << r[0].status().message();
+  EXPECT_EQ((*r[0])[0].as<float>()[(1 << 19) - 1], 2.0f);
+  (*w)->Stop();
+  EXPECT_TRUE(std::filesystem::exists(dir_.Join("m/finalized")));
+}
+
+TEST_F(PythonWorkerTest, BlsCallsGoThroughTheSubmitter) {
+  auto w = PythonWorker::Start(setup_, 0);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  InferRequest a = Request({1, 2}, "bls");
+  auto results = (*w)->Execute({&a});
+  ASSERT_TRUE(results[0].ok()) << results[0].status().message();
+  EXPECT_EQ((*results[0])[0].as<float>()[1], 60.0f);  // (2 + 1) * 10 * 2
+}
+
+TEST_F(PythonWorkerTest, ACrashOrAHangBreaksTheWorkerAndKillsIt) {
+  auto w = PythonWorker::Start(setup_, 0);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  const pid_t first = (*w)->pid();
+  InferRequest crash = Request({1}, "crash");
+  auto r = (*w)->Execute({&crash});
+  EXPECT_EQ(r[0].status().code(), StatusCode::kInternal);
+  EXPECT_NE(r[0].status().message().find("signal 11"), std::string::npos) << r[0].status().message();
+  EXPECT_TRUE((*w)->broken());
+  EXPECT_NE(kill(first, 0), 0);  // reaped
+  auto w2 = PythonWorker::Start(setup_, 0);
+  ASSERT_TRUE(w2.ok());
+  InferRequest hang = Request({1}, "hang");
+  r = (*w2)->Execute({&hang});
+  EXPECT_EQ(r[0].status().code(), StatusCode::kDeadlineExceeded) << r[0].status().message();
+  EXPECT_TRUE((*w2)->broken());
+  EXPECT_NE(kill((*w2)->pid(), 0), 0);
+}
+
+TEST_F(PythonWorkerTest, InitializeErrorsAndMissingPythonAreLoadErrors) {
+  ASSERT_TRUE(dir_.Write("m/1/model.py",
+                         "class TritonPythonModel:\n    def initialize(self, args):\n"
+                         "        raise KeyError('weights')\n"));
+  auto w = PythonWorker::Start(setup_, 0);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("KeyError: 'weights'"), std::string::npos) << w.status().message();
+  setup_->python = "/nonexistent/python3";
+  EXPECT_FALSE(PythonWorker::Start(setup_, 0).ok());
+}
+
+}  // namespace
+}  // namespace inferd::python

@@ -1,0 +1,413 @@
+"""inferd's implementation of Triton's `triton_python_backend_utils` module.
+
+model.py files written for Triton's Python backend import this module as
+`pb_utils`; inferd's worker process (inferd_python_worker.py) installs it in
+sys.modules before it imports model.py. The names, signatures and behaviour
+follow Triton's Python backend API; docs/python_backend.md lists the
+differences.
+"""
+import json
+
+import numpy as np
+
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
+
+# The worker's connection to the server (set by inferd_python_worker).
+_channel = None
+
+# TRITONSERVER_DataType values, as Triton numbers them.
+_WIRE_TO_ENUM = {"BOOL": 1, "UINT8": 2, "UINT16": 3, "UINT32": 4, "UINT64": 5, "INT8": 6, "INT16": 7,
+                 "INT32": 8, "INT64": 9, "FP16": 10, "FP32": 11, "FP64": 12, "BYTES": 13, "BF16": 14}
+_ENUM_TO_WIRE = {v: k for k, v in _WIRE_TO_ENUM.items()}
+_WIRE_TO_NUMPY = {"BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32,
+                  "UINT64": np.uint64, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
+                  "FP16": np.float16, "FP32": np.float32, "FP64": np.float64, "BYTES": np.object_}
+
+
+def triton_string_to_numpy(triton_type_string):
+    """"TYPE_FP32" -> numpy.float32 (the config's data_type)."""
+    name = triton_type_string[5:] if triton_type_string.startswith("TYPE_") else triton_type_string
+    if name == "STRING":
+        name = "BYTES"
+    if name not in _WIRE_TO_NUMPY:
+        raise TritonModelException("unknown data type '%s'" % triton_type_string)
+    return _WIRE_TO_NUMPY[name]
+
+
+def triton_to_numpy_type(data_type):
+    """A TRITONSERVER_DataType number -> its numpy type."""
+    wire = _ENUM_TO_WIRE.get(data_type)
+    if wire is None or wire == "BF16":
+        return None
+    return _WIRE_TO_NUMPY[wire]
+
+
+def _wire_of_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind in ("O", "S", "U"):
+        return "BYTES"
+    for wire, np_type in _WIRE_TO_NUMPY.items():
+        if wire != "BYTES" and np.dtype(np_type) == dtype:
+            return wire
+    return None
+
+
+def numpy_to_triton_type(data_type):
+    """A numpy type -> its TRITONSERVER_DataType number (None when there is none)."""
+    wire = _wire_of_dtype(data_type)
+    return None if wire is None else _WIRE_TO_ENUM[wire]
+
+
+def serialize_byte_tensor(input_tensor):
+    """An array of bytes/str objects -> uint8 array of 4-byte-length-prefixed elements (Triton's layout)."""
+    if input_tensor.size == 0:
+        return np.empty([0], dtype=np.uint8)
+    parts = []
+    for obj in np.nditer(input_tensor, flags=["refs_ok"], order="C"):
+        item = obj.item()
+        if isinstance(item, str):
+            item = item.encode("utf-8")
+        elif not isinstance(item, (bytes, bytearray)):
+            item = str(item).encode("utf-8")
+        parts.append(len(item).to_bytes(4, "little"))
+        parts.append(bytes(item))
+    return np.frombuffer(b"".join(parts), dtype=np.uint8)
+
+
+def deserialize_bytes_tensor(encoded_tensor):
+    """Triton's BYTES layout -> a flat object array of bytes."""
+    buf = memoryview(encoded_tensor).cast("B") if not isinstance(encoded_tensor, (bytes, bytearray)) \
+        else memoryview(encoded_tensor)
+    out, at, n = [], 0, len(buf)
+    while at < n:
+        if at + 4 > n:
+            raise TritonModelException("BYTES tensor truncated")
+        size = int.from_bytes(buf[at:at + 4], "little")
+        at += 4
+        if at + size > n:
+            raise TritonModelException("BYTES tensor truncated")
+        out.append(bytes(buf[at:at + size]))
+        at += size
+    return np.array(out, dtype=np.object_)
+
+
+class TritonError:
+    """An error for one response: InferenceResponse(error=TritonError("why"))."""
+    UNKNOWN = 0
+    INTERNAL = 1
+    NOT_FOUND = 2
+    INVALID_ARG = 3
+    UNAVAILABLE = 4
+    UNSUPPORTED = 5
+    ALREADY_EXISTS = 6
+    CANCELLED = 7
+
+    def __init__(self, message, code=0):
+        self._message = str(message)
+        self._code = code
+
+    def message(self):
+        return self._message
+
+    def code(self):
+        return self._code
+
+    def __repr__(self):
+        return "TritonError(%r)" % self._message
+
+
+class TritonModelException(Exception):
+    """Raised by pb_utils on misuse; user code may raise it too."""
+
+    def message(self):
+        return str(self.args[0]) if self.args else ""
+
+
+class _DLPackCapsule:
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __dlpack__(self, stream=None):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+
+class Tensor:
+    """A named tensor: Tensor("OUTPUT0", numpy_array)."""
+
+    def __init__(self, name, data, dtype=None):
+        if not isinstance(name, str):
+            raise TritonModelException("a tensor's name must be a string")
+        if not isinstance(data, np.ndarray):
+            data = np.asarray(data)
+        if dtype is not None:
+            data = data.astype(dtype)
+        if data.dtype.kind in ("S", "U"):
+            data = data.astype(np.object_)
+        if _wire_of_dtype(data.dtype) is None:
+            raise TritonModelException("tensor '%s': numpy type %s has no Triton data type" % (name, data.dtype))
+        self._name = name
+        self._array = data
+
+    def name(self):
+        return self._name
+
+    def as_numpy(self):
+        return self._array
+
+    def shape(self):
+        return list(self._array.shape)
+
+    def triton_dtype(self):
+        return _WIRE_TO_ENUM[_wire_of_dtype(self._array.dtype)]
+
+    def data_type(self):
+        return self.triton_dtype()
+
+    def is_cpu(self):
+        return True
+
+    def to_dlpack(self):
+        return np.ascontiguousarray(self._array).__dlpack__()
+
+    def __dlpack__(self, stream=None):
+        return self.to_dlpack()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    @staticmethod
+    def from_dlpack(name, capsule):
+        holder = capsule if hasattr(capsule, "__dlpack__") else _DLPackCapsule(capsule)
+        return Tensor(name, np.from_dlpack(holder))
+
+    def __repr__(self):
+        return "Tensor(%r, shape=%s, dtype=%s)" % (self._name, list(self._array.shape), self._array.dtype)
+
+
+class InferenceResponse:
+    """The answer to one request: output tensors, or an error."""
+
+    def __init__(self, output_tensors=None, error=None, parameters=None):
+        self._outputs = list(output_tensors or [])
+        for t in self._outputs:
+            if not isinstance(t, Tensor):
+                raise TritonModelException("output_tensors must be pb_utils.Tensor objects, not %s" % type(t).__name__)
+        if error is not None and not isinstance(error, TritonError):
+            error = TritonError(str(error))
+        self._error = error
+        if isinstance(parameters, dict):
+            parameters = json.dumps(parameters)
+        self._parameters = parameters or "{}"
+
+    def output_tensors(self):
+        return self._outputs
+
+    def has_error(self):
+        return self._error is not None
+
+    def error(self):
+        return self._error
+
+    def parameters(self):
+        return self._parameters
+
+
+class InferenceResponseSender:
+    """Decoupled models' sender (request.get_response_sender())."""
+
+    def __init__(self, request):
+        self._request = request
+
+    def send(self, response=None, flags=0):
+        raise TritonModelException("decoupled models are not supported by inferd yet "
+                                   "(model_transaction_policy { decoupled: true } is refused at load)")
+
+    def is_cancelled(self):
+        return False
+
+
+class InferenceRequest:
+    """A request: the ones execute() receives, and BLS requests to other models
+    (InferenceRequest(model_name=..., inputs=[...], requested_output_names=[...]).exec())."""
+
+    def __init__(self, model_name=None, inputs=None, requested_output_names=None, request_id="", correlation_id=0,
+                 model_version=-1, flags=0, timeout=0, preferred_memory=None, trace=None, parameters=None):
+        self._model_name = model_name or ""
+        self._inputs = list(inputs or [])
+        self._requested = list(requested_output_names or [])
+        self._request_id = request_id or ""
+        self._correlation_id = correlation_id
+        self._model_version = model_version
+        self._flags = flags
+        self._timeout = timeout
+        if parameters is None:
+            parameters = {}
+        if isinstance(parameters, str):
+            parameters = json.loads(parameters)
+        if not isinstance(parameters, dict):
+            raise TritonModelException("parameters must be a dict or a JSON object string")
+        self._parameters = parameters
+
+    def inputs(self):
+        return self._inputs
+
+    def requested_output_names(self):
+        return self._requested
+
+    def request_id(self):
+        return self._request_id
+
+    def correlation_id(self):
+        return self._correlation_id
+
+    def flags(self):
+        return self._flags
+
+    def model_name(self):
+        return self._model_name
+
+    def model_version(self):
+        return self._model_version
+
+    def timeout(self):
+        return self._timeout
+
+    def parameters(self):
+        return json.dumps(self._parameters)
+
+    def is_cancelled(self):
+        return False
+
+    def set_release_flags(self, flags):
+        pass
+
+    def get_response_sender(self):
+        return InferenceResponseSender(self)
+
+    def exec(self, decoupled=False):
+        if decoupled:
+            raise TritonModelException("BLS calls to decoupled models are not supported by inferd yet")
+        if _channel is None:
+            raise TritonModelException("BLS needs the inferd server")
+        return _channel.bls_wait(_channel.bls_send(self))
+
+    def async_exec(self, decoupled=False):
+        if decoupled:
+            raise TritonModelException("BLS calls to decoupled models are not supported by inferd yet")
+        if _channel is None:
+            raise TritonModelException("BLS needs the inferd server")
+        return _BlsFuture(_channel.bls_send(self))
+
+
+class _BlsFuture:
+    """What async_exec returns: the request is already on its way; awaiting waits for its answer."""
+
+    def __init__(self, call_id):
+        self._id = call_id
+
+    def __await__(self):
+        return _channel.bls_wait(self._id)
+        yield  # noqa: unreachable: makes __await__ a generator
+
+
+def get_input_tensor_by_name(inference_request, name):
+    for t in inference_request.inputs():
+        if t.name() == name:
+            return t
+    return None
+
+
+def get_output_tensor_by_name(inference_response, name):
+    for t in inference_response.output_tensors():
+        if t.name() == name:
+            return t
+    return None
+
+
+def get_input_config_by_name(model_config, name):
+    for cfg in model_config.get("input", []):
+        if cfg.get("name") == name:
+            return cfg
+    return None
+
+
+def get_output_config_by_name(model_config, name):
+    for cfg in model_config.get("output", []):
+        if cfg.get("name") == name:
+            return cfg
+    return None
+
+
+class Logger:
+    """pb_utils.Logger.log_info("...") etc.: lines in the server's log."""
+    INFO, WARNING, ERROR, VERBOSE = 0, 1, 2, 3
+
+    @staticmethod
+    def log(message, level=0):
+        name = {0: "info", 1: "warn", 2: "error", 3: "verbose"}.get(level, "info")
+        if _channel is not None:
+            _channel.log(name, str(message))
+
+    @staticmethod
+    def log_info(message):
+        Logger.log(message, Logger.INFO)
+
+    @staticmethod
+    def log_warn(message):
+        Logger.log(message, Logger.WARNING)
+
+    @staticmethod
+    def log_error(message):
+        Logger.log(message, Logger.ERROR)
+
+    @staticmethod
+    def log_verbose(message):
+        Logger.log(message, Logger.VERBOSE)
+
+
+class ModelConfig:
+    """What auto_complete_config receives and returns."""
+
+    def __init__(self, model_config):
+        self._config = json.loads(model_config) if isinstance(model_config, str) else dict(model_config)
+
+    def as_dict(self):
+        return self._config
+
+    def max_batch_size(self):
+        return int(self._config.get("max_batch_size", 0))
+
+    def set_max_batch_size(self, max_batch_size):
+        self._config["max_batch_size"] = int(max_batch_size)
+
+    def set_dynamic_batching(self):
+        self._config.setdefault("dynamic_batching", {})
+
+    def _add(self, key, tensor):
+        for field in ("name", "data_type", "dims"):
+            if field not in tensor:
+                raise TritonModelException("%s is missing '%s'" % (key, field))
+        existing = [t for t in self._config.setdefault(key, []) if t.get("name") == tensor["name"]]
+        if existing:
+            if existing[0].get("data_type") != tensor["data_type"] or \
+                    [int(d) for d in existing[0].get("dims", [])] != [int(d) for d in tensor["dims"]]:
+                raise TritonModelException("%s '%s' differs from the one in config.pbtxt" % (key, tensor["name"]))
+            return
+        self._config[key].append({"name": tensor["name"], "data_type": tensor["data_type"],
+                                  "dims": [int(d) for d in tensor["dims"]]})
+
+    def add_input(self, input):  # noqa: A002 (Triton's parameter name)
+        self._add("input", input)
+
+    def add_output(self, output):
+        self._add("output", output)
+
+    def set_model_transaction_policy(self, transaction_policy_dict):
+        self._config["model_transaction_policy"] = dict(transaction_policy_dict)
