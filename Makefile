@@ -10,6 +10,7 @@
 #   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
 #   make bench-onnx  the ONNX executor against TorchScript and ONNX Runtime on the same models (~3 min)
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
+#   make bench-pipelines  ensembles vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
 SHELL := /bin/bash
@@ -23,7 +24,7 @@ EXAMPLES := examples/repository
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload format clean
+.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines format clean
 
 all: build
 
@@ -106,6 +107,11 @@ run-fuzzers:
 bench: build
 	@scripts/setup.sh --bench
 	$(PY) bench/run_bench.py --inferd build/src/inferd
+
+# Issue 14's pipeline targets: ensemble vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min).
+bench-pipelines: build
+	@scripts/setup.sh --bench
+	$(PY) bench/pipeline_bench.py --inferd build/src/inferd
 
 # Goodput under 10x overload (docs/benchmarks.md).
 bench-overload: build

@@ -17,6 +17,12 @@ Models (Triton layout):
   breast_cancer_triage  the same trees with output rules in the config: a
                 diagnosis label ("uncertain" below 90% confidence) and the
                 confidence
+  add_sub       Python backend: Triton's add/sub example model (model.py)
+  digits_preprocess  Python backend: raw 0..16 grey levels (UINT8) to the
+                pixels digits was trained on
+  digits_pipeline  an ensemble of three steps: digits_preprocess (Python) ->
+                digits (TorchScript) -> output rules (the digit, "unsure"
+                below 80% confidence, and the confidence)
 
 Usage: /usr/bin/python3 scripts/make_examples.py OUT_DIR
 Runs with Debian's python3-torch, python3-onnx, python3-sklearn and python3-xgboost only (no
@@ -166,6 +172,8 @@ ensemble_scheduling {
 """)
     print("digits_both: written")
 
+    write_python_examples(out)
+
     # resnet18: standard CNN, random weights
     torch.manual_seed(0)
     net = ResNet18().eval()
@@ -222,6 +230,97 @@ parameters { key: "rule:diagnosis"
 parameters { key: "rule:confidence" value: { string_value: "probabilities | argmax | score" } }
 """))
     print("breast_cancer_triage: written")
+
+
+ADD_SUB = """\
+import json
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    \"\"\"Triton's add/sub example: OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1.\"\"\"
+
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        self.dtype0 = pb_utils.triton_string_to_numpy(pb_utils.get_output_config_by_name(config, "OUTPUT0")["data_type"])
+        self.dtype1 = pb_utils.triton_string_to_numpy(pb_utils.get_output_config_by_name(config, "OUTPUT1")["data_type"])
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            in_0 = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            in_1 = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
+            responses.append(pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor("OUTPUT0", (in_0 + in_1).astype(self.dtype0)),
+                pb_utils.Tensor("OUTPUT1", (in_0 - in_1).astype(self.dtype1))]))
+        return responses
+"""
+
+DIGITS_PREPROCESS = """\
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    \"\"\"Raw 8x8 images (grey levels 0..16, as scikit-learn's digits) -> the 0..1 pixels digits was trained on.\"\"\"
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            image = pb_utils.get_input_tensor_by_name(request, "image").as_numpy()
+            if image.max(initial=0) > 16:
+                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(
+                    "grey levels go from 0 to 16", pb_utils.TritonError.INVALID_ARG)))
+                continue
+            pixels = image.astype(np.float32) / 16.0
+            responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("pixels", pixels)]))
+        return responses
+"""
+
+
+def write_python_examples(out):
+    """Python-backend models (Triton's model.py API) and a three-step pipeline around digits."""
+    write(os.path.join(out, "add_sub", "1", "model.py"), ADD_SUB)
+    write(os.path.join(out, "add_sub", "config.pbtxt"), """name: "add_sub"
+backend: "python"
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+        { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+         { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+""")
+    print("add_sub: written")
+    write(os.path.join(out, "digits_preprocess", "1", "model.py"), DIGITS_PREPROCESS)
+    write(os.path.join(out, "digits_preprocess", "config.pbtxt"), """name: "digits_preprocess"
+backend: "python"
+max_batch_size: 64
+input [ { name: "image" data_type: TYPE_UINT8 dims: [ 64 ] } ]
+output [ { name: "pixels" data_type: TYPE_FP32 dims: [ 64 ] } ]
+dynamic_batching { }
+""")
+    print("digits_preprocess: written")
+    os.makedirs(os.path.join(out, "digits_pipeline", "1"), exist_ok=True)
+    write(os.path.join(out, "digits_pipeline", "labels.txt"), "".join("%d\n" % i for i in range(10)))
+    write(os.path.join(out, "digits_pipeline", "config.pbtxt"), """name: "digits_pipeline"
+platform: "ensemble"
+max_batch_size: 64
+input [ { name: "image" data_type: TYPE_UINT8 dims: [ 64 ] } ]
+output [ { name: "probabilities" data_type: TYPE_FP32 dims: [ 10 ] label_filename: "labels.txt" } ]
+ensemble_scheduling {
+  step [
+    { model_name: "digits_preprocess" model_version: -1
+      input_map { key: "image" value: "image" }
+      output_map { key: "pixels" value: "pixels" } },
+    { model_name: "digits" model_version: -1
+      input_map { key: "pixels" value: "pixels" }
+      output_map { key: "probabilities" value: "probabilities" } }
+  ]
+}
+parameters { key: "rule:digit" value: { string_value: "probabilities | argmax | threshold 0.8 unsure | label" } }
+parameters { key: "rule:confidence" value: { string_value: "probabilities | argmax | score" } }
+""")
+    print("digits_pipeline: written")
 
 
 def train_breast_cancer(model_dir):

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backends/backend.h"
+#include "bench/chain_sender.h"
 #include "bench/http_client.h"
 #include "bench/in_process.h"
 #include "bench/load_generator.h"
@@ -45,6 +46,8 @@ struct BenchFlags {
   std::string batch_sizes = "1";
   int threads = 1;
   uint64_t seed = 1;
+  std::string then_model;  // --then: post each answer's outputs to this model (back-to-back baseline)
+  std::string then_map;
 };
 
 Result<std::vector<double>> ParseList(const std::string& s) {
@@ -143,6 +146,11 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
   }
   bench::LoadOptions lo;
   lo.make_sender = grpc ? grpcfe::GrpcSenderFactory(f.grpc_url) : bench::HttpSenderFactory(target.first, target.second);
+  if (!f.then_model.empty()) {
+    if (protocol != bench::Protocol::kV2Json || grpc) return Status::InvalidArgument("--then needs --protocol v2-json");
+    INFERD_ASSIGN_OR_RETURN(auto renames, bench::ParseRenames(f.then_map));
+    lo.make_sender = bench::ChainedHttpSenderFactory(target.first, target.second, f.then_model, std::move(renames));
+  }
   for (const auto& set : input_sets) {
     if (grpc) {
       lo.requests.push_back(grpcfe::EncodeBenchRequest(model.name, f.version, set));
@@ -289,6 +297,10 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
       ->check(CLI::IsMember({"json", "csv"}));
   cmd->add_option("--label", f->label, "Label for the report rows");
   cmd->add_option("--seed", f->seed, "Random data and arrival seed")->capture_default_str();
+  cmd->add_option("--then", f->then_model,
+                  "Post each answer's outputs to this model as its inputs (a client calling two models back to back; "
+                  "v2-json); latency covers both calls");
+  cmd->add_option("--then-map", f->then_map, "With --then: output=input renames, comma-separated (others dropped)");
   cmd->add_flag("--in-process", f->in_process, "Call the model through the backend interface in this process");
   cmd->add_option("--model-repository", f->repository, "With --in-process: the repository holding the model");
   cmd->add_option("--batch-sizes", f->batch_sizes, "With --in-process: batch sizes to measure")->capture_default_str();
