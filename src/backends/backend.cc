@@ -3,7 +3,7 @@
 namespace inferd {
 
 std::vector<Result<std::vector<Tensor>>> ModelInstance::ExecuteRequests(
-    const std::vector<const InferRequest*>& requests) {
+    const std::vector<const InferRequest*>& requests, const std::vector<PartialSender>&) {
   std::vector<Result<std::vector<Tensor>>> results;
   for (const InferRequest* r : requests) results.push_back(Execute(r->inputs));
   return results;

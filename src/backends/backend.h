@@ -41,11 +41,20 @@
 //     inputs (spec order, validated, not concatenated; reshape applied) and
 //     returns one result per request, in order, so one request's error
 //     leaves the others in the batch unaffected (Triton's Python backend).
+// 12. Decoupled models (spec.decoupled; only backends whose
+//     supports_decoupled() is true load them): ExecuteRequests gets one
+//     PartialSender per request and may send zero or more responses through
+//     it before returning the request's final result (whose outputs may be
+//     empty: "no more responses"). A sender is empty when the request's
+//     front end cannot take parts (unary HTTP): the backend then answers with
+//     at most one response or an error. Senders are valid until
+//     ExecuteRequests returns.
 // 11. LoadWithContext (optional) gets what the server offers a model besides
 //     its files: a RequestSubmitter to call other models (Triton's BLS) and
 //     the config rendered as JSON. The default forwards to Load.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,6 +71,9 @@ namespace inferd {
 
 inline constexpr int kBackendInterfaceVersion = 1;
 
+// Contract 12: sends one partial response's outputs; false when the client is gone.
+using PartialSender = std::function<bool(std::vector<Tensor>)>;
+
 class ModelInstance {
  public:
   virtual ~ModelInstance() = default;
@@ -69,7 +81,9 @@ class ModelInstance {
   virtual Result<std::vector<Tensor>> Execute(const std::vector<Tensor>& inputs) = 0;
   // Contract 10.
   virtual bool takes_requests() const { return false; }
-  virtual std::vector<Result<std::vector<Tensor>>> ExecuteRequests(const std::vector<const InferRequest*>& requests);
+  // `partial`: contract 12 (decoupled models); empty otherwise.
+  virtual std::vector<Result<std::vector<Tensor>>> ExecuteRequests(const std::vector<const InferRequest*>& requests,
+                                                                   const std::vector<PartialSender>& partial);
 };
 
 class LoadedModel {
@@ -99,6 +113,8 @@ class Backend {
   virtual std::vector<std::string> platforms() const { return {}; }
   // Contract 9.
   virtual std::vector<std::string> model_filenames() const { return {}; }
+  // Contract 12.
+  virtual bool supports_decoupled() const { return false; }
   // The interface version this backend was compiled against (inline: the
   // value comes from the header the backend saw).
   virtual int interface_version() const { return kBackendInterfaceVersion; }

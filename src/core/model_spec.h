@@ -97,6 +97,9 @@ struct ModelSpec {
   std::vector<WarmupSpec> warmup;
   std::string default_model_filename;
   bool auto_completed = false;
+  // model_transaction_policy { decoupled: true }: zero or more responses per
+  // request (backend.h contract 12).
+  bool decoupled = false;
   std::optional<EnsembleSpec> ensemble;  // set exactly when platform is "ensemble"
   // Parameters "rule:<name>": outputs the server computes from the model's
   // (core/output_rule.h), by name.

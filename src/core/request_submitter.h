@@ -18,6 +18,11 @@ class RequestSubmitter {
  public:
   virtual ~RequestSubmitter() = default;
   virtual void Submit(std::unique_ptr<InferRequest> request, InferCallback callback) = 0;
+  // Submit with a sink for partial responses (a decoupled model's parts go
+  // to sink.partial). The default cannot deliver parts.
+  virtual void SubmitStream(std::unique_ptr<InferRequest> request, ResponseSink sink) {
+    Submit(std::move(request), std::move(sink.final));
+  }
   // The config of the version a request for (model, version; "" = the
   // default) would reach. A repository model that does not serve is loaded
   // first (an ensemble's load loads its steps, as in Triton), so this blocks:

@@ -31,6 +31,10 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
     INFERD_RETURN_IF_ERROR(backend.AutoComplete(version_dir, &spec).WithPrefix(config_source));
   }
   INFERD_RETURN_IF_ERROR(ValidateSpec(spec, config_source));
+  if (spec.decoupled && !backend.supports_decoupled()) {
+    return Status::InvalidArgument(config_source + ": model_transaction_policy.decoupled: backend '" +
+                                   std::string(backend.name()) + "' cannot answer in parts (the python backend can)");
+  }
   for (const auto& [key, value] : options.default_parameters) spec.parameters.try_emplace(key, value);
   if (spec.parameters.find("INTRA_OP_THREAD_COUNT") == spec.parameters.end()) {
     spec.parameters["INTRA_OP_THREAD_COUNT"] = std::to_string(std::max(1, options.default_intra_op_threads));

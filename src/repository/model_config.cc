@@ -218,8 +218,11 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
   if (c.batch_input_size() > 0 || c.batch_output_size() > 0) {
     return Bad(source, c.batch_input_size() > 0 ? "batch_input" : "batch_output", "not supported by inferd yet");
   }
-  if (c.model_transaction_policy().decoupled()) {
-    return Bad(source, "model_transaction_policy.decoupled", "decoupled models are not supported by inferd yet");
+  // Decoupled (zero or more responses per request): the backend must answer
+  // in parts (ModelVersion checks it at load).
+  s.decoupled = c.model_transaction_policy().decoupled();
+  if (s.decoupled && (c.platform() == "ensemble" || c.has_ensemble_scheduling())) {
+    return Bad(source, "model_transaction_policy.decoupled", "decoupled ensembles are not supported by inferd yet");
   }
   if (c.model_operations().op_library_filename_size() > 0) {
     return Bad(source, "model_operations.op_library_filename", "custom operation libraries are not supported");

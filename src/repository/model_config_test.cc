@@ -120,6 +120,19 @@ void PrintTo(const BadCase& c, std::ostream* os) { *os << "mentions '" << c.must
 
 class ModelConfigErrors : public ::testing::TestWithParam<BadCase> {};
 
+TEST(ModelConfig, DecoupledIsParsedForTheBackendToCheckAndRefusedForEnsembles) {
+  auto r =
+      ParseModelConfig("backend: \"python\"\nmodel_transaction_policy { decoupled: true }\n", "m", "m/config.pbtxt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->decoupled);
+  auto e = ParseModelConfig(
+      "platform: \"ensemble\"\nmodel_transaction_policy { decoupled: true }\n"
+      "ensemble_scheduling { step [ { model_name: \"a\" model_version: -1 } ] }\n",
+      "m", "m/config.pbtxt");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("decoupled ensembles"), std::string::npos) << e.status().message();
+}
+
 TEST_P(ModelConfigErrors, NameTheFileAndField) {
   auto r = ParseModelConfig(GetParam().text, "m", "repo/m/config.pbtxt");
   ASSERT_FALSE(r.ok());
@@ -160,7 +173,6 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"n\" data_type: TYPE_INT32 "
                 "source_input: \"x\" } ]",
                 "batch_input"},
-        BadCase{"model_transaction_policy { decoupled: true }", "decoupled models are not supported"},
         BadCase{"model_operations { op_library_filename: \"libcustom.so\" }", "model_operations"},
         BadCase{"model_repository_agents { agents [ { name: \"checksum\" } ] }", "model_repository_agents"},
         BadCase{"sequence_batching { max_sequence_idle_microseconds: 5000000 direct { } "

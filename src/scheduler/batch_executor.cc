@@ -77,8 +77,10 @@ namespace {
 
 // One request's answer from `outputs` (the whole batch's when `slice`, its
 // rows starting at `offset`; else the request's own).
+// `require_requested`: every output the request names must be there (a
+// decoupled model's parts, and its empty final answer, need not hold them).
 Result<InferResponse> BuildResponse(const ModelSpec& spec, const PendingRequest& p, const std::vector<Tensor>& outputs,
-                                    bool slice, int64_t offset) {
+                                    bool slice, int64_t offset, bool require_requested = true) {
   InferResponse resp;
   resp.model_name = p.request->model_name;
   resp.model_version = p.request->model_version;
@@ -100,6 +102,7 @@ Result<InferResponse> BuildResponse(const ModelSpec& spec, const PendingRequest&
     resp.outputs.push_back(std::move(piece));
   }
   for (const auto& want : p.request->outputs) {
+    if (!require_requested) break;
     bool found = false;
     for (const auto& o : resp.outputs) found = found || o.name == want.name;
     if (!found)
@@ -136,7 +139,30 @@ std::vector<Result<InferResponse>> RunPerRequest(ModelInstance& instance, const 
       ApplyReshape(spec, spec.inputs[i], p->rows, &copy.inputs[i]);
     requests.push_back(&copy);
   }
-  auto outputs = instance.ExecuteRequests(requests);
+  // Decoupled models send parts through the request's partial callback
+  // (backend.h contract 12); the senders live until ExecuteRequests returns.
+  std::vector<PartialSender> partial;
+  if (spec.decoupled) {
+    for (auto& p : batch) {
+      if (!p->partial) {
+        partial.emplace_back();
+        continue;
+      }
+      partial.emplace_back([&spec, p = p.get()](std::vector<Tensor> outputs) {
+        Status st;
+        for (const Tensor& o : outputs)
+          if (st.ok()) st = CheckOutput(spec, o, p->rows);
+        auto resp = st.ok() ? BuildResponse(spec, *p, outputs, false, 0, /*require_requested=*/false)
+                            : Result<InferResponse>(st);
+        if (!resp.ok()) {
+          spdlog::error("model '{}': a partial response was dropped: {}", spec.name, resp.status().message());
+          return true;
+        }
+        return p->partial(std::move(*resp));
+      });
+    }
+  }
+  auto outputs = instance.ExecuteRequests(requests, partial);
   std::vector<Result<InferResponse>> results;
   results.reserve(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -156,7 +182,7 @@ std::vector<Result<InferResponse>> RunPerRequest(ModelInstance& instance, const 
       if (!st.ok()) break;
     }
     if (st.ok())
-      results.push_back(BuildResponse(spec, *batch[i], *outputs[i], false, 0));
+      results.push_back(BuildResponse(spec, *batch[i], *outputs[i], false, 0, !spec.decoupled));
     else
       results.emplace_back(st);
   }

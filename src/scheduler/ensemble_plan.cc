@@ -132,6 +132,9 @@ Status EnsemblePlan::Check(const ModelSpec& spec, const std::vector<ModelSpec>& 
   }
   for (size_t i = 0; i < steps.size(); ++i) {
     const ModelSpec& m = models[i];
+    if (m.decoupled) {
+      return Status::InvalidArgument(StepName(i) + " is decoupled (answers in parts): not supported in ensembles yet");
+    }
     if (batched && m.max_batch_size == 0) {
       return Status::InvalidArgument(StepName(i) + " does not batch (max_batch_size 0) but the ensemble does");
     }

@@ -28,12 +28,12 @@
 #include "backends/backend.h"
 #include "core/clock.h"
 #include "core/infer_request.h"
+#include "core/request_submitter.h"
 #include "manager/model_manager.h"
 #include "manager/repository_source.h"
 #include "metrics/prometheus.h"
 #include "repository/repository.h"
 #include "routing/routing_policy.h"
-#include "core/request_submitter.h"
 #include "server/admin_executor.h"
 #include "server/authorizer.h"
 #include "server/server_types.h"
@@ -142,6 +142,9 @@ class InferenceServer final : public RequestSubmitter {
   // sink.partial before sink.final.
   void InferAsync(std::unique_ptr<InferRequest> request, ResponseSink sink);
   // RequestSubmitter (for schedulers that call other models): InferAsync.
+  void SubmitStream(std::unique_ptr<InferRequest> request, ResponseSink sink) override {
+    InferAsync(std::move(request), std::move(sink));
+  }
   void Submit(std::unique_ptr<InferRequest> request, InferCallback callback) override {
     InferAsync(std::move(request), std::move(callback));
   }

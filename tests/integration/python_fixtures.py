@@ -139,6 +139,63 @@ PREPROCESS = """
             return responses
     """
 
+# Decoupled, like Triton's examples/decoupled repeat model: one response per element of IN, sent from a thread
+# after execute() returned, then the final flag alone.
+REPEAT = """
+    import threading
+
+    import numpy as np
+    import triton_python_backend_utils as pb_utils
+
+
+    class TritonPythonModel:
+        def execute(self, requests):
+            for request in requests:
+                values = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+                threading.Thread(target=self.answer, args=(request.get_response_sender(), values)).start()
+            return None
+
+        def answer(self, sender, values):
+            for i, v in enumerate(values):
+                if v < 0:
+                    sender.send(pb_utils.InferenceResponse(error=pb_utils.TritonError("negative value at %d" % i)),
+                                flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                    return
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([v], np.int32)),
+                                                        pb_utils.Tensor("IDX", np.array([i], np.int32))]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    """
+
+# BLS into the decoupled model: iterates over its responses and sums them.
+BLS_REPEAT = """
+    import numpy as np
+    import triton_python_backend_utils as pb_utils
+
+
+    class TritonPythonModel:
+        def execute(self, requests):
+            responses = []
+            for request in requests:
+                values = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+                call = pb_utils.InferenceRequest(model_name="py_repeat", requested_output_names=["OUT"],
+                                                 inputs=[pb_utils.Tensor("IN", values)])
+                total, count, error = 0, 0, None
+                for resp in call.exec(decoupled=True):
+                    if resp.has_error():
+                        error = resp.error().message()
+                        break
+                    if resp.output_tensors():
+                        total += int(pb_utils.get_output_tensor_by_name(resp, "OUT").as_numpy()[0])
+                        count += 1
+                if error:
+                    responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("repeat failed: " + error)))
+                    continue
+                responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("SUM", np.array([total], np.int64)),
+                                                             pb_utils.Tensor("COUNT", np.array([count], np.int64))]))
+            return responses
+    """
+
+
 def make(repo):
     _model(repo, "py_add_sub", ADD_SUB_CONFIG + """
         instance_group [ { kind: KIND_CPU count: 2 } ]
@@ -169,6 +226,19 @@ def make(repo):
         input [ { name: "csv" data_type: TYPE_STRING dims: [ 1 ] } ]
         output [ { name: "features" data_type: TYPE_FP32 dims: [ 8 ] } ]
         """, PREPROCESS)
+    _model(repo, "py_repeat", """
+        name: "py_repeat"
+        backend: "python"
+        model_transaction_policy { decoupled: true }
+        input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
+        output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "IDX" data_type: TYPE_INT32 dims: [ 1 ] } ]
+        """, REPEAT)
+    _model(repo, "py_bls_repeat", """
+        name: "py_bls_repeat"
+        backend: "python"
+        input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
+        output [ { name: "SUM" data_type: TYPE_INT64 dims: [ 1 ] }, { name: "COUNT" data_type: TYPE_INT64 dims: [ 1 ] } ]
+        """, BLS_REPEAT)
     # Three steps: Python preprocessing -> the TorchScript mlp -> rules on the answer.
     _write(os.path.join(repo, "pipe_three", "config.pbtxt"), """
         name: "pipe_three"
@@ -273,5 +343,12 @@ def make_isolated(repo):
     _model(repo, "py_auto", 'backend: "python"\n', AUTO_COMPLETE)
     _model(repo, "py_init_fails", 'backend: "python"\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
            'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n', INIT_FAILS)
+    _write(os.path.join(repo, "identity_decoupled", "config.pbtxt"), """
+        backend: "identity"
+        model_transaction_policy { decoupled: true }
+        input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+        output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]
+        """)
+    os.makedirs(os.path.join(repo, "identity_decoupled", "1"), exist_ok=True)
     _model(repo, "py_no_class", 'backend: "python"\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
            'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n', NO_CLASS)

@@ -149,6 +149,49 @@ class PythonBackend(unittest.TestCase):
         got = gc.outputs_of(resp)
         self.assertEqual(got["UPPER"], [b"\x00BIN", b"X" * 1000, "Ü".encode()])
 
+    def test_a_decoupled_model_streams_its_responses_over_grpc(self):
+        s = C.stubs()
+        with grpc.insecure_channel("127.0.0.1:%d" % C.SERVER.grpc_port) as ch:
+            stub = s.pb_grpc.GRPCInferenceServiceStub(ch)
+            reqs = [gc.infer_request(s.pb, "py_repeat", {"IN": np.array([4, 5, 6], np.int32)}, id="a",
+                                     params={"triton_enable_empty_final_response": True}),
+                    gc.infer_request(s.pb, "py_repeat", {"IN": np.array([7, -1], np.int32)}, id="b",
+                                     params={"triton_enable_empty_final_response": True})]
+            got = {"a": [], "b": []}
+            finals = {}
+            for r in stub.ModelStreamInfer(iter(reqs), timeout=60):
+                rid = r.infer_response.id
+                final = r.infer_response.parameters["triton_final_response"].bool_param
+                if r.error_message:
+                    got[rid].append(("error", r.error_message))
+                elif r.infer_response.outputs:
+                    out = gc.outputs_of(r.infer_response)
+                    got[rid].append((int(out["OUT"][0]), int(out["IDX"][0])))
+                if final:
+                    finals[rid] = finals.get(rid, 0) + 1
+        self.assertEqual(got["a"], [(4, 0), (5, 1), (6, 2)])
+        self.assertEqual(got["b"][0], (7, 0))
+        self.assertEqual(got["b"][1][0], "error")
+        self.assertIn("negative value at 1", got["b"][1][1])
+        self.assertEqual(finals, {"a": 1, "b": 1})
+        # Over unary HTTP a decoupled model may answer once; more answers need the stream.
+        st, js = C.SERVER.post_json("/v2/models/py_repeat/infer", ic.v2_json_request({"IN": np.array([9], np.int32)}))
+        self.assertEqual(st, 200, js)
+        self.assertEqual({o["name"]: o["data"] for o in js["outputs"]}, {"OUT": [9], "IDX": [0]})
+        st, js = C.SERVER.post_json("/v2/models/py_repeat/infer", ic.v2_json_request({"IN": np.array([1, 2], np.int32)}))
+        self.assertEqual(st, 400, js)
+        self.assertIn("ModelStreamInfer", js["error"])
+
+    def test_bls_iterates_over_a_decoupled_models_responses(self):
+        st, js = C.SERVER.post_json("/v2/models/py_bls_repeat/infer",
+                                    ic.v2_json_request({"IN": np.array([3, 4, 5, 6], np.int32)}))
+        self.assertEqual(st, 200, js)
+        self.assertEqual({o["name"]: o["data"] for o in js["outputs"]}, {"SUM": [18], "COUNT": [4]})
+        st, js = C.SERVER.post_json("/v2/models/py_bls_repeat/infer",
+                                    ic.v2_json_request({"IN": np.array([3, -4], np.int32)}))
+        self.assertEqual(st, 500, js)
+        self.assertIn("repeat failed: negative value at 1", js["error"])
+
     def test_three_step_ensemble_matches_the_pipeline_run_in_python(self):
         rng = np.random.default_rng(11)
         rows = (rng.standard_normal((6, 8)) * 3).astype(np.float32)
@@ -273,6 +316,9 @@ class PythonIsolation(unittest.TestCase):
             st, js = server.post_json("/v2/repository/models/py_no_class/load", {})
             self.assertEqual(st, 503, js)
             self.assertIn("defines no class TritonPythonModel", js["error"])
+            st, js = server.post_json("/v2/repository/models/identity_decoupled/load", {})
+            self.assertEqual(st, 503, js)
+            self.assertIn("backend 'identity' cannot answer in parts", js["error"])
             self.assertEqual(children(server.proc.pid), [])
             # auto_complete_config fills a config that names only the backend.
             st, js = server.post_json("/v2/repository/models/py_auto/load", {})

@@ -109,6 +109,18 @@ Result<std::pair<int64_t, std::string>> ParseError(const rapidjson::Value& e) {
   return std::make_pair(code, std::move(message));
 }
 
+// One response: {"outputs": [...]} or {"error": {...}}.
+Result<Result<std::vector<TensorDesc>>> ParseAnswer(const rapidjson::Value& r) {
+  if (!r.IsObject()) return Bad("a response is not an object");
+  auto err = r.FindMember("error");
+  if (err != r.MemberEnd() && !err->value.IsNull()) {
+    INFERD_ASSIGN_OR_RETURN(auto error, ParseError(err->value));
+    return Result<std::vector<TensorDesc>>(StatusFromTritonError(error.first, std::move(error.second)));
+  }
+  INFERD_ASSIGN_OR_RETURN(auto outs, ParseDescs(r, "outputs"));
+  return Result<std::vector<TensorDesc>>(std::move(outs));
+}
+
 Result<Parameters> ParseParameters(const rapidjson::Value& o) {
   Parameters out;
   auto it = o.FindMember("parameters");
@@ -158,7 +170,8 @@ std::string EncodeInit(const InitMessage& m) {
   return Done(sb);
 }
 
-std::string EncodeExecute(std::string_view model, uint64_t in_size, const std::vector<RequestToSend>& requests) {
+std::string EncodeExecute(std::string_view model, uint64_t in_size, const std::vector<RequestToSend>& requests,
+                          bool decoupled) {
   rapidjson::StringBuffer sb;
   Writer w(sb);
   w.StartObject();
@@ -168,6 +181,10 @@ std::string EncodeExecute(std::string_view model, uint64_t in_size, const std::v
   Str(w, model);
   w.Key("in_size");
   w.Uint64(in_size);
+  if (decoupled) {
+    w.Key("decoupled");
+    w.Bool(true);
+  }
   w.Key("requests");
   w.StartArray();
   for (const auto& r : requests) {
@@ -191,8 +208,8 @@ std::string EncodeExecute(std::string_view model, uint64_t in_size, const std::v
   return Done(sb);
 }
 
-std::string EncodeBlsResult(uint64_t id, uint64_t in_size, const Status& status,
-                            const std::vector<TensorDesc>& outputs) {
+std::string EncodeBlsResult(uint64_t id, uint64_t in_size, const Status& status, const std::vector<TensorDesc>& outputs,
+                            bool final) {
   rapidjson::StringBuffer sb;
   Writer w(sb);
   w.StartObject();
@@ -202,6 +219,8 @@ std::string EncodeBlsResult(uint64_t id, uint64_t in_size, const Status& status,
   w.Uint64(id);
   w.Key("in_size");
   w.Uint64(in_size);
+  w.Key("final");
+  w.Bool(final);
   w.Key("error");
   if (status.ok()) {
     w.Null();
@@ -262,16 +281,21 @@ Result<WorkerMessage> ParseWorkerMessage(std::string_view json, size_t max_answe
     if (it == doc.MemberEnd() || !it->value.IsArray()) return Bad("'responses' is not a list");
     if (it->value.Size() > max_answers) return Bad("more responses than requests");
     for (const auto& r : it->value.GetArray()) {
-      if (!r.IsObject()) return Bad("a response is not an object");
-      auto err = r.FindMember("error");
-      if (err != r.MemberEnd() && !err->value.IsNull()) {
-        INFERD_ASSIGN_OR_RETURN(auto error, ParseError(err->value));
-        m.answers.emplace_back(StatusFromTritonError(error.first, std::move(error.second)));
-        continue;
-      }
-      INFERD_ASSIGN_OR_RETURN(auto outs, ParseDescs(r, "outputs"));
-      m.answers.emplace_back(std::move(outs));
+      INFERD_ASSIGN_OR_RETURN(auto answer, ParseAnswer(r));
+      m.answers.push_back(std::move(answer));
     }
+  } else if (type == "response") {
+    m.kind = K::kResponse;
+    INFERD_ASSIGN_OR_RETURN(uint64_t request, GetUint(doc, "request"));
+    if (request >= max_answers) return Bad("a response to a request that was not sent");
+    m.request = static_cast<size_t>(request);
+    auto final = doc.FindMember("final");
+    if (final == doc.MemberEnd() || !final->value.IsBool()) return Bad("'final' is not a bool");
+    m.final = final->value.GetBool();
+    INFERD_ASSIGN_OR_RETURN(auto answer, ParseAnswer(doc));
+    m.answers.push_back(std::move(answer));
+  } else if (type == "executed") {
+    m.kind = K::kExecuted;
   } else if (type == "bls") {
     m.kind = K::kBls;
     INFERD_ASSIGN_OR_RETURN(m.bls.id, GetUint(doc, "id"));
@@ -290,6 +314,8 @@ Result<WorkerMessage> ParseWorkerMessage(std::string_view json, size_t max_answe
     INFERD_ASSIGN_OR_RETURN(m.bls.parameters, ParseParameters(doc));
     if (auto t = doc.FindMember("timeout_us"); t != doc.MemberEnd() && t->value.IsUint64())
       m.bls.timeout_us = t->value.GetUint64();
+    if (auto d = doc.FindMember("decoupled"); d != doc.MemberEnd() && d->value.IsBool())
+      m.bls.decoupled = d->value.GetBool();
   } else {
     return Bad("unknown message type '" + type + "'");
   }

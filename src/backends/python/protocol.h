@@ -5,7 +5,9 @@
 // Server -> worker: init, execute, bls_result, finalize.
 // Worker -> server: ready | init_error | config (answers to init), responses |
 // execute_error (answers to execute), bls (a call to another model during
-// execute), log (any time), finalized.
+// execute), log (any time), finalized. Decoupled models answer an execute
+// with `response` messages (one request's part, or its last with `final`)
+// and `executed` once execute() returned; parts may follow it.
 //
 // Everything the worker sends is checked: a malformed message is an error
 // (the worker is then restarted), never undefined behaviour in the server.
@@ -51,10 +53,12 @@ struct RequestToSend {
 };
 
 std::string EncodeInit(const InitMessage& m);
-std::string EncodeExecute(std::string_view model, uint64_t in_size, const std::vector<RequestToSend>& requests);
-// `status` not OK: the call failed with it; else `outputs`.
-std::string EncodeBlsResult(uint64_t id, uint64_t in_size, const Status& status,
-                            const std::vector<TensorDesc>& outputs);
+std::string EncodeExecute(std::string_view model, uint64_t in_size, const std::vector<RequestToSend>& requests,
+                          bool decoupled = false);
+// `status` not OK: the call failed with it; else `outputs`. `final`: the
+// call's last answer (a decoupled callee sends parts first).
+std::string EncodeBlsResult(uint64_t id, uint64_t in_size, const Status& status, const std::vector<TensorDesc>& outputs,
+                            bool final = true);
 std::string EncodeFinalize();
 
 struct BlsCall {
@@ -66,15 +70,29 @@ struct BlsCall {
   std::vector<std::string> outputs;
   Parameters parameters;
   uint64_t timeout_us = 0;
+  bool decoupled = false;  // the caller iterates over the callee's parts
 };
 
 struct WorkerMessage {
-  enum class Kind { kReady, kInitError, kConfig, kResponses, kExecuteError, kBls, kLog, kFinalized };
+  enum class Kind {
+    kReady,
+    kInitError,
+    kConfig,
+    kResponses,
+    kExecuteError,
+    kBls,
+    kLog,
+    kFinalized,
+    kResponse,  // decoupled: one response of request `request` (answers[0]), the last when `final`
+    kExecuted,  // decoupled: execute() returned
+  };
   Kind kind = Kind::kReady;
   std::optional<uint64_t> out_size;                      // the to-server region's size, when reported
   std::string text;                                      // init_error, execute_error, finalized (empty = fine), log
   std::string level;                                     // log: info, warn, error, verbose
-  std::vector<Result<std::vector<TensorDesc>>> answers;  // responses: one per request
+  std::vector<Result<std::vector<TensorDesc>>> answers;  // responses: one per request; response: one
+  size_t request = 0;                                    // response: the request's index in its execute
+  bool final = false;                                    // response
   BlsCall bls;
   std::string config_json;      // config: the completed config (JSON)
   bool config_defined = false;  // config: model.py defines auto_complete_config

@@ -77,8 +77,9 @@ TEST(PythonProtocol, EncodesExecuteAndBlsResults) {
   EXPECT_EQ(EncodeExecute("m", 4096, {r}),
             R"({"type":"execute","model":"m","in_size":4096,"requests":[{"id":"id1","parameters":{"mode":"x","n":2},)"
             R"("inputs":[{"name":"x","datatype":"INT32","shape":[1,3],"offset":0,"size":12}],"outputs":["y"]}]})");
-  EXPECT_EQ(EncodeBlsResult(3, 10, Status::NotFound("no model"), {}),
-            R"({"type":"bls_result","id":3,"in_size":10,"error":{"message":"no model","code":2},"outputs":[]})");
+  EXPECT_EQ(
+      EncodeBlsResult(3, 10, Status::NotFound("no model"), {}),
+      R"({"type":"bls_result","id":3,"in_size":10,"final":true,"error":{"message":"no model","code":2},"outputs":[]})");
 }
 
 TEST(PythonProtocol, TritonErrorCodesRoundTrip) {

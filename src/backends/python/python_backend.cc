@@ -30,11 +30,12 @@ class PythonInstance final : public ModelInstance {
     InferRequest r;
     r.model_name = setup_->model_name;
     r.inputs = inputs;
-    auto results = ExecuteRequests({&r});
+    auto results = ExecuteRequests({&r}, {});
     return std::move(results.front());
   }
 
-  std::vector<Result<std::vector<Tensor>>> ExecuteRequests(const std::vector<const InferRequest*>& requests) override {
+  std::vector<Result<std::vector<Tensor>>> ExecuteRequests(const std::vector<const InferRequest*>& requests,
+                                                           const std::vector<PartialSender>& partial) override {
     if (!worker_ || worker_->broken()) {
       auto w = PythonWorker::Start(setup_, index_);
       if (!w.ok()) {
@@ -47,7 +48,7 @@ class PythonInstance final : public ModelInstance {
                    setup_->version, index_, (*w)->pid());
       worker_ = std::move(*w);
     }
-    return worker_->Execute(requests);
+    return worker_->Execute(requests, partial);
   }
 
  private:
@@ -111,6 +112,7 @@ Result<ModelSetup> MakeSetup(const ModelSpec& spec, const std::string& version_d
     return Status::InvalidArgument("the Python backend needs " + file + " in the version folder " + version_dir);
   s.config_json = ctx.config_json.empty() ? "{}" : ctx.config_json;
   s.submitter = ctx.submitter;
+  s.decoupled = spec.decoupled;
   for (const auto& in : spec.inputs) s.input_names.push_back(in.name);
   if (spec.parameters.count("EXECUTION_ENV_PATH")) {
     return Status::InvalidArgument(
@@ -185,6 +187,7 @@ class PythonBackend final : public Backend {
  public:
   std::string_view name() const override { return "python"; }
   std::vector<std::string> model_filenames() const override { return {"model.py"}; }
+  bool supports_decoupled() const override { return true; }
 
   Status AutoComplete(const std::string& version_dir, ModelSpec* spec) override {
     INFERD_ASSIGN_OR_RETURN(ModelSetup setup, MakeSetup(*spec, version_dir, LoadContext{}));

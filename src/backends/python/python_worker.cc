@@ -187,7 +187,8 @@ Result<WorkerMessage> PythonWorker::Next(WorkerProcess::Deadline deadline) {
   }
 }
 
-std::vector<Result<std::vector<Tensor>>> PythonWorker::Execute(const std::vector<const InferRequest*>& requests) {
+std::vector<Result<std::vector<Tensor>>> PythonWorker::Execute(const std::vector<const InferRequest*>& requests,
+                                                               const std::vector<PartialSender>& partial) {
   std::vector<Result<std::vector<Tensor>>> results(requests.size(), Status::Internal("not run"));
   if (broken_) {
     for (auto& r : results) r = Status::Unavailable(label_ + ": the Python worker is not running");
@@ -231,9 +232,15 @@ std::vector<Result<std::vector<Tensor>>> PythonWorker::Execute(const std::vector
     for (size_t i : sent_index) results[i] = st;
     return results;
   };
-  Status st = process_->Send(EncodeExecute(setup_->model_name, in_size, sent));
+  Status st = process_->Send(EncodeExecute(setup_->model_name, in_size, sent, setup_->decoupled));
   if (!st.ok()) return fail_sent(Break(st, "execute()"));
   const auto deadline = Clock::now() + setup_->execute_timeout;
+  if (setup_->decoupled) {
+    std::vector<PartialSender> sent_partial;
+    for (size_t i : sent_index) sent_partial.push_back(i < partial.size() ? partial[i] : PartialSender());
+    CollectDecoupled(sent_index, sent_partial, deadline, &results);
+    return results;
+  }
   for (;;) {
     auto m = Next(deadline);
     if (!m.ok()) return fail_sent(Break(m.status(), "execute()"));
@@ -248,31 +255,99 @@ std::vector<Result<std::vector<Tensor>>> PythonWorker::Execute(const std::vector
           return fail_sent(Break(Status::Internal("answered " + std::to_string(m->answers.size()) + " of " +
                                                   std::to_string(sent.size()) + " requests"),
                                  "execute()"));
-        for (size_t k = 0; k < sent.size(); ++k) {
-          Result<std::vector<TensorDesc>>& answer = m->answers[k];
-          if (!answer.ok()) {
-            results[sent_index[k]] = answer.status();
-            continue;
-          }
-          std::vector<Tensor> outputs;
-          Status copy_status;
-          for (const TensorDesc& d : *answer) {
-            auto t = CopyTensor(d, to_server_.bytes());
-            if (!t.ok()) {
-              copy_status = t.status();
-              break;
-            }
-            outputs.push_back(std::move(*t));
-          }
-          if (copy_status.ok())
-            results[sent_index[k]] = std::move(outputs);
-          else
-            results[sent_index[k]] = copy_status;
-        }
+        for (size_t k = 0; k < sent.size(); ++k) results[sent_index[k]] = CopyOutputs(m->answers[k]);
         return results;
       }
       default:
         return fail_sent(Break(Status::Internal("unexpected message during execute()"), "execute()"));
+    }
+  }
+}
+
+Result<std::vector<Tensor>> PythonWorker::CopyOutputs(const Result<std::vector<TensorDesc>>& answer) {
+  if (!answer.ok()) return answer.status();
+  std::vector<Tensor> outputs;
+  for (const TensorDesc& d : *answer) {
+    INFERD_ASSIGN_OR_RETURN(Tensor t, CopyTensor(d, to_server_.bytes()));
+    outputs.push_back(std::move(t));
+  }
+  return outputs;
+}
+
+void PythonWorker::CollectDecoupled(const std::vector<size_t>& sent_index, const std::vector<PartialSender>& partial,
+                                    WorkerProcess::Deadline deadline,
+                                    std::vector<Result<std::vector<Tensor>>>* results) {
+  const size_t n = sent_index.size();
+  std::vector<bool> done(n, false);
+  // Without a sender (a unary call), one response may be held for the end;
+  // a second one is an error, reported when the request ends.
+  std::vector<std::optional<std::vector<Tensor>>> held(n);
+  std::vector<Status> failed(n);
+  size_t open = n;
+  bool executed = false;
+  auto finish = [&](size_t k, Result<std::vector<Tensor>> r) {
+    if (done[k]) return;
+    done[k] = true;
+    --open;
+    (*results)[sent_index[k]] = failed[k].ok() ? std::move(r) : Result<std::vector<Tensor>>(failed[k]);
+  };
+  while (!executed || open > 0) {
+    auto m = Next(deadline);
+    if (!m.ok()) {
+      Status why = Break(m.status(), executed ? "the responses of a decoupled execute()" : "execute()");
+      for (size_t k = 0; k < n; ++k) finish(k, why);
+      return;
+    }
+    switch (m->kind) {
+      case WorkerMessage::Kind::kBls:
+        HandleBls(m->bls);
+        continue;
+      case WorkerMessage::Kind::kExecuted:
+        executed = true;
+        continue;
+      case WorkerMessage::Kind::kExecuteError:
+        for (size_t k = 0; k < n; ++k) finish(k, Status::Internal("model.py: execute raised " + m->text));
+        return;
+      case WorkerMessage::Kind::kResponse: {
+        const size_t k = m->request;
+        if (k >= n || done[k]) {
+          Status why = Break(Status::Internal("a response to a request that is not open"), "execute()");
+          for (size_t j = 0; j < n; ++j) finish(j, why);
+          return;
+        }
+        auto outputs = CopyOutputs(m->answers[0]);
+        if (!outputs.ok()) {  // an error response ends its request
+          finish(k, outputs.status());
+          continue;
+        }
+        if (m->final && outputs->empty() && held[k]) {
+          finish(k, std::move(*held[k]));
+          continue;
+        }
+        if (m->final && !held[k]) {
+          finish(k, std::move(*outputs));
+          continue;
+        }
+        if (!m->final && k < partial.size() && partial[k]) {
+          partial[k](std::move(*outputs));
+          continue;
+        }
+        if (!held[k] && !m->final) {
+          held[k] = std::move(*outputs);
+          continue;
+        }
+        failed[k] = Status::InvalidArgument(
+            "model '" + setup_->model_name +
+            "' is decoupled and sent more than one response: call it over gRPC ModelStreamInfer or "
+            "POST /v2/models/{m}/generate_stream to receive them");
+        if (m->final) finish(k, failed[k]);
+        continue;
+      }
+      default: {
+        Status why = Break(Status::Internal("unexpected message during execute()"), "execute()");
+        for (size_t k = 0; k < n; ++k) finish(k, why);
+        return;
+      }
     }
   }
 }
@@ -293,12 +368,21 @@ void PythonWorker::HandleBls(const BlsCall& call) {
   if (setup_->submitter == nullptr)
     return AnswerBls(call.id, Status::Unavailable("BLS: no server to call model '" + call.model + "' in"));
   std::weak_ptr<PythonWorker> weak = weak_from_this();
-  setup_->submitter->Submit(std::move(req), [weak, id = call.id](Result<InferResponse> r) {
+  ResponseSink sink;
+  sink.final = [weak, id = call.id](Result<InferResponse> r) {
     if (auto w = weak.lock()) w->AnswerBls(id, std::move(r));
-  });
+  };
+  if (!call.decoupled) return setup_->submitter->Submit(std::move(req), std::move(sink.final));
+  sink.partial = [weak, id = call.id](InferResponse r) {
+    auto w = weak.lock();
+    if (!w || w->broken()) return false;
+    w->AnswerBls(id, std::move(r), /*final=*/false);
+    return true;
+  };
+  setup_->submitter->SubmitStream(std::move(req), std::move(sink));
 }
 
-void PythonWorker::AnswerBls(uint64_t id, Result<InferResponse> result) {
+void PythonWorker::AnswerBls(uint64_t id, Result<InferResponse> result, bool final) {
   if (broken_) return;
   MutexLock lock(&mu_);
   Status st = result.status();
@@ -315,7 +399,7 @@ void PythonWorker::AnswerBls(uint64_t id, Result<InferResponse> result) {
       outputs.push_back(TensorDesc{t.name, t.dtype, t.shape, *at, t.byte_size});
     }
   }
-  (void)process_->Send(EncodeBlsResult(id, to_worker_.size(), st, outputs));  // a failure shows on the next read
+  (void)process_->Send(EncodeBlsResult(id, to_worker_.size(), st, outputs, final));  // a failure shows on the next read
 }
 
 void PythonWorker::Stop() {

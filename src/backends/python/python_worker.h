@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "backends/python/protocol.h"
 #include "backends/python/shared_region.h"
 #include "backends/python/worker_process.h"
@@ -45,6 +46,7 @@ struct ModelSetup {
   std::chrono::milliseconds finalize_timeout{30000};
   uint64_t shm_limit = 1ull << 30;
   int threads = 1;                        // OMP/OpenBLAS/MKL threads in the worker
+  bool decoupled = false;                 // responses through each request's sender (backend.h contract 12)
   RequestSubmitter* submitter = nullptr;  // BLS; null = BLS answers an error
 };
 
@@ -60,15 +62,18 @@ class PythonWorker : public std::enable_shared_from_this<PythonWorker> {
 
   ~PythonWorker();
 
-  // One result per request (inputs in setup.input_names order).
-  std::vector<Result<std::vector<Tensor>>> Execute(const std::vector<const InferRequest*>& requests);
+  // One result per request (inputs in setup.input_names order). Decoupled
+  // models send parts through `partial` (backend.h contract 12) and return
+  // only once every request got its final response.
+  std::vector<Result<std::vector<Tensor>>> Execute(const std::vector<const InferRequest*>& requests,
+                                                   const std::vector<PartialSender>& partial = {});
   // finalize(), then the process ends (killed if it does not in time).
   void Stop();
   bool broken() const { return broken_.load(); }
   pid_t pid() const { return process_->pid(); }
 
-  // A BLS call's answer (any thread).
-  void AnswerBls(uint64_t id, Result<InferResponse> result);
+  // A BLS call's answer (any thread); `final` false for a decoupled callee's parts.
+  void AnswerBls(uint64_t id, Result<InferResponse> result, bool final = true);
 
  private:
   PythonWorker() = default;
@@ -77,6 +82,11 @@ class PythonWorker : public std::enable_shared_from_this<PythonWorker> {
   // The next message other than a log line (those are logged here).
   Result<WorkerMessage> Next(WorkerProcess::Deadline deadline);
   void HandleBls(const BlsCall& call);
+  // The outputs a response describes, copied out of the to-server region.
+  Result<std::vector<Tensor>> CopyOutputs(const Result<std::vector<TensorDesc>>& answer);
+  // A decoupled execute: responses until every sent request got its last.
+  void CollectDecoupled(const std::vector<size_t>& sent_index, const std::vector<PartialSender>& partial,
+                        WorkerProcess::Deadline deadline, std::vector<Result<std::vector<Tensor>>>* results);
   // The process is beyond use: kill it, reap it, say why.
   Status Break(const Status& why, const char* during);
 

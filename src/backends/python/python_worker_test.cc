@@ -154,6 +154,44 @@ TEST_F(PythonWorkerTest, ACrashOrAHangBreaksTheWorkerAndKillsIt) {
   EXPECT_NE(kill((*w2)->pid(), 0), 0);
 }
 
+constexpr const char* kDecoupled = R"(
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "x").as_numpy()
+            sender = r.get_response_sender()
+            for v in x:
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("y", np.array([v], np.float32))]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+)";
+
+TEST_F(PythonWorkerTest, DecoupledModelsSendPartsThenAnEmptyFinalAnswer) {
+  ASSERT_TRUE(dir_.Write("m/1/model.py", kDecoupled));
+  setup_->decoupled = true;
+  auto w = PythonWorker::Start(setup_, 0);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  InferRequest a = Request({1, 2, 3}, ""), b = Request({7}, ""), c = Request({8, 9}, "");
+  std::vector<float> got;
+  std::vector<PartialSender> partial = {[&](std::vector<Tensor> outs) {
+                                          got.push_back(outs.at(0).as<float>()[0]);
+                                          return true;
+                                        },
+                                        PartialSender(), PartialSender()};
+  auto r = (*w)->Execute({&a, &b, &c}, partial);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(got, (std::vector<float>{1, 2, 3}));
+  ASSERT_TRUE(r[0].ok()) << r[0].status().message();
+  EXPECT_TRUE(r[0]->empty());  // the final flag alone
+  // No sender (unary): one response is the answer; two are an error.
+  ASSERT_TRUE(r[1].ok()) << r[1].status().message();
+  EXPECT_EQ(r[1]->at(0).as<float>()[0], 7.0f);
+  EXPECT_EQ(r[2].status().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE((*w)->broken());
+}
+
 TEST_F(PythonWorkerTest, InitializeErrorsAndMissingPythonAreLoadErrors) {
   ASSERT_TRUE(dir_.Write("m/1/model.py",
                          "class TritonPythonModel:\n    def initialize(self, args):\n"

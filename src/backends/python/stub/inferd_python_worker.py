@@ -41,6 +41,7 @@ class Channel:
         self._out_used = 0
         self.out_limit = 1 << 30
         self._send_lock = threading.Lock()
+        self._out_lock = threading.Lock()  # decoupled models may send from their own threads
         self._next_id = 1
         self._answers = {}
 
@@ -94,6 +95,10 @@ class Channel:
 
     def put(self, tensor):
         """Writes a pb_utils.Tensor into the to-server region; returns its descriptor."""
+        with self._out_lock:
+            return self._put(tensor)
+
+    def _put(self, tensor):
         arr = tensor.as_numpy()
         wire = pb_utils._wire_of_dtype(arr.dtype)
         if wire is None:
@@ -125,7 +130,20 @@ class Channel:
     def log(self, level, message):
         self.send({"type": "log", "level": level, "message": message})
 
-    def bls_send(self, request):
+    def send_response(self, index, response, final):
+        """A decoupled model's response to request `index` of the current execute (any thread)."""
+        msg = {"type": "response", "request": index, "final": final}
+        if response is not None and response.has_error():
+            msg["error"] = {"message": response.error().message(), "code": response.error().code()}
+        else:
+            try:
+                msg["outputs"] = [self.put(t) for t in (response.output_tensors() if response is not None else [])]
+            except Exception as e:  # noqa: B902
+                msg["error"] = {"message": _describe(e, ""), "code": 1}
+        msg["out_size"] = self._out_size
+        self.send(msg)
+
+    def bls_send(self, request, decoupled=False):
         inputs = [self.put(t) for t in request.inputs()]
         call_id = self._next_id
         self._next_id += 1
@@ -134,24 +152,40 @@ class Channel:
                    "version": "" if version is None or int(version) < 0 else str(int(version)),
                    "inputs": inputs, "outputs": list(request.requested_output_names()),
                    "request_id": request.request_id(), "parameters": request._parameters,
-                   "timeout_us": int(request.timeout() or 0), "out_size": self._out_size})
+                   "timeout_us": int(request.timeout() or 0), "decoupled": bool(decoupled),
+                   "out_size": self._out_size})
         return call_id
 
+    def _read_bls_answer(self):
+        msg = self.recv()
+        if msg is None:
+            os._exit(0)
+        if msg.get("type") != "bls_result":
+            raise ProtocolError("expected a BLS answer, got '%s'" % msg.get("type"))
+        self.sync_in(msg["in_size"])
+        err = msg.get("error")
+        if err:
+            resp = pb_utils.InferenceResponse(error=pb_utils.TritonError(err["message"], err.get("code", 0)))
+        else:
+            resp = pb_utils.InferenceResponse(output_tensors=[self.get(d) for d in msg["outputs"]])
+        self._answers.setdefault(msg["id"], []).append((resp, msg.get("final", True)))
+
     def bls_wait(self, call_id):
-        while call_id not in self._answers:
-            msg = self.recv()
-            if msg is None:
-                os._exit(0)
-            if msg.get("type") != "bls_result":
-                raise ProtocolError("expected a BLS answer, got '%s'" % msg.get("type"))
-            self.sync_in(msg["in_size"])
-            err = msg.get("error")
-            if err:
-                resp = pb_utils.InferenceResponse(error=pb_utils.TritonError(err["message"], err.get("code", 0)))
-            else:
-                resp = pb_utils.InferenceResponse(output_tensors=[self.get(d) for d in msg["outputs"]])
-            self._answers[msg["id"]] = resp
-        return self._answers.pop(call_id)
+        while not self._answers.get(call_id):
+            self._read_bls_answer()
+        answers = self._answers.pop(call_id)
+        return answers[-1][0]
+
+    def bls_stream(self, call_id):
+        """A decoupled callee's responses as they come; the last one may be empty (it carries the final flag)."""
+        while True:
+            while not self._answers.get(call_id):
+                self._read_bls_answer()
+            resp, final = self._answers[call_id].pop(0)
+            yield resp
+            if final:
+                self._answers.pop(call_id, None)
+                return
 
 
 def _describe(exc, model_file):
@@ -196,12 +230,25 @@ def _run(result, loop):
 def _execute(model, msg, ch, loop, model_file):
     ch.sync_in(msg["in_size"])
     ch.reset_out()
+    decoupled = bool(msg.get("decoupled"))
     requests = []
-    for r in msg["requests"]:
+    for i, r in enumerate(msg["requests"]):
         req = pb_utils.InferenceRequest(model_name=msg.get("model", ""), inputs=[ch.get(d) for d in r["inputs"]],
                                         requested_output_names=r.get("outputs", []), request_id=r.get("id", ""),
                                         parameters=r.get("parameters") or {})
+        req._index, req._decoupled = i, decoupled
         requests.append(req)
+    if decoupled:
+        try:
+            returned = _run(model.execute(requests), loop)
+            if returned is not None:
+                raise pb_utils.TritonModelException(
+                    "execute() of a decoupled model must return None and answer through request.get_response_sender()")
+        except BaseException as e:  # noqa: B902
+            ch.send({"type": "execute_error", "message": _describe(e, model_file), "out_size": ch.out_size()})
+            return
+        ch.send({"type": "executed", "out_size": ch.out_size()})
+        return
     try:
         responses = _run(model.execute(requests), loop)
         if not isinstance(responses, (list, tuple)) or len(responses) != len(requests):

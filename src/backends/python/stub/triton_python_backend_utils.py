@@ -220,14 +220,27 @@ class InferenceResponse:
 
 
 class InferenceResponseSender:
-    """Decoupled models' sender (request.get_response_sender())."""
+    """A decoupled model's way to answer (request.get_response_sender()): send(response, flags) zero or more
+    times, the last call with flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL (response may then be None)."""
 
     def __init__(self, request):
         self._request = request
+        self._closed = False
 
     def send(self, response=None, flags=0):
-        raise TritonModelException("decoupled models are not supported by inferd yet "
-                                   "(model_transaction_policy { decoupled: true } is refused at load)")
+        if not self._request._decoupled:
+            raise TritonModelException("only decoupled models (model_transaction_policy { decoupled: true }) "
+                                       "answer through a response sender; return the responses from execute()")
+        if self._closed:
+            raise TritonModelException("this request's final response was already sent")
+        final = bool(flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        if response is None and not final:
+            raise TritonModelException("send() needs a response or flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL")
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TritonModelException("send() takes an InferenceResponse, not %s" % type(response).__name__)
+        if final:
+            self._closed = True
+        _channel.send_response(self._request._index, response, final)
 
     def is_cancelled(self):
         return False
@@ -254,6 +267,9 @@ class InferenceRequest:
         if not isinstance(parameters, dict):
             raise TritonModelException("parameters must be a dict or a JSON object string")
         self._parameters = parameters
+        self._index = 0  # set by the worker for the requests execute() receives
+        self._decoupled = False
+        self._sender = None
 
     def inputs(self):
         return self._inputs
@@ -289,18 +305,24 @@ class InferenceRequest:
         pass
 
     def get_response_sender(self):
-        return InferenceResponseSender(self)
+        if self._sender is None:
+            self._sender = InferenceResponseSender(self)
+        return self._sender
 
     def exec(self, decoupled=False):
-        if decoupled:
-            raise TritonModelException("BLS calls to decoupled models are not supported by inferd yet")
+        """The called model's response; with decoupled=True an iterator over its responses (the last one
+        may be empty: it only says there are no more)."""
         if _channel is None:
             raise TritonModelException("BLS needs the inferd server")
-        return _channel.bls_wait(_channel.bls_send(self))
+        call_id = _channel.bls_send(self, decoupled)
+        if decoupled:
+            return _channel.bls_stream(call_id)
+        return _channel.bls_wait(call_id)
 
     def async_exec(self, decoupled=False):
         if decoupled:
-            raise TritonModelException("BLS calls to decoupled models are not supported by inferd yet")
+            raise TritonModelException("async_exec(decoupled=True) is not supported by inferd yet: "
+                                       "use exec(decoupled=True)")
         if _channel is None:
             raise TritonModelException("BLS needs the inferd server")
         return _BlsFuture(_channel.bls_send(self))
