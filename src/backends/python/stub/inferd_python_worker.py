@@ -100,6 +100,8 @@ class Channel:
 
     def _put(self, tensor):
         arr = tensor.as_numpy()
+        if arr.dtype.byteorder == ">":  # the wire is little-endian
+            arr = arr.astype(arr.dtype.newbyteorder("<"))
         wire = pb_utils._wire_of_dtype(arr.dtype)
         if wire is None:
             raise pb_utils.TritonModelException("tensor '%s': numpy type %s has no Triton data type"

@@ -46,14 +46,14 @@ def triton_to_numpy_type(data_type):
     return _WIRE_TO_NUMPY[wire]
 
 
+_DTYPE_TO_WIRE = {np.dtype(t): w for w, t in _WIRE_TO_NUMPY.items() if w != "BYTES"}
+
+
 def _wire_of_dtype(dtype):
     dtype = np.dtype(dtype)
     if dtype.kind in ("O", "S", "U"):
         return "BYTES"
-    for wire, np_type in _WIRE_TO_NUMPY.items():
-        if wire != "BYTES" and np.dtype(np_type) == dtype:
-            return wire
-    return None
+    return _DTYPE_TO_WIRE.get(dtype.newbyteorder("=") if dtype.byteorder == ">" else dtype)
 
 
 def numpy_to_triton_type(data_type):
