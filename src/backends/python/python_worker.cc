@@ -24,11 +24,18 @@ def _rd(n):
         os._exit(0)
     return b
 _src = json.loads(_rd(int.from_bytes(_rd(4), 'little')))
-for _name in ('triton_python_backend_utils', 'inferd_python_worker'):
-    _m = types.ModuleType(_name)
-    _m.__file__ = '<inferd>/' + _name + '.py'
-    sys.modules[_name] = _m
-    exec(compile(_src[_name], _m.__file__, 'exec'), _m.__dict__)
+try:
+    for _name in ('triton_python_backend_utils', 'inferd_python_worker'):
+        _m = types.ModuleType(_name)
+        _m.__file__ = '<inferd>/' + _name + '.py'
+        sys.modules[_name] = _m
+        exec(compile(_src[_name], _m.__file__, 'exec'), _m.__dict__)
+except BaseException as _e:
+    import traceback
+    _msg = json.dumps({'type': 'init_error', 'message': 'the Python worker cannot start on ' + sys.executable +
+                       ': ' + ''.join(traceback.format_exception_only(type(_e), _e)).strip()}).encode()
+    s.sendall(len(_msg).to_bytes(4, 'little') + _msg)
+    os._exit(1)
 _fds = (int(sys.argv[2]), int(sys.argv[3]))
 del sys.argv[1:]
 try:
@@ -103,9 +110,11 @@ Result<std::shared_ptr<PythonWorker>> PythonWorker::Start(std::shared_ptr<const 
                {"model_repository", setup->model_dir},
                {"model_version", setup->version},
                {"model_name", setup->model_name}};
-  INFERD_RETURN_IF_ERROR(w->SendInit(init));
-  auto m = w->Next(Clock::now() + setup->init_timeout);
-  if (!m.ok()) return w->Break(m.status(), "initialize()");
+  // A worker that cannot start (no numpy) says why and exits, maybe before
+  // it reads init: its message is read even when sending init failed.
+  Status sent = w->process_->Send(EncodeInit(init));
+  auto m = w->Next(Clock::now() + (sent.ok() ? setup->init_timeout : std::chrono::milliseconds(1000)));
+  if (!m.ok()) return w->Break(sent.ok() ? m.status() : sent, "initialize()");
   if (m->kind == WorkerMessage::Kind::kInitError) {
     w->process_->WaitExit(Clock::now() + std::chrono::seconds(5));
     w->broken_ = true;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <thread>
@@ -201,6 +202,16 @@ TEST_F(PythonWorkerTest, InitializeErrorsAndMissingPythonAreLoadErrors) {
   EXPECT_NE(w.status().message().find("KeyError: 'weights'"), std::string::npos) << w.status().message();
   setup_->python = "/nonexistent/python3";
   EXPECT_FALSE(PythonWorker::Start(setup_, 0).ok());
+  // An interpreter without numpy: the load fails saying so (not just "exited with status 1").
+  ASSERT_TRUE(dir_.Write("fake/numpy/__init__.py", "raise ImportError('no numpy here')\n"));
+  ASSERT_TRUE(
+      dir_.Write("nonumpy.sh", "#!/bin/sh\nPYTHONPATH=" + dir_.Join("fake") + " exec /usr/bin/python3 \"$@\"\n"));
+  ASSERT_EQ(chmod(dir_.Join("nonumpy.sh").c_str(), 0755), 0);
+  setup_->python = dir_.Join("nonumpy.sh");
+  w = PythonWorker::Start(setup_, 0);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("cannot start"), std::string::npos) << w.status().message();
+  EXPECT_NE(w.status().message().find("no numpy here"), std::string::npos) << w.status().message();
 }
 
 }  // namespace
