@@ -80,7 +80,8 @@ BLS = """
                 model = json.loads(request.parameters()).get("model", "py_add_sub")
                 call = pb_utils.InferenceRequest(
                     model_name=model, requested_output_names=["OUTPUT0", "OUTPUT1"],
-                    inputs=[pb_utils.Tensor("INPUT0", in_0.as_numpy()), pb_utils.Tensor("INPUT1", in_1.as_numpy())])
+                    inputs=[pb_utils.Tensor("INPUT0", in_0.as_numpy()), pb_utils.Tensor("INPUT1", in_1.as_numpy())],
+                    preferred_memory=pb_utils.PreferredMemory(pb_utils.TRITONSERVER_MEMORY_CPU, 0))
                 sync = call.exec()
                 if sync.has_error():
                     responses.append(pb_utils.InferenceResponse(
@@ -142,6 +143,7 @@ PREPROCESS = """
 # Decoupled, like Triton's examples/decoupled repeat model: one response per element of IN, sent from a thread
 # after execute() returned, then the final flag alone.
 REPEAT = """
+    import json
     import threading
 
     import numpy as np
@@ -149,6 +151,10 @@ REPEAT = """
 
 
     class TritonPythonModel:
+        def initialize(self, args):
+            if not pb_utils.using_decoupled_model_transaction_policy(json.loads(args["model_config"])):
+                raise pb_utils.TritonModelException("this model needs model_transaction_policy { decoupled: true }")
+
         def execute(self, requests):
             for request in requests:
                 values = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()

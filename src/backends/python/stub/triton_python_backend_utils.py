@@ -367,6 +367,62 @@ def get_output_config_by_name(model_config, name):
     return None
 
 
+def using_decoupled_model_transaction_policy(model_config):
+    """True when the config says model_transaction_policy { decoupled: true }."""
+    return bool(model_config.get("model_transaction_policy", {}).get("decoupled", False))
+
+
+TRITONSERVER_MEMORY_CPU = 0
+TRITONSERVER_MEMORY_CPU_PINNED = 1
+TRITONSERVER_MEMORY_GPU = 2
+
+
+class PreferredMemory:
+    """Where BLS outputs should live (InferenceRequest(..., preferred_memory=...)): inferd's are always CPU."""
+
+    def __init__(self, preferred_memory_type, preferred_device_id=0):
+        self.preferred_memory_type = preferred_memory_type
+        self.preferred_device_id = preferred_device_id
+
+
+class Metric:
+    """One labelled series of a MetricFamily. inferd keeps its value in the worker (not exported yet)."""
+
+    def __init__(self, family, labels):
+        self._family = family
+        self._labels = dict(labels or {})
+        self._value = 0.0
+        self._sum, self._count = 0.0, 0
+
+    def increment(self, value):
+        if self._family.kind == MetricFamily.COUNTER and value < 0:
+            raise TritonModelException("a counter only goes up")
+        self._value += value
+
+    def set(self, value):
+        if self._family.kind == MetricFamily.COUNTER:
+            raise TritonModelException("set() is for gauges")
+        self._value = value
+
+    def observe(self, value):
+        self._sum += value
+        self._count += 1
+
+    def value(self):
+        return self._value
+
+
+class MetricFamily:
+    """Triton's custom metrics API; values stay in the worker (inferd does not export them yet)."""
+    COUNTER, GAUGE, HISTOGRAM = 0, 1, 2
+
+    def __init__(self, name, description, kind):
+        self.name, self.description, self.kind = name, description, kind
+
+    def Metric(self, labels=None, buckets=None):  # noqa: N802 (Triton's name)
+        return Metric(self, labels)
+
+
 class Logger:
     """pb_utils.Logger.log_info("...") etc.: lines in the server's log."""
     INFO, WARNING, ERROR, VERBOSE = 0, 1, 2, 3
