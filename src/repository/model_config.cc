@@ -362,6 +362,7 @@ std::string RenderModelConfigJson(std::string_view original_text, const ModelSpe
     for (int size : s.batching.preferred_batch_sizes) b->add_preferred_batch_size(size);
     b->set_max_queue_delay_microseconds(s.batching.max_queue_delay_us);
   }
+  if (s.decoupled) c.mutable_model_transaction_policy()->set_decoupled(true);  // also when auto-completed
   if (c.instance_group_size() == 0) {
     auto* g = c.add_instance_group();
     g->set_count(s.instance_count);

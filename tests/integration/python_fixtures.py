@@ -65,7 +65,6 @@ ADD_SUB_CONFIG = """
 # BLS as in Triton's examples/bls: calls another model from execute(), sync and async.
 BLS = """
     import asyncio
-    import json
 
     import numpy as np
     import triton_python_backend_utils as pb_utils
@@ -77,10 +76,11 @@ BLS = """
             for request in requests:
                 in_0 = pb_utils.get_input_tensor_by_name(request, "INPUT0")
                 in_1 = pb_utils.get_input_tensor_by_name(request, "INPUT1")
-                model = json.loads(request.parameters()).get("model", "py_add_sub")
+                # As Triton's BLS example: the called model's name from a BYTES input (numpy gives bytes),
+                # the request's own input tensors passed on as they are.
+                model = pb_utils.get_input_tensor_by_name(request, "MODEL_NAME").as_numpy()[0]
                 call = pb_utils.InferenceRequest(
-                    model_name=model, requested_output_names=["OUTPUT0", "OUTPUT1"],
-                    inputs=[pb_utils.Tensor("INPUT0", in_0.as_numpy()), pb_utils.Tensor("INPUT1", in_1.as_numpy())],
+                    model_name=model, requested_output_names=["OUTPUT0", "OUTPUT1"], inputs=[in_0, in_1],
                     preferred_memory=pb_utils.PreferredMemory(pb_utils.TRITONSERVER_MEMORY_CPU, 0))
                 sync = call.exec()
                 if sync.has_error():
@@ -210,7 +210,8 @@ def make(repo):
         name: "py_bls"
         backend: "python"
         input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
-                { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]
+                { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] },
+                { name: "MODEL_NAME" data_type: TYPE_STRING dims: [ 1 ] } ]
         output [ { name: "SUM" data_type: TYPE_FP32 dims: [ 4 ] },
                  { name: "DIFF" data_type: TYPE_FP32 dims: [ 4 ] },
                  { name: "SAME" data_type: TYPE_BOOL dims: [ 1 ] } ]

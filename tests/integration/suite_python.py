@@ -115,21 +115,25 @@ class PythonBackend(unittest.TestCase):
     def test_bls_calls_another_model_sync_and_async(self):
         a = np.array([1, 2, 3, 4], np.float32)
         b = np.array([0.5, 0.5, 0.5, 0.5], np.float32)
-        st, js = C.SERVER.post_json("/v2/models/py_bls/infer", ic.v2_json_request({"INPUT0": a, "INPUT1": b}))
+
+        def call(model):
+            body = ic.v2_json_request({"INPUT0": a, "INPUT1": b})
+            body["inputs"].append(bytes_input("MODEL_NAME", [1], [model]))
+            return C.SERVER.post_json("/v2/models/py_bls/infer", body)
+
+        st, js = call("py_add_sub")
         self.assertEqual(st, 200, js)
         outs = {o["name"]: o["data"] for o in js["outputs"]}
         self.assertEqual(outs["SUM"], (a + b).tolist())
         self.assertEqual(outs["DIFF"], (a - b).tolist())
         self.assertEqual(outs["SAME"], [True])
         # A BLS call to a model that does not exist: the model sees the error and answers with it.
-        st, js = C.SERVER.post_json("/v2/models/py_bls/infer", ic.v2_json_request(
-            {"INPUT0": a, "INPUT1": b}, params={"model": "no_such_model"}))
+        st, js = call("no_such_model")
         self.assertEqual(st, 500, js)
         self.assertIn("BLS call failed", js["error"])
         self.assertIn("no_such_model", js["error"])
         # BLS into a TorchScript model with the wrong inputs: the callee's validation error comes back.
-        st, js = C.SERVER.post_json("/v2/models/py_bls/infer", ic.v2_json_request(
-            {"INPUT0": a, "INPUT1": b}, params={"model": "mlp"}))
+        st, js = call("mlp")
         self.assertEqual(st, 500, js)
         self.assertIn("BLS call failed", js["error"])
 

@@ -206,6 +206,10 @@ class PythonBackend final : public Backend {
     INFERD_RETURN_IF_ERROR(ReadTensors(doc, "input", &spec->inputs));
     INFERD_RETURN_IF_ERROR(ReadTensors(doc, "output", &spec->outputs));
     if (doc.HasMember("dynamic_batching") && spec->max_batch_size > 0) spec->batching.dynamic = true;
+    if (auto p = doc.FindMember("model_transaction_policy"); p != doc.MemberEnd() && p->value.IsObject()) {
+      auto d = p->value.FindMember("decoupled");
+      if (d != p->value.MemberEnd() && d->value.IsBool()) spec->decoupled = d->value.GetBool();
+    }
     if (spec->inputs.empty()) return Status::InvalidArgument("auto_complete_config added no inputs");
     spec->auto_completed = true;
     return Status::OK();

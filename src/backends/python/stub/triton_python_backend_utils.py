@@ -43,7 +43,7 @@ def triton_to_numpy_type(data_type):
     wire = _ENUM_TO_WIRE.get(data_type)
     if wire is None or wire == "BF16":
         return None
-    return _WIRE_TO_NUMPY[wire]
+    return _WIRE_TO_NUMPY[wire]  # 13 (BYTES): numpy.object_
 
 
 _DTYPE_TO_WIRE = {np.dtype(t): w for w, t in _WIRE_TO_NUMPY.items() if w != "BYTES"}
@@ -242,6 +242,10 @@ class InferenceResponseSender:
             self._closed = True
         _channel.send_response(self._request._index, response, final)
 
+    def close(self):
+        """Older Triton's way to say no more responses will come (send(flags=FINAL))."""
+        self.send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
     def is_cancelled(self):
         return False
 
@@ -252,10 +256,11 @@ class InferenceRequest:
 
     def __init__(self, model_name=None, inputs=None, requested_output_names=None, request_id="", correlation_id=0,
                  model_version=-1, flags=0, timeout=0, preferred_memory=None, trace=None, parameters=None):
-        self._model_name = model_name or ""
+        model_name = model_name or ""
+        self._model_name = model_name.decode("utf-8") if isinstance(model_name, (bytes, np.bytes_)) else str(model_name)
         self._inputs = list(inputs or [])
-        self._requested = list(requested_output_names or [])
-        self._request_id = request_id or ""
+        self._requested = [n.decode("utf-8") if isinstance(n, bytes) else str(n) for n in requested_output_names or []]
+        self._request_id = request_id.decode("utf-8") if isinstance(request_id, bytes) else str(request_id or "")
         self._correlation_id = correlation_id
         self._model_version = model_version
         self._flags = flags
@@ -318,6 +323,12 @@ class InferenceRequest:
         if decoupled:
             return _channel.bls_stream(call_id)
         return _channel.bls_wait(call_id)
+
+    def stream_exec(self):
+        """Older Triton's name for exec(decoupled=True); the empty last response is left out."""
+        for resp in self.exec(decoupled=True):
+            if resp.has_error() or resp.output_tensors():
+                yield resp
 
     def async_exec(self, decoupled=False):
         if decoupled:
@@ -451,10 +462,13 @@ class Logger:
 
 
 class ModelConfig:
-    """What auto_complete_config receives and returns."""
+    """What auto_complete_config receives and returns. Misuse raises ValueError, as in Triton."""
 
     def __init__(self, model_config):
         self._config = json.loads(model_config) if isinstance(model_config, str) else dict(model_config)
+        self._config.setdefault("input", [])
+        self._config.setdefault("output", [])
+        self._config.setdefault("max_batch_size", 0)
 
     def as_dict(self):
         return self._config
@@ -463,29 +477,52 @@ class ModelConfig:
         return int(self._config.get("max_batch_size", 0))
 
     def set_max_batch_size(self, max_batch_size):
+        if self.max_batch_size() > int(max_batch_size):
+            raise ValueError("config.pbtxt of model '%s' sets max_batch_size %d, more than auto_complete_config's %d"
+                             % (self._config.get("name", ""), self.max_batch_size(), int(max_batch_size)))
         self._config["max_batch_size"] = int(max_batch_size)
 
     def set_dynamic_batching(self):
+        for other in ("sequence_batching", "ensemble_scheduling"):
+            if other in self._config:
+                raise ValueError("model '%s' already uses %s" % (self._config.get("name", ""), other))
         self._config.setdefault("dynamic_batching", {})
 
-    def _add(self, key, tensor):
+    def _add(self, key, tensor, allowed):
+        if not isinstance(tensor, dict):
+            raise ValueError("%s must be a dict" % key)
+        for prop in tensor:
+            if prop not in allowed:
+                raise ValueError("%s '%s' has property '%s' (allowed: %s)"
+                                 % (key, tensor.get("name", ""), prop, ", ".join(allowed)))
         for field in ("name", "data_type", "dims"):
             if field not in tensor:
-                raise TritonModelException("%s is missing '%s'" % (key, field))
-        existing = [t for t in self._config.setdefault(key, []) if t.get("name") == tensor["name"]]
-        if existing:
-            if existing[0].get("data_type") != tensor["data_type"] or \
-                    [int(d) for d in existing[0].get("dims", [])] != [int(d) for d in tensor["dims"]]:
-                raise TritonModelException("%s '%s' differs from the one in config.pbtxt" % (key, tensor["name"]))
+                raise ValueError("%s '%s' is missing '%s'" % (key, tensor.get("name", ""), field))
+        for existing in self._config[key]:
+            if existing.get("name") != tensor["name"]:
+                continue
+            if existing.get("data_type", "TYPE_INVALID") not in ("TYPE_INVALID", tensor["data_type"]):
+                raise ValueError("%s '%s': config.pbtxt says %s, the model %s"
+                                 % (key, tensor["name"], existing["data_type"], tensor["data_type"]))
+            if existing.get("dims") and [int(d) for d in existing["dims"]] != [int(d) for d in tensor["dims"]]:
+                raise ValueError("%s '%s': config.pbtxt says dims %s, the model %s"
+                                 % (key, tensor["name"], existing["dims"], tensor["dims"]))
+            existing.update(tensor)
             return
-        self._config[key].append({"name": tensor["name"], "data_type": tensor["data_type"],
-                                  "dims": [int(d) for d in tensor["dims"]]})
+        self._config[key].append(dict(tensor))
 
     def add_input(self, input):  # noqa: A002 (Triton's parameter name)
-        self._add("input", input)
+        self._add("input", input, ("name", "data_type", "dims", "optional"))
 
     def add_output(self, output):
-        self._add("output", output)
+        self._add("output", output, ("name", "data_type", "dims"))
 
     def set_model_transaction_policy(self, transaction_policy_dict):
-        self._config["model_transaction_policy"] = dict(transaction_policy_dict)
+        for prop in transaction_policy_dict:
+            if prop != "decoupled":
+                raise ValueError("model_transaction_policy has only 'decoupled', not '%s'" % prop)
+        policy = self._config.setdefault("model_transaction_policy", {})
+        if "decoupled" in transaction_policy_dict:
+            if "decoupled" in policy and bool(policy["decoupled"]) != bool(transaction_policy_dict["decoupled"]):
+                raise ValueError("config.pbtxt already sets decoupled to %s" % policy["decoupled"])
+            policy["decoupled"] = bool(transaction_policy_dict["decoupled"])
