@@ -103,6 +103,23 @@ class Pipelines(unittest.TestCase):
         self.assertEqual(st, 200, js)
         self.assertEqual(js["outputs"][0]["data"], [2.0] * 8)
 
+    def test_under_on_demand_residency_an_ensemble_loads_its_steps_on_its_first_request(self):
+        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-residency", "on-demand", "--memory-budget", "2GiB")
+        try:
+            states = lambda: {e["name"]: e["state"] for e in server.post_json("/v2/repository/index", {})[1]}  # noqa
+            before = states()
+            self.assertEqual((before["pipe_three"], before["py_preprocess"], before["mlp"]),
+                             ("UNAVAILABLE", "UNAVAILABLE", "UNAVAILABLE"))
+            st, js = server.post_json("/v2/models/pipe_three/infer", {"inputs": [
+                {"name": "csv", "datatype": "BYTES", "shape": [1, 1], "data": [",".join(["0.5"] * 8)]}],
+                "outputs": [{"name": "label"}]})
+            self.assertEqual(st, 200, js)
+            self.assertIn(js["outputs"][0]["data"][0], ["cat", "dog", "bird", "others"])
+            after = states()
+            self.assertEqual((after["pipe_three"], after["py_preprocess"], after["mlp"]), ("READY", "READY", "READY"))
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_output_rules_match_numpy_and_are_listed_in_the_metadata(self):
         x = np.random.default_rng(9).standard_normal((6, 8)).astype(np.float32) * 3
         logits = C.torch_ref("mlp", x)
