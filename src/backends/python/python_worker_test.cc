@@ -37,6 +37,14 @@ class TritonPythonModel:
             if mode == "refuse":
                 out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("refused", pb_utils.TritonError.INVALID_ARG)))
                 continue
+            if mode == "bls_threads":
+                from concurrent.futures import ThreadPoolExecutor
+                def call(k):
+                    resp = pb_utils.InferenceRequest(model_name="other", requested_output_names=["z"],
+                                                     inputs=[pb_utils.Tensor("z_in", x + k)]).exec()
+                    return pb_utils.get_output_tensor_by_name(resp, "z").as_numpy().copy()
+                with ThreadPoolExecutor(4) as pool:
+                    x = sum(pool.map(call, range(8)))
             if mode == "bls":
                 resp = pb_utils.InferenceRequest(model_name="other", requested_output_names=["z"],
                                                  inputs=[pb_utils.Tensor("z_in", x + 1)]).exec()
@@ -134,6 +142,15 @@ TEST_F(PythonWorkerTest, BlsCallsGoThroughTheSubmitter) {
   auto results = (*w)->Execute({&a});
   ASSERT_TRUE(results[0].ok()) << results[0].status().message();
   EXPECT_EQ((*results[0])[0].as<float>()[1], 60.0f);  // (2 + 1) * 10 * 2
+}
+
+TEST_F(PythonWorkerTest, BlsCallsFromSeveralThreadsOfTheModelEachGetTheirAnswer) {
+  auto w = PythonWorker::Start(setup_, 0);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  InferRequest a = Request({1}, "bls_threads");
+  auto results = (*w)->Execute({&a});
+  ASSERT_TRUE(results[0].ok()) << results[0].status().message();
+  EXPECT_EQ((*results[0])[0].as<float>()[0], 2 * 10 * (8 * 1 + 28));  // sum over k of 10 * (1 + k), doubled
 }
 
 TEST_F(PythonWorkerTest, ACrashOrAHangBreaksTheWorkerAndKillsIt) {

@@ -10,6 +10,7 @@ size in every message.
 """
 import asyncio
 import inspect
+import itertools
 import json
 import mmap
 import os
@@ -42,8 +43,9 @@ class Channel:
         self.out_limit = 1 << 30
         self._send_lock = threading.Lock()
         self._out_lock = threading.Lock()  # decoupled models may send from their own threads
-        self._next_id = 1
+        self._ids = itertools.count(1)
         self._answers = {}
+        self._read_lock = threading.Lock()  # BLS calls may come from several of the model's threads
 
     # Framing.
     def send(self, obj):
@@ -147,8 +149,7 @@ class Channel:
 
     def bls_send(self, request, decoupled=False):
         inputs = [self.put(t) for t in request.inputs()]
-        call_id = self._next_id
-        self._next_id += 1
+        call_id = next(self._ids)
         version = request.model_version()
         self.send({"type": "bls", "id": call_id, "model": request.model_name(),
                    "version": "" if version is None or int(version) < 0 else str(int(version)),
@@ -172,17 +173,21 @@ class Channel:
             resp = pb_utils.InferenceResponse(output_tensors=[self.get(d) for d in msg["outputs"]])
         self._answers.setdefault(msg["id"], []).append((resp, msg.get("final", True)))
 
-    def bls_wait(self, call_id):
+    def _await_answer(self, call_id):
         while not self._answers.get(call_id):
-            self._read_bls_answer()
+            with self._read_lock:
+                if not self._answers.get(call_id):
+                    self._read_bls_answer()
+
+    def bls_wait(self, call_id):
+        self._await_answer(call_id)
         answers = self._answers.pop(call_id)
         return answers[-1][0]
 
     def bls_stream(self, call_id):
         """A decoupled callee's responses as they come; the last one may be empty (it carries the final flag)."""
         while True:
-            while not self._answers.get(call_id):
-                self._read_bls_answer()
+            self._await_answer(call_id)
             resp, final = self._answers[call_id].pop(0)
             yield resp
             if final:
