@@ -17,8 +17,8 @@
 #include "backends/backend.h"
 #include "core/clock.h"
 #include "core/model_spec.h"
-#include "metrics/model_stats.h"
 #include "core/request_submitter.h"
+#include "metrics/model_stats.h"
 #include "scheduler/scheduler.h"
 
 namespace inferd {
