@@ -1,6 +1,8 @@
 #include "backends/python/python_backend.h"
 
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -139,17 +141,36 @@ Result<ModelSetup> MakeSetup(const ModelSpec& spec, const std::string& version_d
 
 // The config JSON auto_complete_config starts from: what config.pbtxt gave.
 std::string ConfigJsonForAutoComplete(const ModelSpec& spec) {
-  std::string out = "{\"name\":\"" + spec.name +
-                    "\",\"backend\":\"python\",\"max_batch_size\":" + std::to_string(spec.max_batch_size) +
-                    ",\"input\":[],\"output\":[";
-  for (size_t i = 0; i < spec.outputs.size(); ++i) {
-    const auto& o = spec.outputs[i];
-    out += std::string(i ? "," : "") + "{\"name\":\"" + o.name + "\",\"data_type\":\"" +
-           std::string(DataTypeToConfig(o.dtype)) + "\",\"dims\":[";
-    for (size_t k = 0; k < o.dims.size(); ++k) out += (k ? "," : "") + std::to_string(o.dims[k]);
-    out += "]}";
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  w.StartObject();
+  w.Key("name");
+  w.String(spec.name.c_str());
+  w.Key("backend");
+  w.String("python");
+  w.Key("max_batch_size");
+  w.Int(spec.max_batch_size);
+  w.Key("input");
+  w.StartArray();
+  w.EndArray();
+  w.Key("output");
+  w.StartArray();
+  for (const auto& o : spec.outputs) {
+    w.StartObject();
+    w.Key("name");
+    w.String(o.name.c_str());
+    w.Key("data_type");
+    const std::string dt(DataTypeToConfig(o.dtype));
+    w.String(dt.c_str());
+    w.Key("dims");
+    w.StartArray();
+    for (int64_t d : o.dims) w.Int64(d);
+    w.EndArray();
+    w.EndObject();
   }
-  return out + "]}";
+  w.EndArray();
+  w.EndObject();
+  return std::string(sb.GetString(), sb.GetSize());
 }
 
 Status ReadTensors(const rapidjson::Value& config, const char* key, std::vector<TensorSpec>* out) {

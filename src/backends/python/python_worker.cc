@@ -87,13 +87,13 @@ Result<std::shared_ptr<PythonWorker>> PythonWorker::Spawn(std::shared_ptr<const 
     w->to_worker_ = std::move(to_worker);
   }
   Status st = w->process_->Send(SourcesMessage());
-  if (!st.ok()) return w->Break(st, "start");
+  if (!st.ok()) return w->Break(st, "start", w->setup_->init_timeout);
   return w;
 }
 
 Status PythonWorker::SendInit(const InitMessage& init) {
   Status st = process_->Send(EncodeInit(init));
-  return st.ok() ? st : Break(st, "initialize()");
+  return st.ok() ? st : Break(st, "initialize()", setup_->init_timeout);
 }
 
 Result<std::shared_ptr<PythonWorker>> PythonWorker::Start(std::shared_ptr<const ModelSetup> setup, int instance) {
@@ -114,14 +114,15 @@ Result<std::shared_ptr<PythonWorker>> PythonWorker::Start(std::shared_ptr<const 
   // it reads init: its message is read even when sending init failed.
   Status sent = w->process_->Send(EncodeInit(init));
   auto m = w->Next(Clock::now() + (sent.ok() ? setup->init_timeout : std::chrono::milliseconds(1000)));
-  if (!m.ok()) return w->Break(sent.ok() ? m.status() : sent, "initialize()");
+  if (!m.ok()) return w->Break(sent.ok() ? m.status() : sent, "initialize()", w->setup_->init_timeout);
   if (m->kind == WorkerMessage::Kind::kInitError) {
     w->process_->WaitExit(Clock::now() + std::chrono::seconds(5));
     w->broken_ = true;
     return Status::InvalidArgument("model.py: initialize failed: " + m->text);
   }
   if (m->kind != WorkerMessage::Kind::kReady)
-    return w->Break(Status::Internal("unexpected message during initialize()"), "initialize()");
+    return w->Break(Status::Internal("unexpected message during initialize()"), "initialize()",
+                    w->setup_->init_timeout);
   return w;
 }
 
@@ -137,7 +138,7 @@ Result<std::pair<std::string, bool>> PythonWorker::AutoCompleteConfig(const Mode
   init.args = {{"model_config", setup.config_json}};
   INFERD_RETURN_IF_ERROR(w->SendInit(init));
   auto m = w->Next(Clock::now() + setup.init_timeout);
-  if (!m.ok()) return w->Break(m.status(), "auto_complete_config()");
+  if (!m.ok()) return w->Break(m.status(), "auto_complete_config()", w->setup_->init_timeout);
   w->process_->WaitExit(Clock::now() + std::chrono::seconds(5));
   w->broken_ = true;
   if (m->kind == WorkerMessage::Kind::kInitError)
@@ -151,17 +152,15 @@ PythonWorker::~PythonWorker() {
   if (process_ && !stopped_ && !broken_) Stop();  // no process_: its spawn failed
 }
 
-Status PythonWorker::Break(const Status& why, const char* during) {
+Status PythonWorker::Break(const Status& why, const std::string& during, std::chrono::milliseconds limit) {
   broken_ = true;
   std::string what;
   if (why.code() == StatusCode::kDeadlineExceeded) {
     process_->Kill();
     process_->WaitExit(Clock::now() + std::chrono::seconds(10));
-    return Status::DeadlineExceeded(
-        label_ + ": " + during + " did not return within " +
-        Seconds(std::string_view(during) == "initialize()" ? setup_->init_timeout : setup_->execute_timeout) +
-        "; the Python worker (pid " + std::to_string(process_->pid()) +
-        ") was killed and starts again for the next request");
+    return Status::DeadlineExceeded(label_ + ": " + during + " did not return within " + Seconds(limit) +
+                                    "; the Python worker (pid " + std::to_string(process_->pid()) +
+                                    ") was killed and starts again for the next request");
   }
   if (why.code() == StatusCode::kUnavailable) {
     // The socket closed: the process ended; give it a moment to be reaped.
@@ -242,7 +241,7 @@ std::vector<Result<std::vector<Tensor>>> PythonWorker::Execute(const std::vector
     return results;
   };
   Status st = process_->Send(EncodeExecute(setup_->model_name, in_size, sent, setup_->decoupled));
-  if (!st.ok()) return fail_sent(Break(st, "execute()"));
+  if (!st.ok()) return fail_sent(Break(st, "execute()", setup_->execute_timeout));
   const auto deadline = Clock::now() + setup_->execute_timeout;
   if (setup_->decoupled) {
     std::vector<PartialSender> sent_partial;
@@ -252,7 +251,7 @@ std::vector<Result<std::vector<Tensor>>> PythonWorker::Execute(const std::vector
   }
   for (;;) {
     auto m = Next(deadline);
-    if (!m.ok()) return fail_sent(Break(m.status(), "execute()"));
+    if (!m.ok()) return fail_sent(Break(m.status(), "execute()", setup_->execute_timeout));
     switch (m->kind) {
       case WorkerMessage::Kind::kBls:
         HandleBls(m->bls);
@@ -263,12 +262,13 @@ std::vector<Result<std::vector<Tensor>>> PythonWorker::Execute(const std::vector
         if (m->answers.size() != sent.size())
           return fail_sent(Break(Status::Internal("answered " + std::to_string(m->answers.size()) + " of " +
                                                   std::to_string(sent.size()) + " requests"),
-                                 "execute()"));
+                                 "execute()", setup_->execute_timeout));
         for (size_t k = 0; k < sent.size(); ++k) results[sent_index[k]] = CopyOutputs(m->answers[k]);
         return results;
       }
       default:
-        return fail_sent(Break(Status::Internal("unexpected message during execute()"), "execute()"));
+        return fail_sent(
+            Break(Status::Internal("unexpected message during execute()"), "execute()", setup_->execute_timeout));
     }
   }
 }
@@ -303,7 +303,8 @@ void PythonWorker::CollectDecoupled(const std::vector<size_t>& sent_index, const
   while (!executed || open > 0) {
     auto m = Next(deadline);
     if (!m.ok()) {
-      Status why = Break(m.status(), executed ? "the responses of a decoupled execute()" : "execute()");
+      Status why =
+          Break(m.status(), executed ? "the responses of a decoupled execute()" : "execute()", setup_->execute_timeout);
       for (size_t k = 0; k < n; ++k) finish(k, why);
       return;
     }
@@ -320,7 +321,8 @@ void PythonWorker::CollectDecoupled(const std::vector<size_t>& sent_index, const
       case WorkerMessage::Kind::kResponse: {
         const size_t k = m->request;
         if (k >= n || done[k]) {
-          Status why = Break(Status::Internal("a response to a request that is not open"), "execute()");
+          Status why =
+              Break(Status::Internal("a response to a request that is not open"), "execute()", setup_->execute_timeout);
           for (size_t j = 0; j < n; ++j) finish(j, why);
           return;
         }
@@ -353,7 +355,8 @@ void PythonWorker::CollectDecoupled(const std::vector<size_t>& sent_index, const
         continue;
       }
       default: {
-        Status why = Break(Status::Internal("unexpected message during execute()"), "execute()");
+        Status why =
+            Break(Status::Internal("unexpected message during execute()"), "execute()", setup_->execute_timeout);
         for (size_t k = 0; k < n; ++k) finish(k, why);
         return;
       }

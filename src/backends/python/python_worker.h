@@ -87,8 +87,9 @@ class PythonWorker : public std::enable_shared_from_this<PythonWorker> {
   // A decoupled execute: responses until every sent request got its last.
   void CollectDecoupled(const std::vector<size_t>& sent_index, const std::vector<PartialSender>& partial,
                         WorkerProcess::Deadline deadline, std::vector<Result<std::vector<Tensor>>>* results);
-  // The process is beyond use: kill it, reap it, say why.
-  Status Break(const Status& why, const char* during);
+  // The process is beyond use: kill it, reap it, say why. `limit`: the
+  // timeout the failed wait ran under (named when it expired).
+  Status Break(const Status& why, const std::string& during, std::chrono::milliseconds limit);
 
   std::shared_ptr<const ModelSetup> setup_;
   std::unique_ptr<WorkerProcess> process_;
