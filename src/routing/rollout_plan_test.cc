@@ -1,0 +1,103 @@
+#include "routing/rollout_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace inferd {
+namespace {
+
+using std::chrono::seconds;
+
+RolloutSpec Spec() {
+  RolloutSpec s;
+  s.version = "4";
+  s.steps = {5, 25, 50, 100};
+  s.interval = seconds(10);
+  s.min_requests = 100;
+  return s;
+}
+
+IntervalStats Good(uint64_t n = 1000) { return IntervalStats{n, 0, 900, std::nullopt}; }
+
+TEST(RolloutPlan, AGoodVersionIsPromotedThroughEveryStep) {
+  TimePoint t{};
+  RolloutState s = StartRollout(Spec(), t);
+  EXPECT_EQ(s.canary_percent(), 5u);
+  for (uint32_t want : {25u, 50u, 100u}) {
+    t += seconds(10);
+    s = JudgeInterval(s, Good(), Good(), t);
+    EXPECT_EQ(s.phase, RolloutPhase::kRunning);
+    EXPECT_EQ(s.canary_percent(), want);
+  }
+  t += seconds(10);
+  s = JudgeInterval(s, Good(), Good(), t);
+  EXPECT_EQ(s.phase, RolloutPhase::kPromoted);
+  EXPECT_EQ(s.canary_percent(), 100u);
+  EXPECT_EQ(s.events.back().what, "promoted");
+  EXPECT_EQ(s.events.size(), 5u);  // 4 steps + promoted
+  // Finished: nothing changes it any more.
+  RolloutState again = JudgeInterval(s, IntervalStats{1000, 1000, 1, std::nullopt}, Good(), t + seconds(10));
+  EXPECT_EQ(again.phase, RolloutPhase::kPromoted);
+}
+
+TEST(RolloutPlan, EachFailingCheckRollsBackAtOnceWithTheNumbers) {
+  struct Case {
+    IntervalStats canary;
+    const char* why;
+  } cases[] = {
+      {{1000, 120, 900, std::nullopt}, "error rate 0.120 vs stable 0.000 (max +0.010)"},
+      {{1000, 0, 9000, std::nullopt}, "p99 9000 us vs stable 900 us (max x1.50)"},
+      {{1000, 0, 900, 0.5}, "outputs agree on 0.500 of compared requests (min 0.990)"},
+      // Errors count even before the canary has its minimum of requests.
+      {{40, 30, 900, std::nullopt}, "error rate 0.750"},
+  };
+  for (const auto& c : cases) {
+    TimePoint t{};
+    RolloutState s = StartRollout(Spec(), t);
+    s = JudgeInterval(s, Good(), Good(), t + seconds(10));  // step 2
+    s = JudgeInterval(s, c.canary, Good(), t + seconds(20));
+    EXPECT_EQ(s.phase, RolloutPhase::kRolledBack) << c.why;
+    EXPECT_EQ(s.canary_percent(), 0u);
+    EXPECT_NE(s.reason.find(c.why), std::string::npos) << s.reason;
+    EXPECT_NE(s.events.back().what.find("rolled back: "), std::string::npos);
+  }
+}
+
+TEST(RolloutPlan, TooFewCanaryRequestsWaitAtTheSameStep) {
+  TimePoint t{};
+  RolloutState s = StartRollout(Spec(), t);
+  s = JudgeInterval(s, Good(30), Good(), t + seconds(10));
+  EXPECT_EQ(s.phase, RolloutPhase::kRunning);
+  EXPECT_EQ(s.canary_percent(), 5u);
+  EXPECT_EQ(s.step_started, t + seconds(10));
+  EXPECT_EQ(s.events.back().what, "waiting: 30 of 100 canary requests");
+  // A slow canary with too few requests is not judged on p99 yet.
+  s = JudgeInterval(s, IntervalStats{10, 0, 90000, std::nullopt}, Good(), t + seconds(20));
+  EXPECT_EQ(s.phase, RolloutPhase::kRunning);
+}
+
+TEST(RolloutPlan, AnAbortEndsARunningRolloutOnly) {
+  TimePoint t{};
+  RolloutState s = AbortRollout(StartRollout(Spec(), t), "version 4 was removed from the repository", t);
+  EXPECT_EQ(s.phase, RolloutPhase::kAborted);
+  EXPECT_EQ(s.canary_percent(), 0u);
+  EXPECT_EQ(s.events.back().what, "aborted: version 4 was removed from the repository");
+}
+
+TEST(RolloutPlan, SpecsAreValidated) {
+  EXPECT_TRUE(ValidateRolloutSpec(Spec()).ok());
+  auto bad = [](auto edit) {
+    RolloutSpec s = Spec();
+    edit(s);
+    return ValidateRolloutSpec(s);
+  };
+  EXPECT_FALSE(bad([](RolloutSpec& s) { s.steps = {5, 25, 50}; }).ok());
+  EXPECT_FALSE(bad([](RolloutSpec& s) { s.steps = {25, 5, 100}; }).ok());
+  EXPECT_FALSE(bad([](RolloutSpec& s) { s.steps = {0, 100}; }).ok());
+  EXPECT_FALSE(bad([](RolloutSpec& s) { s.interval = seconds(-1); }).ok());
+  EXPECT_FALSE(bad([](RolloutSpec& s) { s.version.clear(); }).ok());
+  EXPECT_FALSE(bad([](RolloutSpec& s) { s.checks.max_p99_ratio = 0.5; }).ok());
+  EXPECT_FALSE(bad([](RolloutSpec& s) { s.checks.min_agreement = 2; }).ok());
+}
+
+}  // namespace
+}  // namespace inferd
