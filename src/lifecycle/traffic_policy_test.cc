@@ -1,4 +1,4 @@
-#include "routing/traffic_policy.h"
+#include "lifecycle/traffic_policy.h"
 
 #include <gtest/gtest.h>
 

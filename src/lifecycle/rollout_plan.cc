@@ -1,4 +1,4 @@
-#include "routing/rollout_plan.h"
+#include "lifecycle/rollout_plan.h"
 
 #include <cmath>
 #include <cstdio>

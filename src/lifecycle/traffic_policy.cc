@@ -1,4 +1,4 @@
-#include "routing/traffic_policy.h"
+#include "lifecycle/traffic_policy.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
