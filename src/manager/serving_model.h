@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "lifecycle/traffic_policy.h"
 #include "lifecycle/version_labels.h"
 #include "manager/model_version.h"
 
@@ -25,6 +26,9 @@ struct ServingModel {
   // newest version the version_policy selects, else the newest serving one.
   int64_t default_version = 0;
   VersionLabels labels;
+  // How requests that name no version are spread (canary, A/B, shadow); null
+  // = all to default_version. Targets are labels or version numbers.
+  std::shared_ptr<const TrafficPolicy> traffic;
 };
 
 }  // namespace inferd

@@ -43,7 +43,7 @@ class DefaultRoutingPolicy final : public RoutingPolicy {
       return Status::NotFound("Request for unknown model: '" + model.name + "' version " + std::to_string(v) +
                               " is not found");
     }
-    return Route{it->second};
+    return Route{it->second, v, nullptr, 0};
   }
 };
 

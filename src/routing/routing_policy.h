@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,9 +35,12 @@ struct VersionRef {
   static VersionRef Label(std::string label);
 };
 
-// Where a request goes. Later policies add mirror targets here.
+// Where a request goes, and the version it is mirrored to (shadow), if any.
 struct Route {
   std::shared_ptr<ModelVersion> version;
+  int64_t version_number = 0;
+  std::shared_ptr<ModelVersion> shadow;  // runs too; its answer is compared, never returned
+  int64_t shadow_number = 0;
 };
 
 class RoutingPolicy {
@@ -52,5 +56,12 @@ class RoutingPolicy {
 // Default version for unversioned requests, numbered versions as asked,
 // labels through the snapshot's labels.
 std::unique_ptr<RoutingPolicy> MakeDefaultRoutingPolicy();
+
+// The default policy plus the snapshot's TrafficPolicy for requests that name
+// no version: a weighted split among the targets that serve (sticky by the
+// request parameter the policy names), and a shadow share. A request that
+// names a version or label bypasses both. `random` draws uniformly in [0, 1)
+// (thread-safe; injected by tests).
+std::unique_ptr<RoutingPolicy> MakeTrafficRoutingPolicy(std::function<double()> random = nullptr);
 
 }  // namespace inferd
