@@ -36,7 +36,24 @@ Result<LoadPlan> PlanLoad(const ModelRepository& repository, const BackendRegist
   auto pinned = PinnedParameter(p.src.spec);
   if (!pinned.ok()) return pinned.status().WithPrefix(p.config_source);
   p.pinned = *pinned;
+  auto config_traffic = TrafficPolicyFromParameters(p.src.spec.parameters);
+  if (!config_traffic.ok()) return config_traffic.status().WithPrefix(p.config_source);
+  INFERD_ASSIGN_OR_RETURN(auto runtime, LoadRuntimeTraffic(state, name));
+  if (runtime) {
+    p.traffic = std::make_shared<const TrafficPolicy>(std::move(*runtime));
+    p.traffic_from_runtime = true;
+  } else if (*config_traffic) {
+    p.traffic = std::make_shared<const TrafficPolicy>(std::move(**config_traffic));
+  }
   return p;
+}
+
+Result<std::optional<TrafficPolicy>> LoadRuntimeTraffic(const ControlStateStore& state, const std::string& name) {
+  INFERD_ASSIGN_OR_RETURN(auto doc, state.Get(name, "traffic"));
+  if (!doc || doc->empty() || *doc == "{}") return std::optional<TrafficPolicy>();
+  auto policy = ParseTrafficPolicyJson(*doc);
+  if (!policy.ok()) return policy.status().WithPrefix("the traffic policy stored in " + state.Describe());
+  return std::optional<TrafficPolicy>(std::move(*policy));
 }
 
 std::string Fingerprint(const std::string& config_text, const Filesystem& fs, const std::string& version_dir) {

@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "core/status.h"
+#include "lifecycle/traffic_policy.h"
 #include "lifecycle/version_labels.h"
 #include "repository/repository.h"
 
@@ -27,7 +28,15 @@ struct LoadPlan {
   std::set<int64_t> wanted;       // selected + labelled
   std::string config_source;      // names the config in error messages
   bool pinned = false;            // config parameter `pinned`
+  // The traffic policy: the one set at run time (control state) when there is
+  // one, else the config's `traffic.*` parameters; null = none.
+  std::shared_ptr<const TrafficPolicy> traffic;
+  bool traffic_from_runtime = false;
 };
+
+// The run-time traffic policy persisted for `name` (control state document
+// "traffic"); nullopt when none is set.
+Result<std::optional<TrafficPolicy>> LoadRuntimeTraffic(const ControlStateStore& state, const std::string& name);
 
 // `config_text` replaces config.pbtxt; `labels_override` replaces the
 // model's persisted labels (read from `state` otherwise).

@@ -179,6 +179,8 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
     // Labels requested by a caller (set label, rollback) apply only if their
     // versions loaded; labels read from the repository always apply.
     if (!want.labels || first_error.ok()) r.labels = std::move(plan->labels);
+    r.traffic = plan->traffic;
+    r.traffic_from_runtime = plan->traffic_from_runtime;
     r.dir = src.dir;
     r.plan_error.clear();
     r.backend = std::string(plan->backend->name());
@@ -250,6 +252,7 @@ void ModelManager::PublishLocked(const std::string& name, Record& r) {
   for (const auto& [v, sv] : r.ready) s->versions.emplace(v, sv.version);
   s->default_version = r.DefaultVersion();
   s->labels = r.labels;
+  s->traffic = r.traffic;
   r.serving = std::move(s);
 }
 

@@ -144,6 +144,17 @@ class ModelManager {
   // Makes the previous default version the default again (`stable`).
   Result<RollbackResult> Rollback(const std::string& name);
 
+  // ---- Traffic policies (manager/traffic.cc) ----
+
+  // The model's traffic policy and where it comes from ("runtime", "config", "none").
+  Result<TrafficInfo> GetTraffic(const std::string& name) const;
+  // Sets the run-time policy (persisted; survives restarts; takes precedence
+  // over the config's). Every target must be a label of the model or one of
+  // its versions in the repository (INVALID_ARGUMENT otherwise; nothing changes).
+  Result<TrafficInfo> SetTraffic(const std::string& name, TrafficPolicy policy);
+  // Drops the run-time policy: the config's applies again.
+  Result<TrafficInfo> ClearTraffic(const std::string& name);
+
   // ---- Reads ----
 
   // What `name` serves now, or null. The request path: one shared lock and
@@ -196,6 +207,8 @@ class ModelManager {
     // versions serve: shown on their index entries; cleared by a good plan.
     std::string plan_error;
     VersionLabels labels;
+    std::shared_ptr<const TrafficPolicy> traffic;  // published in the snapshot (manager/traffic.cc)
+    bool traffic_from_runtime = false;
     std::string dir;
     std::string backend;                          // from the last plan
     bool pinned = false;                          // config parameter `pinned`: never evicted

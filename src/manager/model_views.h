@@ -26,6 +26,13 @@ struct LabelsInfo {
   std::vector<std::string> history;                         // past defaults, oldest first
 };
 
+// A model's traffic policy (GET/PUT /v2/models/{m}/traffic).
+struct TrafficInfo {
+  std::string model;
+  std::string source;       // "runtime" (set through the API), "config" (config.pbtxt parameters) or "none"
+  std::string policy_json;  // TrafficPolicyToJson; "{}" for none
+};
+
 struct RollbackResult {
   std::string model;
   std::string from_version, to_version;

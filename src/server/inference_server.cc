@@ -34,7 +34,7 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
     : options_(std::move(options)),
       clock_(clock),
       repository_(options_.model_repository),
-      routing_(MakeDefaultRoutingPolicy()),
+      routing_(MakeTrafficRoutingPolicy()),
       state_(options_.control_state_dir.empty() ? MakeMemoryStateStore()
                                                 : MakeDirectoryStateStore(options_.control_state_dir)),
       authorizer_(options_.auth) {
@@ -254,6 +254,15 @@ void InferenceServer::PollRepository() {
 }
 
 Result<LabelsInfo> InferenceServer::GetLabels(const std::string& name) const { return manager_->GetLabels(name); }
+
+Result<TrafficInfo> InferenceServer::GetTraffic(const std::string& name) const { return manager_->GetTraffic(name); }
+
+Result<TrafficInfo> InferenceServer::SetTraffic(const std::string& name, std::string_view json) {
+  INFERD_ASSIGN_OR_RETURN(TrafficPolicy policy, ParseTrafficPolicyJson(json));
+  return manager_->SetTraffic(name, std::move(policy));
+}
+
+Result<TrafficInfo> InferenceServer::ClearTraffic(const std::string& name) { return manager_->ClearTraffic(name); }
 
 Result<std::string> InferenceServer::ResolveLabel(const std::string& name, const std::string& label) const {
   INFERD_ASSIGN_OR_RETURN(int64_t v, manager_->ResolveLabel(name, label));

@@ -130,6 +130,11 @@ class InferenceServer final : public RequestSubmitter {
   // Makes the previous default version the default again (sets `stable`),
   // loading it if needed. FAILED_PRECONDITION when there is none.
   Result<RollbackResult> Rollback(const std::string& name);
+  // Traffic policies (canary / A/B / shadow; manager/traffic.cc).
+  Result<TrafficInfo> GetTraffic(const std::string& name) const;
+  // `json`: the API form (lifecycle/traffic_policy.h); malformed -> INVALID_ARGUMENT, nothing changes.
+  Result<TrafficInfo> SetTraffic(const std::string& name, std::string_view json);
+  Result<TrafficInfo> ClearTraffic(const std::string& name);
 
   void InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback);
   // Before decoding a request for (name, version): UNAVAILABLE when the

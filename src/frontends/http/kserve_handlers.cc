@@ -204,6 +204,7 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
   }
   if (parts[1] == "repository") {
     if (HandleV2Lifecycle(server, req, parts, respond)) return;
+    if (HandleV2Traffic(server, req, parts, respond)) return;
     if (!post) return respond(MethodNotAllowed(req, kAllowPost));
     if (n == 3 && parts[2] == "index") {
       auto ready = ReadyOnlyFlag(req);

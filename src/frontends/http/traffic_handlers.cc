@@ -1,0 +1,48 @@
+// Traffic policies over HTTP (inferd's repository extension):
+//   GET    /v2/repository/models/{m}/traffic   the policy and its source (runtime, config, none)
+//   PUT    /v2/repository/models/{m}/traffic   body: the policy ({"split": {...}, "sticky_key": ..., "shadow": {...}})
+//   DELETE /v2/repository/models/{m}/traffic   drop the run-time policy (the config's applies again)
+#include "frontends/codec/json_writer.h"
+#include "frontends/http/router.h"
+
+namespace inferd::http {
+namespace {
+
+Response TrafficResponse(const Result<TrafficInfo>& info) {
+  if (!info.ok()) return ErrorResponse(info.status());
+  std::string b = "{\"model\":";
+  json::AppendEscaped(&b, info->model);
+  b.append(",\"source\":");
+  json::AppendEscaped(&b, info->source);
+  b.append(",\"policy\":");
+  b.append(info->policy_json);  // already JSON
+  b.push_back('}');
+  return JsonResponse(200, std::move(b));
+}
+
+}  // namespace
+
+bool HandleV2Traffic(InferenceServer* server, const Request& req, const std::vector<std::string>& parts,
+                     const Responder& respond) {
+  if (parts.size() != 5 || parts[1] != "repository" || parts[2] != "models" || parts[4] != "traffic") return false;
+  const std::string& model = parts[3];
+  if (IsGet(req)) {
+    respond(TrafficResponse(server->GetTraffic(model)));
+  } else if (req.method == "PUT" || req.method == "POST") {
+    std::string body = req.body ? std::string(*req.body) : std::string();
+    server->RunAdmin([server, model, body = std::move(body), respond](bool cancelled) {
+      if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
+      respond(TrafficResponse(server->SetTraffic(model, body)));
+    });
+  } else if (req.method == "DELETE") {
+    server->RunAdmin([server, model, respond](bool cancelled) {
+      if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
+      respond(TrafficResponse(server->ClearTraffic(model)));
+    });
+  } else {
+    respond(MethodNotAllowed(req, "GET, HEAD, PUT, POST, DELETE"));
+  }
+  return true;
+}
+
+}  // namespace inferd::http

@@ -1,0 +1,115 @@
+"""Integration suite: traffic policies (canary / A/B splits, stickiness; run by run_tests.py)."""
+import os
+import shutil
+import sys
+import textwrap
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common as C  # noqa: E402
+import inferd_client as ic  # noqa: E402
+from common import setUpModule, tearDownModule  # noqa: E402,F401
+
+# Answers its own version number, so a test sees which version served.
+WHICH = textwrap.dedent("""
+    import numpy as np
+    import triton_python_backend_utils as pb_utils
+
+
+    class TritonPythonModel:
+        def initialize(self, args):
+            self.version = int(args["model_version"])
+
+        def execute(self, requests):
+            return [pb_utils.InferenceResponse([pb_utils.Tensor("V", np.array([self.version], np.int32))])
+                    for _ in requests]
+    """).lstrip()
+
+
+def make_repo(root):
+    m = os.path.join(root, "which")
+    for v in (1, 2, 3):
+        os.makedirs(os.path.join(m, str(v)), exist_ok=True)
+        with open(os.path.join(m, str(v), "model.py"), "w") as f:
+            f.write(WHICH)
+    with open(os.path.join(m, "config.pbtxt"), "w") as f:
+        f.write('backend: "python"\nversion_policy { all {} }\n'
+                'input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+                'output [ { name: "V" data_type: TYPE_INT32 dims: [ 1 ] } ]\n')
+
+
+class Traffic(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.repo = os.path.join(C.ARGS.workdir, "traffic_repository")
+        make_repo(cls.repo)
+        cls.state = os.path.join(C.ARGS.workdir, "traffic_state")
+        shutil.rmtree(cls.state, ignore_errors=True)  # a rerun starts without the last run's policy
+
+    def server(self):
+        return ic.Server(C.ARGS.inferd, self.repo, "--control-state-dir", self.state)
+
+    def infer(self, server, params=None, version=None, conn=None):
+        path = "/v2/models/which%s/infer" % ("/versions/%s" % version if version else "")
+        st, js = server.post_json(path, ic.v2_json_request({"X": np.zeros(1, np.float32)}, params=params), conn=conn)
+        self.assertEqual(st, 200, js)
+        self.assertEqual(js["model_version"], str(js["outputs"][0]["data"][0]))  # the body says who served
+        return js["outputs"][0]["data"][0]
+
+    def test_split_stickiness_bypass_persistence_and_bad_policies(self):
+        server = self.server()
+        try:
+            for label, v in (("stable", "1"), ("canary", "2")):
+                st, _, data = server.request("PUT", "/v2/repository/models/which/labels/" + label,
+                                             ('{"version": "%s"}' % v).encode())
+                self.assertEqual(st, 200, data)
+            st, js = server.get_json("/v2/repository/models/which/traffic")
+            self.assertEqual((st, js["source"]), (200, "none"), js)
+            # Malformed or impossible policies: 400, nothing changes.
+            for body, why in (('{"split": {"stable": 90, "canary": 5}}', "sum to 95"),
+                              ('{"split": {"stable": 90, "7": 10}}', "no version 7"),
+                              ('{"split": {"stable": 90, "beta": 10}}', "no label 'beta'"),
+                              ('{"split": {"stable": -90, "canary": 190}}', "0..100"),
+                              ('{"shadow": {"target": "2", "percent": 101}}', "0..100"),
+                              ("not json", "not a JSON object")):
+                st, _, data = server.request("PUT", "/v2/repository/models/which/traffic", body.encode())
+                self.assertEqual(st, 400, (body, data))
+                self.assertIn(why, data.decode(), body)
+            self.assertEqual(server.get_json("/v2/repository/models/which/traffic")[1]["source"], "none")
+            st, _, data = server.request("PUT", "/v2/repository/models/which/traffic",
+                                         b'{"split": {"stable": 90, "canary": 10}, "sticky_key": "user"}')
+            self.assertEqual(st, 200, data)
+            import http.client
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+            n = 10000
+            got = [self.infer(server, conn=conn) for _ in range(n)]
+            share = got.count(2) / n
+            self.assertLess(abs(share - 0.10), 0.02, share)
+            self.assertEqual(set(got), {1, 2})
+            # One user always sees one version; explicit versions bypass the split.
+            for u in range(20):
+                first = self.infer(server, params={"user": "u%d" % u}, conn=conn)
+                for _ in range(5):
+                    self.assertEqual(self.infer(server, params={"user": "u%d" % u}, conn=conn), first)
+            for _ in range(50):
+                self.assertEqual(self.infer(server, version="3", conn=conn), 3)
+            conn.close()
+        finally:
+            self.assertEqual(server.stop(), 0)
+        # The policy survives a restart (control state), and DELETE returns to the config's (none).
+        server = self.server()
+        try:
+            st, js = server.get_json("/v2/repository/models/which/traffic")
+            self.assertEqual((js["source"], js["policy"]["split"]), ("runtime", {"stable": 90, "canary": 10}), js)
+            st, _, data = server.request("DELETE", "/v2/repository/models/which/traffic")
+            self.assertEqual(st, 200, data)
+            self.assertEqual(server.get_json("/v2/repository/models/which/traffic")[1]["source"], "none")
+            self.assertEqual({self.infer(server) for _ in range(30)}, {1})  # the default: `stable`
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
