@@ -52,7 +52,21 @@ class ModelStats {
            last_error_log_ns_.compare_exchange_strong(last, now_ns, std::memory_order_relaxed);
   }
 
+  // Shadow traffic this version ran (its answers compared with the served
+  // ones, never returned): failed = the shadow answered an error.
+  void RecordShadow(bool failed, bool agreed, double max_abs_diff) {
+    (failed ? shadow_failed_ : agreed ? shadow_agreed_ : shadow_disagreed_).fetch_add(1, std::memory_order_relaxed);
+    double seen = shadow_max_abs_diff_.load(std::memory_order_relaxed);
+    while (max_abs_diff > seen &&
+           !shadow_max_abs_diff_.compare_exchange_weak(seen, max_abs_diff, std::memory_order_relaxed)) {
+    }
+  }
+
   // Read side.
+  uint64_t shadow_agreed() const { return shadow_agreed_.load(std::memory_order_relaxed); }
+  uint64_t shadow_disagreed() const { return shadow_disagreed_.load(std::memory_order_relaxed); }
+  uint64_t shadow_failed() const { return shadow_failed_.load(std::memory_order_relaxed); }
+  double shadow_max_abs_diff() const { return shadow_max_abs_diff_.load(std::memory_order_relaxed); }
   uint64_t last_inference_ms() const { return last_inference_ms_.load(std::memory_order_relaxed); }
   uint64_t inference_count() const { return inference_count_.load(std::memory_order_relaxed); }
   uint64_t execution_count() const { return execution_count_.load(std::memory_order_relaxed); }
@@ -92,6 +106,8 @@ class ModelStats {
   std::atomic<uint64_t> execution_count_{0};
   std::atomic<int64_t> last_error_log_ns_{INT64_MIN / 2};
   std::atomic<int64_t> pending_{0};
+  std::atomic<uint64_t> shadow_agreed_{0}, shadow_disagreed_{0}, shadow_failed_{0};
+  std::atomic<double> shadow_max_abs_diff_{0};
   DurationStat success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;
   std::array<std::atomic<uint64_t>, static_cast<int>(FailureReason::kCount)> failures_{};
   std::vector<BatchAcc> by_batch_;  // index = batch size (rows); fixed at construction

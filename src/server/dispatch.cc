@@ -5,6 +5,7 @@
 #include "server/inference_server.h"
 #include "server/output_rules.h"
 #include "server/request_validation.h"
+#include "server/shadow_traffic.h"
 
 namespace inferd {
 
@@ -53,7 +54,8 @@ void InferenceServer::OnLoadDone(OnDemandLoader::Waiter w, const Status& st) {
 void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival,
                                bool may_wait) {
   if (shutting_down_.load()) return sink.final(Status::Unavailable("the server is shutting down"));
-  auto mv = FindVersion(request->model_name, request->model_version, request.get());
+  std::shared_ptr<ModelVersion> shadow;
+  auto mv = FindVersion(request->model_name, request->model_version, request.get(), &shadow);
   if (!mv.ok()) {
     if (may_wait && CanWaitForLoad(mv.status())) return WaitForLoad(std::move(request), std::move(sink), arrival);
     return sink.final(mv.status());
@@ -82,6 +84,9 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
   }
   const bool asked_default = request->model_version.empty();
   request->model_version = version.version_string();
+  // The traffic policy mirrors this one: the shadow runs a copy; the client's
+  // answer is compared with it after it was delivered (server/shadow_traffic.h).
+  if (shadow) sink.final = MirrorRequest(*request, std::move(shadow), std::move(sink.final), *clock_);
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
   pending->callback = std::move(sink.final);

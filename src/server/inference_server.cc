@@ -117,11 +117,13 @@ ServerMetadata InferenceServer::GetServerMetadata() const {
 }
 
 Result<std::shared_ptr<ModelVersion>> InferenceServer::FindVersion(const std::string& name, const std::string& version,
-                                                                   const InferRequest* request) const {
+                                                                   const InferRequest* request,
+                                                                   std::shared_ptr<ModelVersion>* shadow) const {
   auto serving = manager_->Serving(name);
   if (!serving) return manager_->NotServing(name);
   INFERD_ASSIGN_OR_RETURN(VersionRef ref, VersionRef::Parse(version));
   INFERD_ASSIGN_OR_RETURN(Route route, routing_->Resolve(*serving, ref, request));
+  if (shadow) *shadow = std::move(route.shadow);
   return std::move(route.version);
 }
 

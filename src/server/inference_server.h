@@ -186,8 +186,10 @@ class InferenceServer final : public RequestSubmitter {
  private:
   // The serving version `version` ("" = default, or a number) of `name`
   // names, through the routing policy; errors say why nothing serves.
+  // `shadow` (optional): where the traffic policy mirrors this request, if anywhere.
   Result<std::shared_ptr<ModelVersion>> FindVersion(const std::string& name, const std::string& version,
-                                                    const InferRequest* request = nullptr) const;
+                                                    const InferRequest* request = nullptr,
+                                                    std::shared_ptr<ModelVersion>* shadow = nullptr) const;
   // FindVersion; for a model that is not resident under on-demand residency
   // also starts its load (the caller answers "retry").
   Result<std::shared_ptr<ModelVersion>> FindVersionOrPrefetch(const std::string& name,

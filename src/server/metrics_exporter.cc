@@ -103,6 +103,27 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
     used += mv->resident_bytes();
     w.Sample("inferd_model_resident_bytes", labels(*mv->stats()), static_cast<double>(mv->resident_bytes()));
   }
+  w.Family("inferd_shadow_requests_total", "counter",
+           "Requests mirrored to this version (shadow traffic) by outcome: agreed or disagreed with the served "
+           "answer, or failed");
+  for (const auto& mv : versions) {
+    const ModelStats& s = *mv->stats();
+    if (s.shadow_agreed() + s.shadow_disagreed() + s.shadow_failed() == 0) continue;
+    for (const auto& [outcome, n] : {std::pair<const char*, uint64_t>{"agreed", s.shadow_agreed()},
+                                     {"disagreed", s.shadow_disagreed()},
+                                     {"failed", s.shadow_failed()}}) {
+      Labels l = labels(s);
+      l.emplace_back("outcome", outcome);
+      w.Sample("inferd_shadow_requests_total", l, static_cast<double>(n));
+    }
+  }
+  w.Family("inferd_shadow_max_abs_diff", "gauge",
+           "Largest absolute difference seen between this shadow version's outputs and the served ones");
+  for (const auto& mv : versions) {
+    const ModelStats& s = *mv->stats();
+    if (s.shadow_agreed() + s.shadow_disagreed() == 0) continue;
+    w.Sample("inferd_shadow_max_abs_diff", labels(s), s.shadow_max_abs_diff());
+  }
   w.Family("inferd_memory_budget_bytes", "gauge", "--memory-budget (0 = none)");
   w.Sample("inferd_memory_budget_bytes", {}, static_cast<double>(options_.memory_budget_bytes));
   w.Family("inferd_memory_budget_used_bytes", "gauge", "Resident bytes of all loaded model versions");

@@ -1,8 +1,10 @@
 """Integration suite: traffic policies (canary / A/B splits, stickiness; run by run_tests.py)."""
 import os
+import re
 import shutil
 import sys
 import textwrap
+import time
 import unittest
 
 import numpy as np
@@ -12,8 +14,12 @@ import common as C  # noqa: E402
 import inferd_client as ic  # noqa: E402
 from common import setUpModule, tearDownModule  # noqa: E402,F401
 
-# Answers its own version number, so a test sees which version served.
+# Answers its own version number (V) and 2 * X (Y), so a test sees which version served. Version 3
+# misbehaves when the request parameter "v3" asks: "error", "slow" (0.2 s) or "wrong" (Y + 1).
 WHICH = textwrap.dedent("""
+    import json
+    import time
+
     import numpy as np
     import triton_python_backend_utils as pb_utils
 
@@ -23,8 +29,19 @@ WHICH = textwrap.dedent("""
             self.version = int(args["model_version"])
 
         def execute(self, requests):
-            return [pb_utils.InferenceResponse([pb_utils.Tensor("V", np.array([self.version], np.int32))])
-                    for _ in requests]
+            out = []
+            for r in requests:
+                x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
+                mode = json.loads(r.parameters()).get("v3", "") if self.version == 3 else ""
+                if mode == "error":
+                    out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("v3 fails")))
+                    continue
+                if mode == "slow":
+                    time.sleep(0.2)
+                y = x * 2 + (1 if mode == "wrong" else 0)
+                out.append(pb_utils.InferenceResponse([pb_utils.Tensor("V", np.array([self.version], np.int32)),
+                                                       pb_utils.Tensor("Y", y.astype(np.float32))]))
+            return out
     """).lstrip()
 
 
@@ -37,7 +54,7 @@ def make_repo(root):
     with open(os.path.join(m, "config.pbtxt"), "w") as f:
         f.write('backend: "python"\nversion_policy { all {} }\n'
                 'input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
-                'output [ { name: "V" data_type: TYPE_INT32 dims: [ 1 ] } ]\n')
+                'output [ { name: "V" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n')
 
 
 class Traffic(unittest.TestCase):
@@ -55,8 +72,9 @@ class Traffic(unittest.TestCase):
         path = "/v2/models/which%s/infer" % ("/versions/%s" % version if version else "")
         st, js = server.post_json(path, ic.v2_json_request({"X": np.zeros(1, np.float32)}, params=params), conn=conn)
         self.assertEqual(st, 200, js)
-        self.assertEqual(js["model_version"], str(js["outputs"][0]["data"][0]))  # the body says who served
-        return js["outputs"][0]["data"][0]
+        outs = {o["name"]: o["data"] for o in js["outputs"]}
+        self.assertEqual(js["model_version"], str(outs["V"][0]))  # the body says who served
+        return outs["V"][0]
 
     def test_split_stickiness_bypass_persistence_and_bad_policies(self):
         server = self.server()
@@ -107,6 +125,55 @@ class Traffic(unittest.TestCase):
             self.assertEqual(st, 200, data)
             self.assertEqual(server.get_json("/v2/repository/models/which/traffic")[1]["source"], "none")
             self.assertEqual({self.infer(server) for _ in range(30)}, {1})  # the default: `stable`
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+class Shadow(unittest.TestCase):
+    def shadow_counts(self, server):
+        text = server.metrics()
+        counts = {}
+        for outcome in ("agreed", "disagreed", "failed"):
+            m = re.search(r'^inferd_shadow_requests_total\{model="which",version="3",outcome="%s"\} (\d+)' % outcome,
+                          text, re.M)
+            counts[outcome] = int(m.group(1)) if m else 0
+        return counts
+
+    def wait_counts(self, server, want):
+        """Shadow answers arrive after the clients': waits (bounded) until the counts reach `want`."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            got = self.shadow_counts(server)
+            if got == want:
+                return got
+            time.sleep(0.05)  # polling the metrics endpoint: no event to wait on from outside
+        return self.shadow_counts(server)
+
+    def test_a_shadow_never_changes_the_clients_answers_and_its_comparison_is_counted(self):
+        repo = os.path.join(C.ARGS.workdir, "shadow_repository")
+        make_repo(repo)
+        state = os.path.join(C.ARGS.workdir, "shadow_state")
+        shutil.rmtree(state, ignore_errors=True)
+        server = ic.Server(C.ARGS.inferd, repo, "--control-state-dir", state)
+        try:
+            st, _, data = server.request("PUT", "/v2/repository/models/which/labels/stable", b'{"version": "1"}')
+            self.assertEqual(st, 200, data)
+            st, _, data = server.request("PUT", "/v2/repository/models/which/traffic",
+                                         b'{"split": {"stable": 100}, "shadow": {"target": "3", "percent": 100}}')
+            self.assertEqual(st, 200, data)
+            x = np.array([1.5], np.float32)
+            want = {"agreed": 0, "disagreed": 0, "failed": 0}
+            for mode, outcome in (("", "agreed"), ("wrong", "disagreed"), ("error", "failed"), ("slow", "agreed")):
+                n = 5 if mode == "slow" else 40
+                for _ in range(n):
+                    st, js = server.post_json("/v2/models/which/infer", ic.v2_json_request(
+                        {"X": x}, outputs=[{"name": "Y"}], params={"v3": mode}))
+                    self.assertEqual(st, 200, (mode, js))
+                    self.assertEqual(js["model_version"], "1")
+                    self.assertEqual(js["outputs"][0]["data"], [3.0])
+                want[outcome] += n
+                self.assertEqual(self.wait_counts(server, want), want, mode)
+            self.assertIn('inferd_shadow_max_abs_diff{model="which",version="3"} 1', server.metrics())
         finally:
             self.assertEqual(server.stop(), 0)
 

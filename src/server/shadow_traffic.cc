@@ -1,0 +1,90 @@
+#include "server/shadow_traffic.h"
+
+#include <optional>
+
+#include "core/mutex.h"
+#include "scheduler/pending_request.h"
+#include "server/request_validation.h"
+#include "server/shadow_compare.h"
+
+namespace inferd {
+namespace {
+
+// Waits for both answers, then judges them once.
+class Comparison {
+ public:
+  explicit Comparison(std::shared_ptr<ModelStats> stats) : stats_(std::move(stats)) {}
+
+  void Served(const Result<InferResponse>& r) {
+    MutexLock g(&mu_);
+    served_ = r.ok() ? std::optional<InferResponse>(*r) : std::nullopt;
+    served_done_ = true;
+    JudgeLocked();
+  }
+  void Shadowed(Result<InferResponse> r) {
+    MutexLock g(&mu_);
+    shadowed_ = std::move(r);
+    JudgeLocked();
+  }
+
+ private:
+  void JudgeLocked() TSA_REQUIRES(mu_) {
+    if (!served_done_ || !shadowed_) return;
+    if (!served_) return;  // the client got an error: nothing to compare with
+    if (!shadowed_->ok()) {
+      stats_->RecordShadow(/*failed=*/true, false, 0);
+    } else {
+      ShadowVerdict v = CompareAnswers(*served_, **shadowed_);
+      stats_->RecordShadow(false, v.agreed, v.max_abs_diff);
+    }
+    served_.reset();  // release the tensors
+    shadowed_.reset();
+    shadowed_ = Result<InferResponse>(Status::Cancelled("judged"));  // never judged twice
+  }
+
+  std::shared_ptr<ModelStats> stats_;
+  Mutex mu_;
+  bool served_done_ TSA_GUARDED_BY(mu_) = false;
+  std::optional<InferResponse> served_ TSA_GUARDED_BY(mu_);
+  std::optional<Result<InferResponse>> shadowed_ TSA_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+InferCallback MirrorRequest(const InferRequest& request, std::shared_ptr<ModelVersion> shadow, InferCallback final,
+                            Clock& clock) {
+  auto copy = std::make_unique<InferRequest>(request);
+  copy->model_version = shadow->version_string();
+  copy->cancellation = nullptr;  // the shadow runs on even if the client leaves
+  const ModelSpec& spec = shadow->spec();
+  if (spec.batching.priority_levels > 0) copy->priority = spec.batching.priority_levels;  // lowest
+  auto rows = ValidateAndNormalize(spec, copy.get());
+  auto stats = shadow->stats();
+  if (!rows.ok()) {  // the shadow version takes other inputs: a failed shadow
+    stats->RecordShadow(/*failed=*/true, false, 0);
+    return final;
+  }
+  auto comparison = std::make_shared<Comparison>(stats);
+  auto pending = std::make_unique<PendingRequest>();
+  pending->request = std::move(copy);
+  pending->rows = *rows;
+  pending->arrival = clock.Now();
+  pending->callback = [comparison, shadow](Result<InferResponse> r) { comparison->Shadowed(std::move(r)); };
+  Status st = shadow->scheduler().Enqueue(pending);
+  if (!st.ok()) {  // the shadow's queue is full: it is the one that waits, never the client
+    stats->RecordShadow(/*failed=*/true, false, 0);
+    return final;
+  }
+  return [comparison, final = std::move(final)](Result<InferResponse> r) {
+    if (r.ok()) {
+      InferResponse kept = *r;  // tensor views: no copy of the bytes
+      final(std::move(r));
+      comparison->Served(kept);
+    } else {
+      comparison->Served(r);
+      final(std::move(r));
+    }
+  };
+}
+
+}  // namespace inferd
