@@ -56,6 +56,7 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   so.startup_models = options_.startup_models;
   so.poll_interval = options_.poll_interval;
   source_ = std::make_unique<RepositorySource>(std::move(so), &repository_, manager_.get(), clock_);
+  rollouts_ = std::make_unique<RolloutService>(manager_.get(), state_.get(), clock_);
 }
 
 InferenceServer::~InferenceServer() { Shutdown(); }
@@ -64,6 +65,7 @@ Status InferenceServer::Start() {
   INFERD_RETURN_IF_ERROR(state_->Open());
   spdlog::info("control state (version labels) in {}", state_->Describe());
   INFERD_RETURN_IF_ERROR(source_->Start());
+  rollouts_->Start();  // resumes rollouts a restart interrupted
   const ModelListing listing = manager_->ListModels();
   std::string failed;  // for --exit-on-error
   std::map<std::string, size_t> by_state;
@@ -99,6 +101,7 @@ Status InferenceServer::Start() {
 void InferenceServer::Shutdown() {
   if (shutting_down_.exchange(true)) return;
   admin_.Stop();  // a running load finishes; queued management calls are cancelled
+  rollouts_->Stop();
   source_->Stop();
   manager_->Shutdown();  // waiting requests answered, accepted ones finish
   live_ = false;
@@ -265,6 +268,24 @@ Result<TrafficInfo> InferenceServer::SetTraffic(const std::string& name, std::st
 }
 
 Result<TrafficInfo> InferenceServer::ClearTraffic(const std::string& name) { return manager_->ClearTraffic(name); }
+
+Result<std::string> InferenceServer::StartRollout(const std::string& name, std::string_view json) {
+  INFERD_ASSIGN_OR_RETURN(RolloutRequest request, ParseRolloutRequestJson(json));
+  INFERD_ASSIGN_OR_RETURN(RolloutState state, rollouts_->controller().Start(name, std::move(request)));
+  return RolloutStateToJson(name, state);
+}
+
+Result<std::string> InferenceServer::GetRollout(const std::string& name) const {
+  INFERD_ASSIGN_OR_RETURN(RolloutState state, rollouts_->controller().Get(name));
+  return RolloutStateToJson(name, state);
+}
+
+Result<std::string> InferenceServer::AbortRollout(const std::string& name) {
+  INFERD_ASSIGN_OR_RETURN(RolloutState state, rollouts_->controller().Abort(name, "aborted through the API"));
+  return RolloutStateToJson(name, state);
+}
+
+RolloutController::Counts InferenceServer::RolloutCounts() const { return rollouts_->controller().counts(); }
 
 Result<std::string> InferenceServer::ResolveLabel(const std::string& name, const std::string& label) const {
   INFERD_ASSIGN_OR_RETURN(int64_t v, manager_->ResolveLabel(name, label));

@@ -36,6 +36,7 @@
 #include "routing/routing_policy.h"
 #include "server/admin_executor.h"
 #include "server/authorizer.h"
+#include "server/rollout_service.h"
 #include "server/server_types.h"
 
 namespace inferd {
@@ -135,6 +136,11 @@ class InferenceServer final : public RequestSubmitter {
   // `json`: the API form (lifecycle/traffic_policy.h); malformed -> INVALID_ARGUMENT, nothing changes.
   Result<TrafficInfo> SetTraffic(const std::string& name, std::string_view json);
   Result<TrafficInfo> ClearTraffic(const std::string& name);
+  // Progressive rollouts (server/rollout_controller.h). `json`: the API form.
+  Result<std::string> StartRollout(const std::string& name, std::string_view json);
+  Result<std::string> GetRollout(const std::string& name) const;
+  Result<std::string> AbortRollout(const std::string& name);
+  RolloutController::Counts RolloutCounts() const;
 
   void InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback);
   // Before decoding a request for (name, version): UNAVAILABLE when the
@@ -211,6 +217,7 @@ class InferenceServer final : public RequestSubmitter {
   std::unique_ptr<ModelManager> manager_;
   std::unique_ptr<RepositorySource> source_;
   AdminExecutor admin_;
+  std::unique_ptr<RolloutService> rollouts_;
   const Authorizer authorizer_;
 
   std::atomic<bool> live_{true};

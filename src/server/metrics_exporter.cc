@@ -124,6 +124,16 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
     if (s.shadow_agreed() + s.shadow_disagreed() == 0) continue;
     w.Sample("inferd_shadow_max_abs_diff", labels(s), s.shadow_max_abs_diff());
   }
+  w.Family("inferd_rollouts_total", "counter",
+           "Progressive rollouts by outcome (started, promoted, rolled_back, aborted)");
+  {
+    const RolloutController::Counts rc = RolloutCounts();
+    for (const auto& [outcome, n] : {std::pair<const char*, uint64_t>{"started", rc.started},
+                                     {"promoted", rc.promoted},
+                                     {"rolled_back", rc.rolled_back},
+                                     {"aborted", rc.aborted}})
+      w.Sample("inferd_rollouts_total", {{"outcome", outcome}}, static_cast<double>(n));
+  }
   w.Family("inferd_memory_budget_bytes", "gauge", "--memory-budget (0 = none)");
   w.Sample("inferd_memory_budget_bytes", {}, static_cast<double>(options_.memory_budget_bytes));
   w.Family("inferd_memory_budget_used_bytes", "gauge", "Resident bytes of all loaded model versions");

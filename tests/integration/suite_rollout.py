@@ -1,0 +1,157 @@
+"""Integration suite: progressive rollouts with automatic rollback (run by run_tests.py)."""
+import os
+import shutil
+import sys
+import textwrap
+import threading
+import time
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common as C  # noqa: E402
+import inferd_client as ic  # noqa: E402
+from common import setUpModule, tearDownModule  # noqa: E402,F401
+
+# Versions 1 and 2 answer Y = 2X in ~1 ms; 3 fails every request; 4 answers Y = 2X + 1 (wrong); 5 is slow (30 ms).
+ROLL = textwrap.dedent("""
+    import time
+
+    import numpy as np
+    import triton_python_backend_utils as pb_utils
+
+
+    class TritonPythonModel:
+        def initialize(self, args):
+            self.version = int(args["model_version"])
+
+        def execute(self, requests):
+            out = []
+            for r in requests:
+                x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
+                if self.version == 3:
+                    out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("version 3 is broken")))
+                    continue
+                time.sleep(0.03 if self.version == 5 else 0.001)
+                y = x * 2 + (1 if self.version == 4 else 0)
+                out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", y.astype(np.float32))]))
+            return out
+    """).lstrip()
+
+
+def make_repo(root):
+    shutil.rmtree(root, ignore_errors=True)
+    m = os.path.join(root, "roll")
+    for v in (1, 2, 3, 4, 5):
+        os.makedirs(os.path.join(m, str(v)))
+        with open(os.path.join(m, str(v), "model.py"), "w") as f:
+            f.write(ROLL)
+    with open(os.path.join(m, "config.pbtxt"), "w") as f:
+        f.write('backend: "python"\nversion_policy { specific { versions: [ 1 ] } }\n'
+                'input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+                'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n')
+
+
+class Load:
+    """Clients sending requests until stopped; counts answers by status and by version."""
+
+    def __init__(self, server, clients=2):
+        self.server, self.stop_flag = server, threading.Event()
+        self.lock = threading.Lock()
+        self.ok, self.errors, self.versions = 0, 0, {}
+        self.threads = [threading.Thread(target=self.run, daemon=True) for _ in range(clients)]
+        for t in self.threads:
+            t.start()
+
+    def run(self):
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=60)
+        body = ic.v2_json_request({"X": np.array([1.5], np.float32)})
+        while not self.stop_flag.is_set():
+            st, js = self.server.post_json("/v2/models/roll/infer", body, conn=conn)
+            with self.lock:
+                if st == 200:
+                    self.ok += 1
+                    self.versions[js["model_version"]] = self.versions.get(js["model_version"], 0) + 1
+                else:
+                    self.errors += 1
+
+    def stop(self):
+        self.stop_flag.set()
+        for t in self.threads:
+            t.join(60)
+
+
+class Rollout(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.repo = os.path.join(C.ARGS.workdir, "rollout_repository")
+        make_repo(cls.repo)
+        cls.state = os.path.join(C.ARGS.workdir, "rollout_state")
+        shutil.rmtree(cls.state, ignore_errors=True)
+        cls.server = ic.Server(C.ARGS.inferd, cls.repo, "--control-state-dir", cls.state)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def rollout(self, version, extra=""):
+        body = ('{"version": "%s", "steps": [10, 50, 100], "interval_seconds": 1, "min_requests": 20%s}'
+                % (version, extra)).encode()
+        st, _, data = self.server.request("POST", "/v2/repository/models/roll/rollout", body)
+        self.assertEqual(st, 200, data)
+
+    def wait_end(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st, js = self.server.get_json("/v2/repository/models/roll/rollout")
+            self.assertEqual(st, 200, js)
+            if js["phase"] != "running":
+                return js
+            time.sleep(0.1)  # the rollout moves on the server's clock: polled, bounded
+        self.fail("the rollout did not end within %d s: %s" % (timeout, js))
+
+    def test_bad_versions_roll_back_and_a_good_one_is_promoted(self):
+        for version, extra, why in (("3", "", "error rate"), ("5", "", "p99"),
+                                    ("4", ', "shadow_percent": 100', "agree")):
+            load = Load(self.server)
+            try:
+                self.rollout(version, extra)
+                js = self.wait_end()
+            finally:
+                load.stop()
+            self.assertEqual(js["phase"], "rolled back", js)
+            self.assertIn(why, js["reason"])
+            st, labels = self.server.get_json("/v2/repository/models/roll/labels")
+            self.assertEqual(dict(labels["labels"]).get("stable"), "1", labels)
+            # Clients saw errors only from the canary's share of one interval.
+            total = load.ok + load.errors
+            self.assertLess(load.errors, 0.2 * total, (load.errors, total))
+        load = Load(self.server)
+        try:
+            self.rollout("2")
+            js = self.wait_end()
+        finally:
+            load.stop()
+        self.assertEqual(js["phase"], "promoted", js)
+        self.assertEqual(load.errors, 0)
+        st, labels = self.server.get_json("/v2/repository/models/roll/labels")
+        self.assertEqual(dict(labels["labels"])["stable"], "2", labels)
+        metrics = self.server.metrics()
+        self.assertIn('inferd_rollouts_total{outcome="promoted"} 1', metrics)
+        self.assertIn('inferd_rollouts_total{outcome="rolled_back"} 3', metrics)
+
+    def test_bad_rollout_requests_are_400_and_change_nothing(self):
+        for body, why in (('{"version": "2", "steps": [50, 10, 100]}', "steps"),
+                          ('{"version": "2", "interval_seconds": -5}', "interval_seconds"),
+                          ('{"version": "9"}', "version 9"),
+                          ('{"version": "two"}', "version"),
+                          ('{"version": "2", "checks": {"max_p99_ratio": 0.2}}', "max_p99_ratio")):
+            st, _, data = self.server.request("POST", "/v2/repository/models/roll/rollout", body.encode())
+            self.assertIn(st, (400, 404), (body, data))
+            self.assertIn(why, data.decode(), body)
+
+
+if __name__ == "__main__":
+    unittest.main()
