@@ -312,7 +312,10 @@ void RolloutController::Tick() {
       if (r.state.step != before.step)
         spdlog::info("model '{}': rollout of version {}: {}", model, r.state.spec.version, last.what);
     } else {
-      spdlog::warn("model '{}': rollout of version {}: {}", model, r.state.spec.version, last.what);
+      if (r.state.phase == RolloutPhase::kPromoted)
+        spdlog::info("model '{}': rollout of version {}: {}", model, r.state.spec.version, last.what);
+      else
+        spdlog::warn("model '{}': rollout of version {}: {}", model, r.state.spec.version, last.what);
       Finished(r.state.phase);
     }
     {
