@@ -69,6 +69,7 @@ struct ServeFlags {
   std::vector<std::string> load_models;
   bool strict_readiness = false;
   bool exit_on_error = false;
+  std::string cache_config;  // Triton's --cache-config local,size=N
   std::string admin_token_file, admin_token_env;
   bool auth_all_routes = false;
   std::string log_level = "info";
@@ -143,6 +144,21 @@ int Serve(const ServeFlags& f) {
       return 2;
     }
     so.default_parameters[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!f.cache_config.empty()) {
+    // Triton's form: local,size=<bytes> (inferd also takes "512MiB" style sizes).
+    const std::string& c = f.cache_config;
+    const size_t at = c.find("size=");
+    auto bytes = at == std::string::npos ? Result<uint64_t>(Status::InvalidArgument("no size="))
+                                         : ParseByteSize(std::string_view(c).substr(at + 5));
+    if (c.rfind("local", 0) != 0 || !bytes.ok()) {
+      spdlog::critical(
+          "--cache-config '{}': expected local,size=<bytes> (e.g. local,size=1073741824 or "
+          "local,size=256MiB)",
+          c);
+      return 2;
+    }
+    so.response_cache_bytes = *bytes;
   }
   so.strict_readiness = f.strict_readiness;
   so.exit_on_error = f.exit_on_error;
@@ -313,6 +329,9 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "(0 = cores minus HTTP threads, at least 1)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
+  cmd->add_option("--cache-config", flags->cache_config,
+                  "The response cache for models with response_cache { enable: true }: local,size=<bytes> "
+                  "(Triton's form; an LRU within that many bytes)");
   cmd->add_option("--model-parameter", flags->model_parameters,
                   "KEY=VALUE: a config parameter every model gets unless its config.pbtxt sets it (repeatable; "
                   "e.g. OPTIMIZE_FOR_INFERENCE=false)");

@@ -100,6 +100,8 @@ struct ModelSpec {
   // model_transaction_policy { decoupled: true }: zero or more responses per
   // request (backend.h contract 12).
   bool decoupled = false;
+  // response_cache { enable: true }: successful answers are cached (server/response_cache.h).
+  bool response_cache = false;
   std::optional<EnsembleSpec> ensemble;  // set exactly when platform is "ensemble"
   // Parameters "rule:<name>": outputs the server computes from the model's
   // (core/output_rule.h), by name.

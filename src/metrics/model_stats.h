@@ -62,6 +62,13 @@ class ModelStats {
     }
   }
 
+  // The response cache (Triton's cache_hit / cache_miss statistics): a hit
+  // answered from the cache in `ns`; a miss's lookup and insertion took `ns`.
+  void RecordCacheHit(uint64_t ns) { cache_hit_.Add(ns); }
+  void RecordCacheMiss(uint64_t ns) { cache_miss_.Add(ns); }
+  const DurationStat& cache_hit() const { return cache_hit_; }
+  const DurationStat& cache_miss() const { return cache_miss_; }
+
   // Read side.
   uint64_t shadow_agreed() const { return shadow_agreed_.load(std::memory_order_relaxed); }
   uint64_t shadow_disagreed() const { return shadow_disagreed_.load(std::memory_order_relaxed); }
@@ -108,6 +115,7 @@ class ModelStats {
   std::atomic<int64_t> pending_{0};
   std::atomic<uint64_t> shadow_agreed_{0}, shadow_disagreed_{0}, shadow_failed_{0};
   std::atomic<double> shadow_max_abs_diff_{0};
+  DurationStat cache_hit_, cache_miss_;
   DurationStat success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;
   std::array<std::atomic<uint64_t>, static_cast<int>(FailureReason::kCount)> failures_{};
   std::vector<BatchAcc> by_batch_;  // index = batch size (rows); fixed at construction

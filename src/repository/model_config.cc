@@ -221,6 +221,7 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
   // Decoupled (zero or more responses per request): the backend must answer
   // in parts (ModelVersion checks it at load).
   s.decoupled = c.model_transaction_policy().decoupled();
+  s.response_cache = c.response_cache().enable();
   if (s.decoupled && (c.platform() == "ensemble" || c.has_ensemble_scheduling())) {
     return Bad(source, "model_transaction_policy.decoupled", "decoupled ensembles are not supported by inferd yet");
   }

@@ -68,6 +68,34 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
     version.stats()->RecordFailure(FailureReason::kInvalid, 0);
     return sink.final(rows.status());
   }
+  // The response cache (response_cache { enable: true }): a hit skips the
+  // queue; a miss stores the successful answer -- after rules and
+  // classification, which the key covers -- for the next identical request.
+  if (cache_ && version.spec().response_cache) {
+    request->model_version = version.version_string();  // the key holds the version that answers
+    const TimePoint t0 = clock_->Now();
+    // The snapshot's identity: its address and load time (a reloaded version is a new object, loaded later).
+    const uint64_t snapshot = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&version)) ^
+                              static_cast<uint64_t>(version.loaded_at().time_since_epoch().count());
+    std::string key = ResponseCacheKey(*request, snapshot);
+    if (auto hit = cache_->Lookup(key)) {
+      InferResponse resp = *hit;
+      resp.id = request->id;
+      version.stats()->RecordCacheHit(static_cast<uint64_t>(std::max<int64_t>(0, (clock_->Now() - t0).count())));
+      return sink.final(std::move(resp));
+    }
+    auto stats = version.stats();
+    const uint64_t lookup_ns = static_cast<uint64_t>(std::max<int64_t>(0, (clock_->Now() - t0).count()));
+    sink.final = [cache = cache_.get(), key = std::move(key), stats, lookup_ns, clock = clock_,
+                  final = std::move(sink.final)](Result<InferResponse> r) mutable {
+      if (r.ok()) {
+        const TimePoint t1 = clock->Now();
+        cache->Insert(std::move(key), *r);
+        stats->RecordCacheMiss(lookup_ns + static_cast<uint64_t>(std::max<int64_t>(0, (clock->Now() - t1).count())));
+      }
+      final(std::move(r));
+    };
+  }
   // Output rules and the classification extension work on the answer.
   Classification classify = PlanClassification(version.spec(), request->outputs);
   RulePlan rules = PlanRules(version.spec(), request.get());

@@ -57,6 +57,7 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   so.poll_interval = options_.poll_interval;
   source_ = std::make_unique<RepositorySource>(std::move(so), &repository_, manager_.get(), clock_);
   rollouts_ = std::make_unique<RolloutService>(manager_.get(), state_.get(), clock_);
+  if (options_.response_cache_bytes > 0) cache_ = std::make_unique<ResponseCache>(options_.response_cache_bytes);
 }
 
 InferenceServer::~InferenceServer() { Shutdown(); }
@@ -201,6 +202,8 @@ Result<std::vector<ModelStatsSnapshot>> InferenceServer::GetStatistics(const std
     snap.compute_input = Snap(s.compute_input());
     snap.compute_infer = Snap(s.compute_infer());
     snap.compute_output = Snap(s.compute_output());
+    snap.cache_hit = Snap(s.cache_hit());
+    snap.cache_miss = Snap(s.cache_miss());
     snap.batch_stats = s.batch_stats();
     out.push_back(std::move(snap));
   }
@@ -286,6 +289,8 @@ Result<std::string> InferenceServer::AbortRollout(const std::string& name) {
 }
 
 RolloutController::Counts InferenceServer::RolloutCounts() const { return rollouts_->controller().counts(); }
+
+ResponseCacheStats InferenceServer::CacheStats() const { return cache_ ? cache_->Stats() : ResponseCacheStats{}; }
 
 Result<std::string> InferenceServer::ResolveLabel(const std::string& name, const std::string& label) const {
   INFERD_ASSIGN_OR_RETURN(int64_t v, manager_->ResolveLabel(name, label));

@@ -36,6 +36,7 @@
 #include "routing/routing_policy.h"
 #include "server/admin_executor.h"
 #include "server/authorizer.h"
+#include "server/response_cache.h"
 #include "server/rollout_service.h"
 #include "server/server_types.h"
 
@@ -81,6 +82,9 @@ struct ServerOptions {
   bool exit_on_error = false;
   // Bearer-token protection of management (and optionally all) routes.
   AuthOptions auth;
+  // Bytes of the response cache models with response_cache { enable: true }
+  // use (Triton's --cache-config local,size=N); 0 = no cache.
+  uint64_t response_cache_bytes = 0;
 };
 
 class InferenceServer final : public RequestSubmitter {
@@ -141,6 +145,8 @@ class InferenceServer final : public RequestSubmitter {
   Result<std::string> GetRollout(const std::string& name) const;
   Result<std::string> AbortRollout(const std::string& name);
   RolloutController::Counts RolloutCounts() const;
+  // The response cache's counters (zeros without one).
+  ResponseCacheStats CacheStats() const;
 
   void InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback);
   // Before decoding a request for (name, version): UNAVAILABLE when the
@@ -218,6 +224,7 @@ class InferenceServer final : public RequestSubmitter {
   std::unique_ptr<RepositorySource> source_;
   AdminExecutor admin_;
   std::unique_ptr<RolloutService> rollouts_;
+  std::unique_ptr<ResponseCache> cache_;  // null without --cache-config
   const Authorizer authorizer_;
 
   std::atomic<bool> live_{true};

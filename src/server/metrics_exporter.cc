@@ -124,6 +124,37 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
     if (s.shadow_agreed() + s.shadow_disagreed() == 0) continue;
     w.Sample("inferd_shadow_max_abs_diff", labels(s), s.shadow_max_abs_diff());
   }
+  // The response cache: Triton's per-model names, then the cache's own.
+  struct CacheSeries {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*get)(const ModelStats&);
+  };
+  const CacheSeries cache_series[] = {
+      {"nv_cache_num_hits_per_model", "counter", "Requests answered from the response cache",
+       [](const ModelStats& s) { return static_cast<double>(s.cache_hit().count.load(std::memory_order_relaxed)); }},
+      {"nv_cache_num_misses_per_model", "counter", "Requests the response cache could not answer (then stored)",
+       [](const ModelStats& s) { return static_cast<double>(s.cache_miss().count.load(std::memory_order_relaxed)); }},
+      {"nv_cache_hit_duration_per_model", "counter", "Cumulative time of cache hits (us)",
+       [](const ModelStats& s) { return s.cache_hit().ns.load(std::memory_order_relaxed) / 1e3; }},
+      {"nv_cache_miss_duration_per_model", "counter", "Cumulative cache lookup and insertion time of misses (us)",
+       [](const ModelStats& s) { return s.cache_miss().ns.load(std::memory_order_relaxed) / 1e3; }},
+  };
+  for (const auto& c : cache_series) {
+    w.Family(c.name, c.type, c.help);
+    for (const auto& mv : versions)
+      if (mv->spec().response_cache) w.Sample(c.name, labels(*mv->stats()), c.get(*mv->stats()));
+  }
+  {
+    const ResponseCacheStats cs = CacheStats();
+    w.Family("inferd_response_cache_bytes", "gauge", "Bytes the response cache holds (keys and outputs)");
+    w.Sample("inferd_response_cache_bytes", {}, static_cast<double>(cs.bytes));
+    w.Family("inferd_response_cache_entries", "gauge", "Answers the response cache holds");
+    w.Sample("inferd_response_cache_entries", {}, static_cast<double>(cs.entries));
+    w.Family("inferd_response_cache_evictions_total", "counter", "Answers evicted to stay within --cache-config size");
+    w.Sample("inferd_response_cache_evictions_total", {}, static_cast<double>(cs.evictions));
+  }
   w.Family("inferd_rollouts_total", "counter",
            "Progressive rollouts by outcome (started, promoted, rolled_back, aborted)");
   {

@@ -23,13 +23,14 @@ constexpr uint64_t kTensorOverhead = 64;
 
 }  // namespace
 
-std::string ResponseCacheKey(const InferRequest& r) {
+std::string ResponseCacheKey(const InferRequest& r, uint64_t snapshot) {
   std::string key;
   size_t size = 64 + r.model_name.size() + r.model_version.size();
   for (const Tensor& t : r.inputs) size += 32 + t.name.size() + 8 * t.shape.size() + t.byte_size;
   key.reserve(size);
   PutBytes(&key, r.model_name);
   PutBytes(&key, r.model_version);
+  PutU64(&key, snapshot);
   PutU64(&key, r.inputs.size());
   for (const Tensor& t : r.inputs) {
     PutBytes(&key, t.name);

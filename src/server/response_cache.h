@@ -24,7 +24,9 @@
 namespace inferd {
 
 // The exact cache key of a routed, validated request (its model_version set).
-std::string ResponseCacheKey(const InferRequest& request);
+// `snapshot` tells two loads of the same version number apart (a version
+// whose files changed and reloaded must not answer from the old one's entries).
+std::string ResponseCacheKey(const InferRequest& request, uint64_t snapshot = 0);
 
 struct ResponseCacheStats {
   uint64_t hits = 0;

@@ -42,6 +42,7 @@ struct ModelStatsSnapshot {
   std::string name, version;
   uint64_t last_inference_ms = 0, inference_count = 0, execution_count = 0;
   DurationSnapshot success, fail, queue, compute_input, compute_infer, compute_output;
+  DurationSnapshot cache_hit, cache_miss;
   std::vector<ModelStats::BatchStat> batch_stats;
 };
 

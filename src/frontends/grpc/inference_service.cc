@@ -419,8 +419,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServer
     SetDuration(is->mutable_compute_input(), s.compute_input);
     SetDuration(is->mutable_compute_infer(), s.compute_infer);
     SetDuration(is->mutable_compute_output(), s.compute_output);
-    SetDuration(is->mutable_cache_hit(), {});
-    SetDuration(is->mutable_cache_miss(), {});
+    SetDuration(is->mutable_cache_hit(), s.cache_hit);
+    SetDuration(is->mutable_cache_miss(), s.cache_miss);
     for (const auto& b : s.batch_stats) {
       auto* bs = m->add_batch_stats();
       bs->set_batch_size(static_cast<uint64_t>(b.batch_size));

@@ -50,9 +50,9 @@ std::string StatsJson(const std::vector<ModelStatsSnapshot>& stats) {
     b.push_back(',');
     AppendDuration(&b, "compute_output", s.compute_output);
     b.push_back(',');
-    AppendDuration(&b, "cache_hit", {});
+    AppendDuration(&b, "cache_hit", s.cache_hit);
     b.push_back(',');
-    AppendDuration(&b, "cache_miss", {});
+    AppendDuration(&b, "cache_miss", s.cache_miss);
     b.append("},\"batch_stats\":[");
     for (size_t k = 0; k < s.batch_stats.size(); ++k) {
       const auto& bs = s.batch_stats[k];
