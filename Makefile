@@ -24,7 +24,7 @@ EXAMPLES := examples/repository
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines format clean
+.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache format clean
 
 all: build
 
@@ -112,6 +112,10 @@ bench: build
 bench-pipelines: build
 	@scripts/setup.sh --bench
 	$(PY) bench/pipeline_bench.py --inferd build/src/inferd
+
+# Issue 15's cache targets: unique-input throughput with the cache on vs off, repeated-input hits (~2 min).
+bench-cache: build
+	$(PY) bench/cache_bench.py --inferd build/src/inferd
 
 # Goodput under 10x overload (docs/benchmarks.md).
 bench-overload: build
