@@ -1,15 +1,18 @@
-// `inferd models` and `inferd rollback`: clients of a running server's HTTP
-// API (GET /v2/repository/models, POST /v2/repository/models/{m}/rollback).
+// `inferd models`, `inferd rollback`, `inferd traffic` and `inferd rollout`:
+// clients of a running server's HTTP API (GET /v2/repository/models, POST
+// .../{m}/rollback, GET/PUT/DELETE .../{m}/traffic, POST/GET/DELETE .../{m}/rollout).
 #include <rapidjson/document.h>
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 
 #include "bench/http_client.h"
 #include "cli/commands.h"
 #include "lifecycle/byte_size.h"
+#include "lifecycle/traffic_policy.h"
 
 namespace inferd::cli {
 namespace {
@@ -21,14 +24,18 @@ struct AdminFlags {
 };
 
 // Sends one request; prints the server's error and returns nullopt on failure.
-std::optional<std::string> Call(const std::string& url, const std::string& method, const std::string& path) {
+std::optional<std::string> Call(const std::string& url, const std::string& method, const std::string& path,
+                                const std::string& body = "") {
   auto hp = bench::ParseUrl(url);
   if (!hp.ok()) {
     std::cerr << "inferd: --url: " << hp.status().message() << "\n";
     return std::nullopt;
   }
   bench::HttpClient client(hp->first, hp->second);
-  auto r = client.Request(method, path, "");
+  auto r = client.Request(method, path, body,
+                          body.empty()
+                              ? std::vector<std::pair<std::string, std::string>>{}
+                              : std::vector<std::pair<std::string, std::string>>{{"Content-Type", "application/json"}});
   if (!r.ok()) {
     std::cerr << "inferd: cannot reach the server at " << url << ": " << r.status().message() << "\n";
     return std::nullopt;
@@ -48,9 +55,9 @@ std::optional<std::string> Call(const std::string& url, const std::string& metho
 // The server's JSON answer as an object, or nullopt with `*rc` set: 1 after
 // an error (printed), 0 when --json printed the answer as is.
 std::optional<rapidjson::Document> CallJson(const AdminFlags& f, const std::string& method, const std::string& path,
-                                            int* rc) {
+                                            int* rc, const std::string& request_body = "") {
   *rc = 1;
-  auto body = Call(f.url, method, path);
+  auto body = Call(f.url, method, path, request_body);
   if (!body) return std::nullopt;
   if (f.json) {
     std::cout << *body << "\n";
@@ -158,6 +165,64 @@ int Rollback(const AdminFlags& f) {
   return 0;
 }
 
+struct TrafficFlags {
+  AdminFlags admin;
+  std::string split, sticky_key, shadow;
+  bool clear = false;
+};
+
+// GET (no change asked), DELETE (--clear) or PUT the policy the flags give.
+int Traffic(const TrafficFlags& f) {
+  const std::string path = "/v2/repository/models/" + f.admin.models.at(0) + "/traffic";
+  std::string method = "GET", body;
+  if (f.clear) {
+    method = "DELETE";
+  } else if (!f.split.empty() || !f.sticky_key.empty() || !f.shadow.empty()) {
+    std::map<std::string, std::string> params;
+    if (!f.split.empty()) params["traffic.split"] = f.split;
+    if (!f.sticky_key.empty()) params["traffic.sticky_key"] = f.sticky_key;
+    if (!f.shadow.empty()) params["traffic.shadow"] = f.shadow;
+    auto policy = TrafficPolicyFromParameters(params);
+    if (!policy.ok()) {
+      std::cerr << "inferd: " << policy.status().message() << "\n";
+      return 2;
+    }
+    method = "PUT";
+    body = TrafficPolicyToJson(**policy);
+  }
+  auto answer = Call(f.admin.url, method, path, body);
+  if (!answer) return 1;
+  std::cout << *answer << "\n";
+  return 0;
+}
+
+struct RolloutFlags {
+  AdminFlags admin;
+  std::string to, steps = "5,25,50,100";
+  double interval_s = 60, shadow_percent = 0;
+  uint64_t min_requests = 100;
+  bool abort = false;
+};
+
+// Starts (--to), aborts (--abort) or shows a model's rollout.
+int Rollout(const RolloutFlags& f) {
+  const std::string path = "/v2/repository/models/" + f.admin.models.at(0) + "/rollout";
+  std::string method = "GET", body;
+  if (f.abort) {
+    method = "DELETE";
+  } else if (!f.to.empty()) {
+    method = "POST";
+    body = "{\"version\":\"" + f.to + "\",\"steps\":[" + f.steps +
+           "],\"interval_seconds\":" + std::to_string(f.interval_s) +
+           ",\"min_requests\":" + std::to_string(f.min_requests) +
+           ",\"shadow_percent\":" + std::to_string(f.shadow_percent) + "}";
+  }
+  auto answer = Call(f.admin.url, method, path, body);
+  if (!answer) return 1;
+  std::cout << *answer << "\n";
+  return 0;
+}
+
 void AddUrlFlags(CLI::App* cmd, AdminFlags* f) {
   cmd->add_option("--url", f->url, "The running inferd server's HTTP address")->capture_default_str();
   cmd->add_flag("--json", f->json, "Print the server's JSON answer as is");
@@ -178,6 +243,34 @@ void AddAdminCommands(CLI::App& app, std::function<int()>* run) {
   AddUrlFlags(r, rollback.get());
   r->add_option("model", rollback->models, "The model to roll back")->required()->expected(1);
   r->callback([rollback, run] { *run = [rollback] { return Rollback(*rollback); }; });
+
+  auto traffic = std::make_shared<TrafficFlags>();
+  CLI::App* t = app.add_subcommand(
+      "traffic", "Show or set a model's traffic policy (split between versions or labels, sticky key, shadow)");
+  AddUrlFlags(t, &traffic->admin);
+  t->add_option("model", traffic->admin.models, "The model")->required()->expected(1);
+  t->add_option("--split", traffic->split, "target=percent pairs summing to 100 (\"stable=90,canary=10\")");
+  t->add_option("--sticky-key", traffic->sticky_key, "Request parameter whose value keeps a user on one version");
+  t->add_option("--shadow", traffic->shadow, "target=percent of requests also run there (\"canary=10\")");
+  t->add_flag("--clear", traffic->clear, "Drop the run-time policy (the config's applies again)");
+  t->callback([traffic, run] { *run = [traffic] { return Traffic(*traffic); }; });
+
+  auto rollout = std::make_shared<RolloutFlags>();
+  CLI::App* o = app.add_subcommand(
+      "rollout", "Roll a version out step by step, rolled back automatically when it does worse than stable");
+  AddUrlFlags(o, &rollout->admin);
+  o->add_option("model", rollout->admin.models, "The model")->required()->expected(1);
+  o->add_option("--to", rollout->to, "The version to roll out (without --to: show the rollout)");
+  o->add_option("--steps", rollout->steps, "Canary percents per step, ending at 100")->capture_default_str();
+  o->add_option("--interval", rollout->interval_s, "Seconds per step")->capture_default_str();
+  o->add_option("--min-requests", rollout->min_requests, "Canary requests a step needs before it is judged")
+      ->capture_default_str();
+  o->add_option("--shadow-percent", rollout->shadow_percent,
+                "Also mirror this share of stable's requests to the "
+                "canary and check that their answers agree")
+      ->capture_default_str();
+  o->add_flag("--abort", rollout->abort, "End the running rollout (the canary gets 0%)");
+  o->callback([rollout, run] { *run = [rollout] { return Rollout(*rollout); }; });
 }
 
 }  // namespace inferd::cli
