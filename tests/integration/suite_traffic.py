@@ -1,4 +1,5 @@
 """Integration suite: traffic policies (canary / A/B splits, stickiness; run by run_tests.py)."""
+import json
 import os
 import re
 import shutil
@@ -113,6 +114,10 @@ class Traffic(unittest.TestCase):
                     self.assertEqual(self.infer(server, params={"user": "u%d" % u}, conn=conn), first)
             for _ in range(50):
                 self.assertEqual(self.infer(server, version="3", conn=conn), 3)
+            # The response header names the version that answered, as the body does.
+            st, hdrs, data = server.request("POST", "/v2/models/which/infer", json.dumps(ic.v2_json_request(
+                {"X": np.zeros(1, np.float32)}, params={"user": "u1"})).encode())
+            self.assertEqual(hdrs.get("inferd-model-version"), json.loads(data)["model_version"])
             conn.close()
         finally:
             self.assertEqual(server.stop(), 0)
