@@ -200,10 +200,12 @@ Status RolloutController::Apply(const std::string& model, const Running& r) {
       return host_->SetTraffic(model, SplitFor(r.state.canary_percent(), r.shadow_percent));
     case RolloutPhase::kPromoted: {
       INFERD_RETURN_IF_ERROR(host_->SetLabel(model, "stable", r.canary));
-      return host_->ClearTraffic(model);
+      INFERD_RETURN_IF_ERROR(host_->ClearTraffic(model));
+      return host_->DeleteLabel(model, "canary");
     }
     default:
-      return host_->ClearTraffic(model);  // the canary gets nothing; stable stays the default
+      INFERD_RETURN_IF_ERROR(host_->ClearTraffic(model));  // the canary gets nothing; stable stays the default
+      return host_->DeleteLabel(model, "canary");
   }
 }
 

@@ -8,7 +8,10 @@
 // and shadow agreement when the rollout shadows), lets the RolloutPlan judge
 // them (lifecycle/rollout_plan.h) and applies the verdict: the next step's
 // split; a rollback (canary 0%, stable stays default); or the promotion
-// (`stable` -> the version, the split removed). Every decision is logged with
+// (`stable` -> the version, the split removed). When it ends either way the
+// `canary` label is removed (a rolled-back version still stays loaded until
+// the model next reloads: deleting a label unloads nothing yet). Every
+// decision is logged with
 // its numbers, counted in metrics and kept in the rollout's history.
 //
 // State lives in the control-state store (document "rollout" per model), so
@@ -52,6 +55,8 @@ class RolloutHost {
   virtual Result<int64_t> LabelVersion(const std::string& model, const std::string& label) = 0;
   // Loads `version` first when it does not serve (may block: called on the admin path).
   virtual Status SetLabel(const std::string& model, const std::string& label, int64_t version) = 0;
+  // Removes a label (a version no label or policy keeps unloads).
+  virtual Status DeleteLabel(const std::string& model, const std::string& label) = 0;
   virtual Status SetTraffic(const std::string& model, const TrafficPolicy& policy) = 0;
   virtual Status ClearTraffic(const std::string& model) = 0;
   // Counters of a serving version (UNAVAILABLE when it no longer serves).

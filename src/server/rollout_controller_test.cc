@@ -46,6 +46,10 @@ class FakeHost : public RolloutHost {
     labels[label] = v;
     return Status::OK();
   }
+  Status DeleteLabel(const std::string&, const std::string& label) override {
+    labels.erase(label);
+    return Status::OK();
+  }
   Status SetTraffic(const std::string&, const TrafficPolicy& p) override {
     traffic = p;
     return Status::OK();
@@ -114,6 +118,7 @@ TEST_F(RolloutControllerTest, AGoodVersionIsPromotedThroughEveryStep) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->phase, RolloutPhase::kPromoted);
   EXPECT_EQ(host_.labels.at("stable"), 4);
+  EXPECT_EQ(host_.labels.count("canary"), 0u);
   EXPECT_FALSE(host_.traffic.has_value());
   EXPECT_EQ(controller_.counts().promoted, 1u);
 }
@@ -141,6 +146,7 @@ TEST_F(RolloutControllerTest, ErrorsLatencyOrDisagreementRollBackWithinOneInterv
     EXPECT_NE(s->reason.find(c.why), std::string::npos) << s->reason;
     EXPECT_EQ(host.CanaryPercent(), 0u);
     EXPECT_EQ(host.labels.at("stable"), 1);  // stable stays the default
+    EXPECT_EQ(host.labels.count("canary"), 0u);
     EXPECT_EQ(controller.counts().rolled_back, 1u);
   }
 }

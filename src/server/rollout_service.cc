@@ -18,6 +18,9 @@ class ManagerHost final : public RolloutHost {
   Status SetLabel(const std::string& model, const std::string& label, int64_t version) override {
     return m_->SetLabel(model, label, version).status();
   }
+  Status DeleteLabel(const std::string& model, const std::string& label) override {
+    return m_->DeleteLabel(model, label).status();
+  }
   Status SetTraffic(const std::string& model, const TrafficPolicy& policy) override {
     return m_->SetTraffic(model, policy).status();
   }

@@ -125,6 +125,7 @@ class Rollout(unittest.TestCase):
             self.assertIn(why, js["reason"])
             st, labels = self.server.get_json("/v2/repository/models/roll/labels")
             self.assertEqual(dict(labels["labels"]).get("stable"), "1", labels)
+            self.assertNotIn("canary", dict(labels["labels"]))
             # Clients saw errors only from the canary's share of one interval.
             total = load.ok + load.errors
             self.assertLess(load.errors, 0.2 * total, (load.errors, total))
@@ -138,6 +139,7 @@ class Rollout(unittest.TestCase):
         self.assertEqual(load.errors, 0)
         st, labels = self.server.get_json("/v2/repository/models/roll/labels")
         self.assertEqual(dict(labels["labels"])["stable"], "2", labels)
+        self.assertNotIn("canary", dict(labels["labels"]))
         metrics = self.server.metrics()
         self.assertIn('inferd_rollouts_total{outcome="promoted"} 1', metrics)
         self.assertIn('inferd_rollouts_total{outcome="rolled_back"} 3', metrics)
