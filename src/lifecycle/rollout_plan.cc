@@ -105,9 +105,13 @@ RolloutState JudgeInterval(RolloutState state, const IntervalStats& canary, cons
     state.step_started = now;  // the next interval judges what comes next, with the same step
     return state;
   }
-  if (stable.p99_us > 0 && canary.p99_us > stable.p99_us * c.max_p99_ratio) {
+  // Stable's p99 counts when stable had enough requests itself; at high
+  // canary shares it has few, and the last good measurement stands in.
+  if (stable.requests >= state.spec.min_requests && stable.p99_us > 0) state.stable_p99_baseline_us = stable.p99_us;
+  const double stable_p99 = state.stable_p99_baseline_us;
+  if (stable_p99 > 0 && canary.p99_us > stable_p99 * c.max_p99_ratio) {
     return End(std::move(state), RolloutPhase::kRolledBack,
-               Fmt("p99 %.0f us vs stable %.0f us (max x%.2f)", canary.p99_us, stable.p99_us, c.max_p99_ratio), now);
+               Fmt("p99 %.0f us vs stable %.0f us (max x%.2f)", canary.p99_us, stable_p99, c.max_p99_ratio), now);
   }
   if (state.step + 1 >= state.spec.steps.size()) return End(std::move(state), RolloutPhase::kPromoted, "", now);
   ++state.step;

@@ -60,6 +60,9 @@ struct RolloutState {
   size_t step = 0;  // index into spec.steps while running
   TimePoint step_started{};
   std::string reason;  // why it ended (rolled back, aborted)
+  // Stable's p99 from the last interval in which it had min_requests: what a
+  // canary taking (nearly) all traffic is compared with.
+  double stable_p99_baseline_us = 0;
   std::vector<RolloutEvent> events;
 
   // The canary's share now: the step's percent while running, 100 once

@@ -75,6 +75,21 @@ TEST(RolloutPlan, TooFewCanaryRequestsWaitAtTheSameStep) {
   EXPECT_EQ(s.phase, RolloutPhase::kRunning);
 }
 
+TEST(RolloutPlan, WhenStableHasFewRequestsItsLastFullMeasurementIsTheLatencyBaseline) {
+  TimePoint t{};
+  RolloutState s = StartRollout(Spec(), t);
+  s = JudgeInterval(s, Good(), IntervalStats{1000, 0, 900, std::nullopt}, t + seconds(10));  // baseline 900
+  // 25%: stable's few requests were slow (noise); the canary's 1200 us is within 1.5 x 900.
+  s = JudgeInterval(s, IntervalStats{1000, 0, 1200, std::nullopt}, IntervalStats{5, 0, 300, std::nullopt},
+                    t + seconds(20));
+  EXPECT_EQ(s.phase, RolloutPhase::kRunning);
+  EXPECT_EQ(s.stable_p99_baseline_us, 900);
+  // And a canary 3x the baseline fails even when stable saw no request at all.
+  s = JudgeInterval(s, IntervalStats{1000, 0, 2700, std::nullopt}, IntervalStats{}, t + seconds(30));
+  EXPECT_EQ(s.phase, RolloutPhase::kRolledBack);
+  EXPECT_NE(s.reason.find("vs stable 900 us"), std::string::npos) << s.reason;
+}
+
 TEST(RolloutPlan, AnAbortEndsARunningRolloutOnly) {
   TimePoint t{};
   RolloutState s = AbortRollout(StartRollout(Spec(), t), "version 4 was removed from the repository", t);
