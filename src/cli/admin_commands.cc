@@ -94,6 +94,19 @@ std::string LabelsText(const rapidjson::Value& o) {
   return out;
 }
 
+// "running 4: step 2 of 4, canary 25%", "rolled back 4: error rate ...".
+std::string RolloutText(const rapidjson::Value& r) {
+  const std::string phase = Str(r, "phase");
+  std::string text = phase + " " + Str(r, "version");
+  if (phase == "running") {
+    text += ": step " + std::to_string(U64(r, "step")) + " of " + std::to_string(U64(r, "steps")) + ", canary " +
+            std::to_string(U64(r, "canary_percent")) + "%";
+  }
+  const std::string why = Str(r, "reason");
+  if (!why.empty()) text += ": " + why;
+  return text;
+}
+
 int Models(const AdminFlags& f) {
   int rc = 0;
   auto answer = CallJson(f, "GET", "/v2/repository/models", &rc);
@@ -145,6 +158,8 @@ int Models(const AdminFlags& f) {
                 bytes ? FormatBytes(bytes).c_str() : "-", idle.c_str());
     const std::string reason = Str(m, "reason");
     if (state != "READY" && !reason.empty()) std::printf("    %s\n", reason.c_str());
+    if (m.HasMember("rollout") && m["rollout"].IsObject())
+      std::printf("    rollout: %s\n", RolloutText(m["rollout"]).c_str());
   }
   const uint64_t budget = U64(doc, "memory_budget_bytes"), used = U64(doc, "resident_bytes");
   std::printf("\n%zu models (%zu shown), %zu loaded; residency %s; %s resident%s%s\n", size_t{doc["models"].Size()},

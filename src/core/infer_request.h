@@ -46,6 +46,11 @@ struct InferRequest {
   uint32_t priority = 0;    // 0 = the model's default level
   uint64_t timeout_us = 0;  // 0 = the model's default
 
+  // The transport's sticky key (HTTP header Inferd-Sticky-Key, gRPC metadata
+  // inferd-sticky-key): keeps one user on one version of a traffic split.
+  // "" = none (the policy's sticky_key parameter may still name one).
+  std::string sticky_key;
+
   // Raised by the front end when the client gives up; null = not cancellable.
   // A cancelled request still queued is answered CANCELLED and never runs.
   std::shared_ptr<const Cancellation> cancellation;

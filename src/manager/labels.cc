@@ -87,19 +87,52 @@ Result<LabelsInfo> ModelManager::SetLabel(const std::string& name, const std::st
 Result<LabelsInfo> ModelManager::DeleteLabel(const std::string& name, const std::string& label) {
   auto lock = model_locks_.Acquire(name);
   INFERD_RETURN_IF_ERROR(EnsureResidentLocked(name));
+  Aspiration want;  // set when the version the label held is no longer wanted
+  int64_t orphan = 0;
   {
     WriterLock g(&mu_);
     auto it = models_.find(name);
-    if (it != models_.end() && !it->second.ready.empty()) {
-      Record& r = it->second;
-      if (!r.labels.labels.erase(label)) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
-      INFERD_RETURN_IF_ERROR(SaveLabelsLocked(name, r, /*always=*/true));
-      PublishLocked(name, r);
-      spdlog::info("model '{}': label '{}' deleted", name, label);
-      return LabelsInfoLocked(name, r);
+    if (it == models_.end() || it->second.ready.empty()) return NotServing(name);
+    Record& r = it->second;
+    auto l = r.labels.labels.find(label);
+    if (l == r.labels.labels.end()) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
+    const int64_t v = l->second;
+    r.labels.labels.erase(l);
+    INFERD_RETURN_IF_ERROR(SaveLabelsLocked(name, r, /*always=*/true));
+    PublishLocked(name, r);
+    spdlog::info("model '{}': label '{}' deleted", name, label);
+    if (r.ready.count(v) && !StillWantedLocked(r, v)) {
+      orphan = v;
+      want.labels = r.labels;
+      want.retry_failed = false;
     }
   }
-  return NotServing(name);
+  if (orphan) {
+    // Nothing keeps the version (a rolled-back canary): the model is planned
+    // again with the labels left, which retires it (in-flight requests on it
+    // complete first). Nothing loads: the other versions are unchanged.
+    spdlog::info("model '{}': version {} has no label, policy or traffic share left: unloading it", name, orphan);
+    if (Status st = LoadLocked(name, want); !st.ok()) {
+      spdlog::warn("model '{}': version {} stays loaded: {}", name, orphan, st.message());
+    }
+  }
+  ReaderLock g(&mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return NotServing(name);
+  return LabelsInfoLocked(name, it->second);
+}
+
+bool ModelManager::StillWantedLocked(const Record& r, int64_t version) const {
+  if (r.policy_versions.count(version)) return true;
+  for (const auto& [l, v] : r.labels.labels)
+    if (v == version) return true;
+  if (r.traffic) {
+    const std::string text = std::to_string(version);
+    for (const auto& s : r.traffic->split)
+      if (s.target == text) return true;
+    if (r.traffic->shadow_target == text) return true;
+  }
+  return false;
 }
 
 Result<RollbackResult> ModelManager::Rollback(const std::string& name) {

@@ -140,6 +140,8 @@ class ModelManager {
   Result<int64_t> ResolveLabel(const std::string& name, const std::string& label) const;
   // Points `label` at `version`, loading it first if it does not serve.
   Result<LabelsInfo> SetLabel(const std::string& name, const std::string& label, int64_t version);
+  // Removes `label`; a version nothing wants any more (no label, version_policy
+  // or traffic share) then unloads, as a rolled-back canary does.
   Result<LabelsInfo> DeleteLabel(const std::string& name, const std::string& label);
   // Makes the previous default version the default again (`stable`).
   Result<RollbackResult> Rollback(const std::string& name);
@@ -250,6 +252,8 @@ class ModelManager {
   // Marks the retired versions UNLOADING; DrainRetired drains and forgets them.
   void DrainRetired(const std::string& name, Retired retired) TSA_EXCLUDES(mu_);
   LabelsInfo LabelsInfoLocked(const std::string& name, const Record& r) const TSA_REQUIRES_SHARED(mu_);
+  // Whether the version_policy, a label or the traffic policy still wants `version`.
+  bool StillWantedLocked(const Record& r, int64_t version) const TSA_REQUIRES_SHARED(mu_);
   const Record* ReadyRecordLocked(const std::string& name) const TSA_REQUIRES_SHARED(mu_);
   // Records the current default in the label history; persists the labels
   // when `always` or when the history changed.

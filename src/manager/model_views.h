@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +61,16 @@ struct ModelListing {
     uint64_t resident_bytes = 0;
     bool pinned = false;
     int64_t idle_ms = -1;  // since the last request; -1 when not resident
+    // The model's rollout, running or the last one ended (filled by the
+    // server's RolloutService, not the manager).
+    struct Rollout {
+      std::string phase;  // running, promoted, rolled back, aborted
+      std::string version;
+      uint32_t canary_percent = 0;
+      size_t step = 0, steps = 0;  // while running: step (1-based) of steps
+      std::string reason;          // why it ended, with the measured numbers
+    };
+    std::optional<Rollout> rollout;
   };
   std::string residency;  // eager | on-demand
   uint64_t budget_bytes = 0, used_bytes = 0;

@@ -20,9 +20,12 @@ std::optional<int64_t> ServingTarget(const ServingModel& model, const std::strin
   return v;
 }
 
-// The request's sticky key: the named parameter, as text.
+// The request's sticky key: the transport's (a header), else the parameter the
+// policy names, as text.
 std::optional<std::string> StickyKey(const TrafficPolicy& policy, const InferRequest* request) {
-  if (policy.sticky_key.empty() || request == nullptr) return std::nullopt;
+  if (request == nullptr) return std::nullopt;
+  if (!request->sticky_key.empty()) return request->sticky_key;
+  if (policy.sticky_key.empty()) return std::nullopt;
   auto it = request->parameters.find(policy.sticky_key);
   if (it == request->parameters.end()) return std::nullopt;
   if (const std::string* s = std::get_if<std::string>(&it->second)) return *s;

@@ -80,6 +80,32 @@ TEST(TrafficRoutingPolicy, AStickyParameterAlwaysReachesTheSameVersion) {
   for (int k = 0; k < 5; ++k) EXPECT_EQ(policy->Resolve(m, VersionRef{}, &numeric)->version_number, v);
 }
 
+TEST(TrafficRoutingPolicy, TheTransportsStickyKeyWinsAndWorksWithoutAParameterName) {
+  auto policy = MakeTrafficRoutingPolicy(Sweep(7));
+  ServingModel m = Model();
+  auto unnamed = std::make_shared<TrafficPolicy>(*m.traffic);
+  unnamed->sticky_key.clear();
+  m.traffic = unnamed;
+  int canary = 0;
+  for (int u = 0; u < 2000; ++u) {
+    InferRequest req;
+    req.sticky_key = "user-" + std::to_string(u);
+    const int64_t first = policy->Resolve(m, VersionRef{}, &req)->version_number;
+    for (int k = 0; k < 5; ++k) EXPECT_EQ(policy->Resolve(m, VersionRef{}, &req)->version_number, first);
+    canary += first == 2;
+  }
+  EXPECT_NEAR(canary, 200, 40);
+  // With both, the header's key decides: the parameter changes nothing.
+  ServingModel named = Model();
+  InferRequest req;
+  req.sticky_key = "alice";
+  const int64_t v = policy->Resolve(named, VersionRef{}, &req)->version_number;
+  for (int u = 0; u < 50; ++u) {
+    req.parameters["user"] = std::string("u") + std::to_string(u);
+    EXPECT_EQ(policy->Resolve(named, VersionRef{}, &req)->version_number, v);
+  }
+}
+
 TEST(TrafficRoutingPolicy, TargetsThatDoNotServeGetNothing) {
   auto policy = MakeTrafficRoutingPolicy(Sweep(100));
   ServingModel m = Model(/*canary_serves=*/false, /*shadow_serves=*/false);

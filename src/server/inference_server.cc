@@ -214,7 +214,28 @@ Result<std::vector<RepositoryIndexEntry>> InferenceServer::RepositoryIndex(bool 
   return manager_->RepositoryIndex(ready_only);
 }
 
-ModelListing InferenceServer::ListModels() const { return manager_->ListModels(); }
+ModelListing InferenceServer::ListModels() const {
+  ModelListing listing = manager_->ListModels();
+  if (!rollouts_) return listing;
+  const std::map<std::string, RolloutState> all = rollouts_->controller().All();
+  if (all.empty()) return listing;
+  for (auto& m : listing.models) {
+    auto it = all.find(m.name);
+    if (it == all.end()) continue;
+    const RolloutState& s = it->second;
+    ModelListing::Model::Rollout r;
+    r.phase = std::string(RolloutPhaseName(s.phase));
+    r.version = s.spec.version;
+    r.canary_percent = s.canary_percent();
+    if (s.phase == RolloutPhase::kRunning) {
+      r.step = s.step + 1;
+      r.steps = s.spec.steps.size();
+    }
+    r.reason = s.reason;
+    m.rollout = std::move(r);
+  }
+  return listing;
+}
 
 Status InferenceServer::RequireExplicitControl() const {
   if (options_.control_mode == ModelControlMode::kExplicit) return Status::OK();

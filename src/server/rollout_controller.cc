@@ -264,6 +264,13 @@ Result<RolloutState> RolloutController::Get(const std::string& model) const {
   return Status::NotFound("model '" + model + "' has no rollout");
 }
 
+std::map<std::string, RolloutState> RolloutController::All() const {
+  MutexLock g(&mu_);
+  std::map<std::string, RolloutState> all = finished_;
+  for (const auto& [model, r] : running_) all.insert_or_assign(model, r.state);
+  return all;
+}
+
 Result<RolloutState> RolloutController::Abort(const std::string& model, const std::string& why) {
   Running r;
   {

@@ -86,6 +86,8 @@ class RolloutController {
   // Starts a rollout of `model` (FAILED_PRECONDITION when one runs).
   Result<RolloutState> Start(const std::string& model, RolloutRequest request);
   Result<RolloutState> Get(const std::string& model) const;
+  // Every model's rollout, running or the last one ended, by model name.
+  std::map<std::string, RolloutState> All() const;
   // Ends a running rollout: the canary gets 0%.
   Result<RolloutState> Abort(const std::string& model, const std::string& why);
   // Judges every rollout whose interval has ended.

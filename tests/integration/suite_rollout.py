@@ -1,6 +1,7 @@
 """Integration suite: progressive rollouts with automatic rollback (run by run_tests.py)."""
 import os
 import shutil
+import subprocess
 import sys
 import textwrap
 import threading
@@ -112,6 +113,11 @@ class Rollout(unittest.TestCase):
             time.sleep(0.1)  # the rollout moves on the server's clock: polled, bounded
         self.fail("the rollout did not end within %d s: %s" % (timeout, js))
 
+    def listing_entry(self):
+        st, listing = self.server.get_json("/v2/repository/models")
+        self.assertEqual(st, 200, listing)
+        return [m for m in listing["models"] if m["name"] == "roll"][0]
+
     def test_bad_versions_roll_back_and_a_good_one_is_promoted(self):
         for version, extra, why in (("3", "", "error rate"), ("5", "", "p99"),
                                     ("4", ', "shadow_percent": 100', "agree")):
@@ -129,6 +135,16 @@ class Rollout(unittest.TestCase):
             # Clients saw errors only from the canary's share of one interval.
             total = load.ok + load.errors
             self.assertLess(load.errors, 0.2 * total, (load.errors, total))
+            # The rolled-back version is unloaded (nothing wants it), and the listing and
+            # `inferd models` say what happened.
+            roll = self.listing_entry()
+            self.assertEqual([v["version"] for v in roll["versions"]], ["1"], roll)
+            self.assertEqual((roll["rollout"]["phase"], roll["rollout"]["version"]), ("rolled back", version), roll)
+            out = subprocess.run([C.ARGS.inferd, "models", "roll", "--url", "http://127.0.0.1:%d" % self.server.port],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("rollout: rolled back %s: " % version, out.stdout)
+            self.assertIn(why, out.stdout)
         load = Load(self.server)
         try:
             self.rollout("2")
@@ -140,6 +156,7 @@ class Rollout(unittest.TestCase):
         st, labels = self.server.get_json("/v2/repository/models/roll/labels")
         self.assertEqual(dict(labels["labels"])["stable"], "2", labels)
         self.assertNotIn("canary", dict(labels["labels"]))
+        self.assertEqual(self.listing_entry()["rollout"]["phase"], "promoted")
         metrics = self.server.metrics()
         self.assertIn('inferd_rollouts_total{outcome="promoted"} 1', metrics)
         self.assertIn('inferd_rollouts_total{outcome="rolled_back"} 3', metrics)
@@ -153,6 +170,61 @@ class Rollout(unittest.TestCase):
             st, _, data = self.server.request("POST", "/v2/repository/models/roll/rollout", body.encode())
             self.assertIn(st, (400, 404), (body, data))
             self.assertIn(why, data.decode(), body)
+
+
+
+class RolloutRemoval(unittest.TestCase):
+    """A version removed from the repository mid-rollout ends the rollout, and no client sees an error."""
+
+    def test_a_version_removed_mid_rollout_aborts_it_safely(self):
+        repo = os.path.join(C.ARGS.workdir, "rollout_removal_repository")
+        make_repo(repo)
+        state = os.path.join(C.ARGS.workdir, "rollout_removal_state")
+        shutil.rmtree(state, ignore_errors=True)
+        server = ic.Server(C.ARGS.inferd, repo, "--control-state-dir", state, "--model-control-mode", "poll",
+                           "--repository-poll-secs", "0.3")
+        try:
+            load = Load(server)
+            try:
+                body = b'{"version": "2", "steps": [50, 100], "interval_seconds": 2, "min_requests": 5}'
+                st, _, data = server.request("POST", "/v2/repository/models/roll/rollout", body)
+                self.assertEqual(st, 200, data)
+                # Wait until version 2 answers some of the traffic, then remove its folder.
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    with load.lock:
+                        if load.versions.get("2", 0) >= 5:
+                            break
+                    time.sleep(0.05)  # polled, bounded
+                self.assertGreaterEqual(load.versions.get("2", 0), 5, load.versions)
+                shutil.rmtree(os.path.join(repo, "roll", "2"))
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    st, js = server.get_json("/v2/repository/models/roll/rollout")
+                    if js.get("phase") != "running":
+                        break
+                    time.sleep(0.1)  # polled, bounded
+                with load.lock:
+                    before = load.ok
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:  # traffic keeps flowing after the end
+                    with load.lock:
+                        if load.ok >= before + 20:
+                            break
+                    time.sleep(0.05)
+            finally:
+                load.stop()
+            self.assertEqual(js["phase"], "aborted", js)
+            self.assertIn("version 2 no longer serves", js["reason"])
+            self.assertEqual(load.errors, 0, load.versions)
+            self.assertGreaterEqual(load.ok, before + 20)
+            st, labels = server.get_json("/v2/repository/models/roll/labels")
+            self.assertEqual(dict(labels["labels"]).get("stable"), "1", labels)
+            self.assertNotIn("canary", dict(labels["labels"]))
+            st, js = server.get_json("/v2/repository/models/roll/traffic")
+            self.assertEqual(js["source"], "none", js)
+        finally:
+            self.assertEqual(server.stop(), 0)
 
 
 if __name__ == "__main__":

@@ -77,6 +77,45 @@ class Traffic(unittest.TestCase):
         self.assertEqual(js["model_version"], str(outs["V"][0]))  # the body says who served
         return outs["V"][0]
 
+    def check_transport_keys_and_other_protocols(self, server, conn):
+        """The Inferd-Sticky-Key header (gRPC metadata inferd-sticky-key) keeps a user on one version;
+        TF Serving predict and gRPC requests go through the split too."""
+        body = json.dumps(ic.v2_json_request({"X": np.zeros(1, np.float32)})).encode()
+        firsts = {}
+        for u in range(40):
+            seen = set()
+            for _ in range(5):
+                st, hdrs, data = server.request("POST", "/v2/models/which/infer", body,
+                                                headers={"Inferd-Sticky-Key": "user-%d" % u}, conn=conn)
+                self.assertEqual(st, 200, data)
+                seen.add(hdrs.get("inferd-model-version"))
+            self.assertEqual(len(seen), 1, (u, seen))
+            firsts[u] = seen.pop()
+        self.assertLessEqual(set(firsts.values()), {"1", "2"})
+        # TF Serving's predict (no version in the URL) is split as well.
+        tf = set()
+        for _ in range(300):
+            st, _, data = server.request("POST", "/v1/models/which:predict", b'{"inputs": {"X": [0.0]}}', conn=conn)
+            self.assertEqual(st, 200, data)
+            tf.add(json.loads(data)["outputs"]["V"][0])
+        self.assertEqual(tf, {1, 2})
+        # gRPC: unaddressed requests are split; the metadata key is sticky.
+        import grpc
+        import grpc_client as gc
+        s = C.stubs()
+        with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
+            stub = s.pb_grpc.GRPCInferenceServiceStub(ch)
+            req = gc.infer_request(s.pb, "which", {"X": np.zeros(1, np.float32)})
+            served = {stub.ModelInfer(req, timeout=60).model_version for _ in range(300)}
+            self.assertEqual(served, {"1", "2"})
+            for u in range(20):
+                md = (("inferd-sticky-key", "user-%d" % u),)
+                versions = {stub.ModelInfer(req, metadata=md, timeout=60).model_version for _ in range(5)}
+                self.assertEqual(len(versions), 1, (u, versions))
+                # The same key over HTTP and gRPC reaches the same version.
+                if u in firsts:
+                    self.assertEqual(versions.pop(), firsts[u])
+
     def test_split_stickiness_bypass_persistence_and_bad_policies(self):
         server = self.server()
         try:
@@ -114,6 +153,7 @@ class Traffic(unittest.TestCase):
                     self.assertEqual(self.infer(server, params={"user": "u%d" % u}, conn=conn), first)
             for _ in range(50):
                 self.assertEqual(self.infer(server, version="3", conn=conn), 3)
+            self.check_transport_keys_and_other_protocols(server, conn)
             # The response header names the version that answered, as the body does.
             st, hdrs, data = server.request("POST", "/v2/models/which/infer", json.dumps(ic.v2_json_request(
                 {"X": np.zeros(1, np.float32)}, params={"user": "u1"})).encode())

@@ -13,6 +13,13 @@ namespace {
 using inference::ModelInferRequest;
 using inference::ModelStreamInferResponse;
 
+// The call's sticky key for traffic splits (metadata inferd-sticky-key).
+std::string StickyKeyOf(const grpc::CallbackServerContext* c) {
+  const auto& md = c->client_metadata();
+  auto it = md.find("inferd-sticky-key");
+  return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
 grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* c, const Status& st) {
   auto* reactor = c->DefaultReactor();
   reactor->Finish(ToGrpcStatus(st));
@@ -84,7 +91,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
 class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>,
                             public Drainable {
  public:
-  explicit StreamReactor(ServiceContext* ctx) : ctx_(ctx) {
+  StreamReactor(ServiceContext* ctx, std::string sticky_key) : ctx_(ctx), sticky_key_(std::move(sticky_key)) {
     if (!ctx_->drains.Add(this)) {
       finished_ = true;
       Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
@@ -194,6 +201,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     }
     const InferRequest& r = **decoded;
     (*decoded)->cancellation = cancellation_;
+    (*decoded)->sticky_key = sticky_key_;
     // A model that answers in parts (decoupled) sends each part as its own
     // stream response; the final answer follows, marked final when the
     // client asked. An empty final answer after parts is sent only then.
@@ -285,6 +293,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   }
 
   ServiceContext* ctx_;
+  const std::string sticky_key_;  // the stream's, for every request on it
   const std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();  // covers every request
   ModelInferRequest incoming_;  // the read buffer; one read at a time
   Mutex mu_;
@@ -370,6 +379,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
   }
   auto* reactor = new InferReactor(ctx_->server);
   (*decoded)->cancellation = reactor->cancellation();
+  (*decoded)->sticky_key = StickyKeyOf(c);
   ctx_->server->InferAsync(std::move(*decoded), [reactor, response, raw](Result<InferResponse> r) {
     if (!r.ok()) return reactor->Finish(ToGrpcStatus(r.status()));
     EncodeInferResponse(*r, raw, response);
@@ -383,7 +393,7 @@ grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* InferenceS
   if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) {
     return new RefusedStream<grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>>(st);
   }
-  return new StreamReactor(ctx_);
+  return new StreamReactor(ctx_, StickyKeyOf(c));
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* c,

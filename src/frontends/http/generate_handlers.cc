@@ -38,6 +38,10 @@ void Generate(InferenceServer* server, Request&& req, const std::string& model, 
                                                model, md->resolved_version);
   if (!parsed.ok()) return respond(ErrorResponse(parsed.status()));
   (*parsed)->cancellation = req.cancellation;
+  // Parsed with the default version's inputs; an unaddressed request still
+  // goes through the model's traffic policy.
+  (*parsed)->model_version = version;
+  if (const std::string* key = req.Header("inferd-sticky-key")) (*parsed)->sticky_key = *key;
   if (!stream) {
     return server->InferAsync(std::move(*parsed), [respond = std::move(respond)](Result<InferResponse> r) {
       respond(r.ok() ? JsonResponse(200, generate::EncodeGenerateResponse(*r)) : ErrorResponse(r.status()));

@@ -167,6 +167,7 @@ void Infer(InferenceServer* server, Request&& req, std::string model, std::strin
     return respond(ErrorResponse(ready.ok() ? parsed.status() : ready.status()));
   }
   (*parsed)->cancellation = req.cancellation;
+  if (const std::string* key = req.Header("inferd-sticky-key")) (*parsed)->sticky_key = *key;
   v2::OutputOptions opts = v2::OutputOptionsOf(**parsed);
   server->InferAsync(
       std::move(*parsed), [respond = std::move(respond), opts = std::move(opts)](Result<InferResponse> r) {

@@ -70,7 +70,26 @@ Response ListingResponse(const ModelListing& l) {
       json::AppendNumber(&b, v.load_seconds);
       b.push_back('}');
     }
-    b.append("]}");
+    b.push_back(']');
+    if (m.rollout) {
+      const auto& r = *m.rollout;
+      b.append(",\"rollout\":{\"phase\":");
+      json::AppendEscaped(&b, r.phase);
+      b.append(",\"version\":");
+      json::AppendEscaped(&b, r.version);
+      b.append(",\"canary_percent\":");
+      json::AppendNumber(&b, r.canary_percent);
+      if (r.steps) {
+        b.append(",\"step\":");
+        json::AppendNumber(&b, r.step);
+        b.append(",\"steps\":");
+        json::AppendNumber(&b, r.steps);
+      }
+      b.append(",\"reason\":");
+      json::AppendEscaped(&b, r.reason);
+      b.push_back('}');
+    }
+    b.push_back('}');
   }
   b.append("]}");
   return JsonResponse(200, std::move(b));

@@ -102,6 +102,10 @@ void Predict(InferenceServer* server, const Request& req, const std::string& mod
                                         md->resolved_version);
   if (!parsed.ok()) return respond(ErrorResponse(parsed.status()));
   parsed->request->cancellation = req.cancellation;
+  // Parsed with the default version's inputs; an unaddressed request still
+  // goes through the model's traffic policy.
+  parsed->request->model_version = version;
+  if (const std::string* key = req.Header("inferd-sticky-key")) parsed->request->sticky_key = *key;
   const v1::Format format = parsed->format;
   server->InferAsync(std::move(parsed->request), [respond = std::move(respond), format](Result<InferResponse> r) {
     if (!r.ok()) return respond(ErrorResponse(r.status()));
