@@ -70,6 +70,7 @@ struct ServeFlags {
   bool strict_readiness = false;
   bool exit_on_error = false;
   std::string cache_config;  // Triton's --cache-config local,size=N
+  int64_t shadow_max_in_flight = 16;
   std::string admin_token_file, admin_token_env;
   bool auth_all_routes = false;
   std::string log_level = "info";
@@ -160,6 +161,7 @@ int Serve(const ServeFlags& f) {
     }
     so.response_cache_bytes = *bytes;
   }
+  so.shadow_max_in_flight = f.shadow_max_in_flight;
   so.strict_readiness = f.strict_readiness;
   so.exit_on_error = f.exit_on_error;
   auto token = ReadToken(f.admin_token_file, f.admin_token_env,
@@ -332,6 +334,11 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--cache-config", flags->cache_config,
                   "The response cache for models with response_cache { enable: true }: local,size=<bytes> "
                   "(Triton's form; an LRU within that many bytes)");
+  cmd->add_option("--shadow-max-in-flight", flags->shadow_max_in_flight,
+                  "Shadow traffic: the most mirrored requests one shadow version runs or queues at once; beyond it "
+                  "requests are not mirrored (inferd_shadow_requests_total{outcome=\"skipped\"})")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--model-parameter", flags->model_parameters,
                   "KEY=VALUE: a config parameter every model gets unless its config.pbtxt sets it (repeatable; "
                   "e.g. OPTIMIZE_FOR_INFERENCE=false)");

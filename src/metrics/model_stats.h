@@ -62,6 +62,18 @@ class ModelStats {
     }
   }
 
+  // Bounds the shadow requests running or queued on this version: false
+  // (and counted skipped) when `limit` are already in flight, so a slow
+  // shadow never piles up copies of requests. Each true is paired with one
+  // EndShadow().
+  bool TryStartShadow(int64_t limit) {
+    if (shadow_in_flight_.fetch_add(1, std::memory_order_relaxed) < limit) return true;
+    shadow_in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    shadow_skipped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  void EndShadow() { shadow_in_flight_.fetch_sub(1, std::memory_order_relaxed); }
+
   // The response cache (Triton's cache_hit / cache_miss statistics): a hit
   // answered from the cache in `ns`; a miss's lookup and insertion took `ns`.
   void RecordCacheHit(uint64_t ns) { cache_hit_.Add(ns); }
@@ -73,6 +85,8 @@ class ModelStats {
   uint64_t shadow_agreed() const { return shadow_agreed_.load(std::memory_order_relaxed); }
   uint64_t shadow_disagreed() const { return shadow_disagreed_.load(std::memory_order_relaxed); }
   uint64_t shadow_failed() const { return shadow_failed_.load(std::memory_order_relaxed); }
+  uint64_t shadow_skipped() const { return shadow_skipped_.load(std::memory_order_relaxed); }
+  int64_t shadow_in_flight() const { return shadow_in_flight_.load(std::memory_order_relaxed); }
   double shadow_max_abs_diff() const { return shadow_max_abs_diff_.load(std::memory_order_relaxed); }
   uint64_t last_inference_ms() const { return last_inference_ms_.load(std::memory_order_relaxed); }
   uint64_t inference_count() const { return inference_count_.load(std::memory_order_relaxed); }
@@ -113,7 +127,8 @@ class ModelStats {
   std::atomic<uint64_t> execution_count_{0};
   std::atomic<int64_t> last_error_log_ns_{INT64_MIN / 2};
   std::atomic<int64_t> pending_{0};
-  std::atomic<uint64_t> shadow_agreed_{0}, shadow_disagreed_{0}, shadow_failed_{0};
+  std::atomic<uint64_t> shadow_agreed_{0}, shadow_disagreed_{0}, shadow_failed_{0}, shadow_skipped_{0};
+  std::atomic<int64_t> shadow_in_flight_{0};
   std::atomic<double> shadow_max_abs_diff_{0};
   DurationStat cache_hit_, cache_miss_;
   DurationStat success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;

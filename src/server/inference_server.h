@@ -85,6 +85,9 @@ struct ServerOptions {
   // Bytes of the response cache models with response_cache { enable: true }
   // use (Triton's --cache-config local,size=N); 0 = no cache.
   uint64_t response_cache_bytes = 0;
+  // Shadow traffic: the most mirrored requests one shadow version runs or
+  // queues at once; beyond it a request is not mirrored (counted skipped).
+  int64_t shadow_max_in_flight = 16;
 };
 
 class InferenceServer final : public RequestSubmitter {

@@ -105,13 +105,14 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   }
   w.Family("inferd_shadow_requests_total", "counter",
            "Requests mirrored to this version (shadow traffic) by outcome: agreed or disagreed with the served "
-           "answer, or failed");
+           "answer, failed, or skipped (--shadow-max-in-flight were already running)");
   for (const auto& mv : versions) {
     const ModelStats& s = *mv->stats();
-    if (s.shadow_agreed() + s.shadow_disagreed() + s.shadow_failed() == 0) continue;
+    if (s.shadow_agreed() + s.shadow_disagreed() + s.shadow_failed() + s.shadow_skipped() == 0) continue;
     for (const auto& [outcome, n] : {std::pair<const char*, uint64_t>{"agreed", s.shadow_agreed()},
                                      {"disagreed", s.shadow_disagreed()},
-                                     {"failed", s.shadow_failed()}}) {
+                                     {"failed", s.shadow_failed()},
+                                     {"skipped", s.shadow_skipped()}}) {
       Labels l = labels(s);
       l.emplace_back("outcome", outcome);
       w.Sample("inferd_shadow_requests_total", l, static_cast<double>(n));

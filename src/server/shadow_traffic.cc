@@ -52,15 +52,17 @@ class Comparison {
 }  // namespace
 
 InferCallback MirrorRequest(const InferRequest& request, std::shared_ptr<ModelVersion> shadow, InferCallback final,
-                            Clock& clock) {
+                            Clock& clock, int64_t max_in_flight) {
+  auto stats = shadow->stats();
+  if (!stats->TryStartShadow(max_in_flight)) return final;
   auto copy = std::make_unique<InferRequest>(request);
   copy->model_version = shadow->version_string();
   copy->cancellation = nullptr;  // the shadow runs on even if the client leaves
   const ModelSpec& spec = shadow->spec();
   if (spec.batching.priority_levels > 0) copy->priority = spec.batching.priority_levels;  // lowest
   auto rows = ValidateAndNormalize(spec, copy.get());
-  auto stats = shadow->stats();
   if (!rows.ok()) {  // the shadow version takes other inputs: a failed shadow
+    stats->EndShadow();
     stats->RecordShadow(/*failed=*/true, false, 0);
     return final;
   }
@@ -69,9 +71,13 @@ InferCallback MirrorRequest(const InferRequest& request, std::shared_ptr<ModelVe
   pending->request = std::move(copy);
   pending->rows = *rows;
   pending->arrival = clock.Now();
-  pending->callback = [comparison, shadow](Result<InferResponse> r) { comparison->Shadowed(std::move(r)); };
+  pending->callback = [comparison, shadow](Result<InferResponse> r) {
+    shadow->stats()->EndShadow();
+    comparison->Shadowed(std::move(r));
+  };
   Status st = shadow->scheduler().Enqueue(pending);
   if (!st.ok()) {  // the shadow's queue is full: it is the one that waits, never the client
+    stats->EndShadow();
     stats->RecordShadow(/*failed=*/true, false, 0);
     return final;
   }

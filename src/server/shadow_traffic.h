@@ -19,8 +19,10 @@
 namespace inferd {
 
 // Submits a copy of `request` (routed, validated) to `shadow` and returns
-// the callback to use in place of `final` for the served answer.
+// the callback to use in place of `final` for the served answer. When
+// `max_in_flight` shadow requests of that version are already running or
+// queued, nothing is mirrored (counted skipped) and `final` is returned.
 InferCallback MirrorRequest(const InferRequest& request, std::shared_ptr<ModelVersion> shadow, InferCallback final,
-                            Clock& clock);
+                            Clock& clock, int64_t max_in_flight);
 
 }  // namespace inferd

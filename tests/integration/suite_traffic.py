@@ -16,9 +16,11 @@ import inferd_client as ic  # noqa: E402
 from common import setUpModule, tearDownModule  # noqa: E402,F401
 
 # Answers its own version number (V) and 2 * X (Y), so a test sees which version served. Version 3
-# misbehaves when the request parameter "v3" asks: "error", "slow" (0.2 s) or "wrong" (Y + 1).
+# misbehaves when the request parameter "v3" asks: "error", "slow" (0.2 s), "wrong" (Y + 1) or "gate" (waits
+# until the file named by the parameter "gate" exists, at most 60 s).
 WHICH = textwrap.dedent("""
     import json
+    import os
     import time
 
     import numpy as np
@@ -39,6 +41,10 @@ WHICH = textwrap.dedent("""
                     continue
                 if mode == "slow":
                     time.sleep(0.2)
+                if mode == "gate":
+                    deadline = time.monotonic() + 60
+                    while not os.path.exists(json.loads(r.parameters())["gate"]) and time.monotonic() < deadline:
+                        time.sleep(0.01)
                 y = x * 2 + (1 if mode == "wrong" else 0)
                 out.append(pb_utils.InferenceResponse([pb_utils.Tensor("V", np.array([self.version], np.int32)),
                                                        pb_utils.Tensor("Y", y.astype(np.float32))]))
@@ -178,7 +184,7 @@ class Shadow(unittest.TestCase):
     def shadow_counts(self, server):
         text = server.metrics()
         counts = {}
-        for outcome in ("agreed", "disagreed", "failed"):
+        for outcome in ("agreed", "disagreed", "failed", "skipped"):
             m = re.search(r'^inferd_shadow_requests_total\{model="which",version="3",outcome="%s"\} (\d+)' % outcome,
                           text, re.M)
             counts[outcome] = int(m.group(1)) if m else 0
@@ -207,7 +213,7 @@ class Shadow(unittest.TestCase):
                                          b'{"split": {"stable": 100}, "shadow": {"target": "3", "percent": 100}}')
             self.assertEqual(st, 200, data)
             x = np.array([1.5], np.float32)
-            want = {"agreed": 0, "disagreed": 0, "failed": 0}
+            want = {"agreed": 0, "disagreed": 0, "failed": 0, "skipped": 0}
             for mode, outcome in (("", "agreed"), ("wrong", "disagreed"), ("error", "failed"), ("slow", "agreed")):
                 n = 5 if mode == "slow" else 40
                 for _ in range(n):
@@ -220,6 +226,35 @@ class Shadow(unittest.TestCase):
                 self.assertEqual(self.wait_counts(server, want), want, mode)
             self.assertIn('inferd_shadow_max_abs_diff{model="which",version="3"} 1', server.metrics())
         finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_a_stuck_shadow_holds_at_most_its_in_flight_bound(self):
+        repo = os.path.join(C.ARGS.workdir, "shadow_repository")
+        make_repo(repo)
+        state = os.path.join(C.ARGS.workdir, "shadow_bound_state")
+        shutil.rmtree(state, ignore_errors=True)
+        gate = os.path.join(C.ARGS.workdir, "shadow_gate")
+        if os.path.exists(gate):
+            os.remove(gate)
+        server = ic.Server(C.ARGS.inferd, repo, "--control-state-dir", state, "--shadow-max-in-flight", "2")
+        try:
+            st, _, data = server.request("PUT", "/v2/repository/models/which/traffic",
+                                         b'{"split": {"1": 100}, "shadow": {"target": "3", "percent": 100}}')
+            self.assertEqual(st, 200, data)
+            # The shadow blocks until the gate opens: two mirrored requests run or queue, the rest are
+            # skipped, and the clients' answers never wait for it.
+            for _ in range(10):
+                st, js = server.post_json("/v2/models/which/infer", ic.v2_json_request(
+                    {"X": np.array([1.5], np.float32)}, outputs=[{"name": "Y"}], params={"v3": "gate", "gate": gate}))
+                self.assertEqual(st, 200, js)
+                self.assertEqual(js["outputs"][0]["data"], [3.0])
+            self.assertEqual(self.shadow_counts(server)["skipped"], 8)
+            open(gate, "w").close()
+            want = {"agreed": 2, "disagreed": 0, "failed": 0, "skipped": 8}
+            self.assertEqual(self.wait_counts(server, want), want)
+        finally:
+            if not os.path.exists(gate):
+                open(gate, "w").close()  # lets a stuck shadow finish so the server stops
             self.assertEqual(server.stop(), 0)
 
 
