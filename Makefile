@@ -24,7 +24,7 @@ EXAMPLES := examples/repository
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache format clean
+.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache bench-shadow format clean
 
 all: build
 
@@ -116,6 +116,10 @@ bench-pipelines: build
 # Issue 15's cache targets: unique-input throughput with the cache on vs off, repeated-input hits (~2 min).
 bench-cache: build
 	$(PY) bench/cache_bench.py --inferd build/src/inferd
+
+# Issue 15's shadow target: the client's p99 with an erroring or 10x slower shadow vs none (~1 min).
+bench-shadow: build
+	$(PY) bench/shadow_bench.py --inferd build/src/inferd
 
 # Goodput under 10x overload (docs/benchmarks.md).
 bench-overload: build

@@ -105,10 +105,17 @@ RolloutState JudgeInterval(RolloutState state, const IntervalStats& canary, cons
     state.step_started = now;  // the next interval judges what comes next, with the same step
     return state;
   }
-  // Stable's p99 counts when stable had enough requests itself; at high
-  // canary shares it has few, and the last good measurement stands in.
-  if (stable.requests >= state.spec.min_requests && stable.p99_us > 0) state.stable_p99_baseline_us = stable.p99_us;
-  const double stable_p99 = state.stable_p99_baseline_us;
+  // Stable's p99 of this interval counts when stable had enough requests
+  // itself (both measured under the same conditions). At high canary shares
+  // it has few, and its p99 from when it carried the most traffic stands in:
+  // the canary now carries that load.
+  const bool measured = stable.requests >= state.spec.min_requests && stable.p99_us > 0;
+  const uint32_t stable_share = 100 - state.canary_percent();
+  if (measured && stable_share >= state.stable_p99_baseline_share) {
+    state.stable_p99_baseline_us = stable.p99_us;
+    state.stable_p99_baseline_share = stable_share;
+  }
+  const double stable_p99 = measured ? stable.p99_us : state.stable_p99_baseline_us;
   if (stable_p99 > 0 && canary.p99_us > stable_p99 * c.max_p99_ratio) {
     return End(std::move(state), RolloutPhase::kRolledBack,
                Fmt("p99 %.0f us vs stable %.0f us (max x%.2f)", canary.p99_us, stable_p99, c.max_p99_ratio), now);

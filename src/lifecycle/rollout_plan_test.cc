@@ -75,13 +75,20 @@ TEST(RolloutPlan, TooFewCanaryRequestsWaitAtTheSameStep) {
   EXPECT_EQ(s.phase, RolloutPhase::kRunning);
 }
 
-TEST(RolloutPlan, WhenStableHasFewRequestsItsLastFullMeasurementIsTheLatencyBaseline) {
+TEST(RolloutPlan, WhenStableHasFewRequestsItsMeasurementAtTheLargestShareIsTheLatencyBaseline) {
   TimePoint t{};
   RolloutState s = StartRollout(Spec(), t);
-  s = JudgeInterval(s, Good(), IntervalStats{1000, 0, 900, std::nullopt}, t + seconds(10));  // baseline 900
-  // 25%: stable's few requests were slow (noise); the canary's 1200 us is within 1.5 x 900.
-  s = JudgeInterval(s, IntervalStats{1000, 0, 1200, std::nullopt}, IntervalStats{5, 0, 300, std::nullopt},
+  s = JudgeInterval(s, Good(), IntervalStats{1000, 0, 900, std::nullopt}, t + seconds(10));  // 95%: baseline 900
+  EXPECT_EQ(s.stable_p99_baseline_share, 95u);
+  // 25%: both measured; the canary's 1200 us is compared with stable's 1000 of the same interval. The
+  // baseline stays the one measured at 95% of the traffic.
+  s = JudgeInterval(s, IntervalStats{1000, 0, 1200, std::nullopt}, IntervalStats{1000, 0, 1000, std::nullopt},
                     t + seconds(20));
+  EXPECT_EQ(s.phase, RolloutPhase::kRunning);
+  EXPECT_EQ(s.stable_p99_baseline_us, 900);
+  // 50%: stable's few requests were slow (noise): not a measurement; 1200 us is within 1.5 x 900.
+  s = JudgeInterval(s, IntervalStats{1000, 0, 1200, std::nullopt}, IntervalStats{5, 0, 300, std::nullopt},
+                    t + seconds(25));
   EXPECT_EQ(s.phase, RolloutPhase::kRunning);
   EXPECT_EQ(s.stable_p99_baseline_us, 900);
   // And a canary 3x the baseline fails even when stable saw no request at all.
