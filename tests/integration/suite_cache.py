@@ -54,7 +54,10 @@ class Cache(unittest.TestCase):
     def test_repeated_inputs_are_answered_from_the_cache_and_every_answer_is_right(self):
         repo = os.path.join(C.ARGS.workdir, "cache_repository")
         make_repo(repo)
-        server = ic.Server(C.ARGS.inferd, repo, "--cache-config", "local,size=1048576")
+        state = os.path.join(C.ARGS.workdir, "cache_state")
+        shutil.rmtree(state, ignore_errors=True)
+        server = ic.Server(C.ARGS.inferd, repo, "--cache-config", "local,size=1048576", "--control-state-dir", state,
+                           "--model-control-mode", "explicit", "--load-model", "*")
         try:
             def infer(model, x, version=None):
                 path = "/v2/models/%s%s/infer" % (model, "/versions/%s" % version if version else "")
@@ -83,8 +86,35 @@ class Cache(unittest.TestCase):
             metrics = server.metrics()
             self.assertIn('nv_cache_num_hits_per_model{model="cached",version="2"} 1', metrics)
             self.assertNotIn('nv_cache_num_hits_per_model{model="uncached"', metrics)
+            self.check_swaps_and_rollbacks(server, repo, infer)
         finally:
             self.assertEqual(server.stop(), 0)
+
+    def check_swaps_and_rollbacks(self, server, repo, infer):
+        """A default that moves (labels, rollback) or a version reloaded with new files never gets a stale answer."""
+        def put_stable(v):
+            st, _, data = server.request("PUT", "/v2/repository/models/cached/labels/stable",
+                                         ('{"version": "%s"}' % v).encode())
+            self.assertEqual(st, 200, data)
+
+        x = [[1, 2, 3]]
+        calls2 = infer("cached", x)[2]
+        put_stable("1")
+        self.assertEqual(infer("cached", x)[0::3], ([1, 2, 3], "1"))
+        put_stable("2")
+        self.assertEqual(infer("cached", x), ([2, 4, 6], [1, 3], calls2, "2"))  # version 2's entry, still right
+        st, _, data = server.request("POST", "/v2/repository/models/cached/rollback")
+        self.assertEqual(st, 200, data)
+        self.assertEqual(infer("cached", x)[0::3], ([1, 2, 3], "1"))
+        put_stable("2")
+        # Version 2 reloaded with new files (Y = 20 X): a new snapshot, so nothing cached for the old one answers.
+        with open(os.path.join(repo, "cached", "2", "model.py"), "w") as f:
+            f.write(COUNTED.replace("(x * self.version)", "(x * self.version * 10)"))
+        st, _, data = server.request("POST", "/v2/repository/models/cached/load", b"{}")
+        self.assertEqual(st, 200, data)
+        y, _, calls, version = infer("cached", x)
+        self.assertEqual((y, calls, version), ([20, 40, 60], 1, "2"))
+        self.assertEqual(infer("cached", x)[:3], ([20, 40, 60], [1, 3], 1))  # and that answer is cached
 
     def test_a_bad_cache_config_is_refused(self):
         import subprocess
