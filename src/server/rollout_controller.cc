@@ -218,6 +218,7 @@ void RolloutController::Finished(RolloutPhase phase) {
 
 Result<RolloutState> RolloutController::Start(const std::string& model, RolloutRequest request) {
   INFERD_RETURN_IF_ERROR(ValidateRolloutSpec(request.spec));
+  MutexLock serial(&apply_mu_);
   {
     MutexLock g(&mu_);
     if (running_.count(model))
@@ -272,6 +273,7 @@ std::map<std::string, RolloutState> RolloutController::All() const {
 }
 
 Result<RolloutState> RolloutController::Abort(const std::string& model, const std::string& why) {
+  MutexLock serial(&apply_mu_);
   Running r;
   {
     MutexLock g(&mu_);
@@ -292,6 +294,7 @@ Result<RolloutState> RolloutController::Abort(const std::string& model, const st
 }
 
 void RolloutController::Tick() {
+  MutexLock serial(&apply_mu_);
   const TimePoint now = clock_->Now();
   std::vector<std::pair<std::string, Running>> due;
   {
@@ -343,6 +346,7 @@ void RolloutController::Tick() {
 }
 
 void RolloutController::Resume() {
+  MutexLock serial(&apply_mu_);
   for (const std::string& model : host_->ModelNames()) {
     auto doc = store_->Get(model, "rollout");
     if (!doc.ok() || !*doc) continue;

@@ -20,7 +20,8 @@
 //
 // Thread-safety: all public methods are thread-safe. Tick() is called by the
 // server's timer thread (or a test, with a FakeClock); host calls happen
-// outside the controller's lock.
+// outside the lock that guards the state (Get and All never wait for them),
+// one rollout operation at a time.
 #pragma once
 
 #include <map>
@@ -115,6 +116,11 @@ class RolloutController {
   RolloutHost* const host_;
   ControlStateStore* const store_;
   Clock* const clock_;
+  // Serialises Start, Abort, Tick and Resume: a verdict's host calls (labels,
+  // traffic) never interleave with another's, so an abort cannot be undone
+  // by a step applied after it. Held across host calls (a Start may load a
+  // version); mu_ only guards the maps.
+  Mutex apply_mu_ TSA_ACQUIRED_BEFORE(mu_);
   mutable Mutex mu_;
   std::map<std::string, Running> running_ TSA_GUARDED_BY(mu_);
   std::map<std::string, RolloutState> finished_ TSA_GUARDED_BY(mu_);  // the last one per model
