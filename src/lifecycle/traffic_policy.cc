@@ -130,6 +130,20 @@ Result<TrafficPolicy> ParseTrafficPolicyJson(std::string_view json) {
   return p;
 }
 
+std::string TrafficAnswerJson(const std::string& model, const std::string& source, const std::string& policy_json) {
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  w.StartObject();
+  w.Key("model");
+  w.String(model.c_str(), static_cast<rapidjson::SizeType>(model.size()));
+  w.Key("source");
+  w.String(source.c_str(), static_cast<rapidjson::SizeType>(source.size()));
+  w.Key("policy");
+  w.RawValue(policy_json.c_str(), policy_json.size(), rapidjson::kObjectType);
+  w.EndObject();
+  return std::string(sb.GetString(), sb.GetSize());
+}
+
 std::string TrafficPolicyToJson(const TrafficPolicy& p) {
   rapidjson::StringBuffer sb;
   rapidjson::Writer<rapidjson::StringBuffer> w(sb);

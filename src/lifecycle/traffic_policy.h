@@ -46,6 +46,10 @@ struct TrafficPolicy {
 Result<TrafficPolicy> ParseTrafficPolicyJson(std::string_view json);
 std::string TrafficPolicyToJson(const TrafficPolicy& policy);
 
+// The management API's answer: {"model": ..., "source": ..., "policy": <policy_json>}
+// (policy_json is TrafficPolicyToJson's, or "{}").
+std::string TrafficAnswerJson(const std::string& model, const std::string& source, const std::string& policy_json);
+
 // The config.pbtxt form, parameters "traffic.split" ("stable=90,canary=10"),
 // "traffic.sticky_key" ("user_id") and "traffic.shadow" ("canary=10", the
 // percent mirrored). nullopt when none is given.

@@ -32,6 +32,7 @@ struct TrafficInfo {
   std::string model;
   std::string source;       // "runtime" (set through the API), "config" (config.pbtxt parameters) or "none"
   std::string policy_json;  // TrafficPolicyToJson; "{}" for none
+  std::string json;         // the API's answer: TrafficAnswerJson (model, source, policy)
 };
 
 struct RollbackResult {

@@ -17,6 +17,7 @@ TrafficInfo Info(const std::string& name, const std::shared_ptr<const TrafficPol
   info.model = name;
   info.source = policy ? (runtime ? "runtime" : "config") : "none";
   info.policy_json = policy ? TrafficPolicyToJson(*policy) : "{}";
+  info.json = TrafficAnswerJson(info.model, info.source, info.policy_json);
   return info;
 }
 

@@ -114,8 +114,9 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
   request->model_version = version.version_string();
   // The traffic policy mirrors this one: the shadow runs a copy; the client's
   // answer is compared with it after it was delivered (server/shadow_traffic.h).
-  if (shadow) sink.final = MirrorRequest(*request, std::move(shadow), std::move(sink.final), *clock_,
-                                       options_.shadow_max_in_flight);
+  if (shadow)
+    sink.final =
+        MirrorRequest(*request, std::move(shadow), std::move(sink.final), *clock_, options_.shadow_max_in_flight);
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
   pending->callback = std::move(sink.final);

@@ -296,15 +296,18 @@ Result<RolloutState> RolloutController::Abort(const std::string& model, const st
 void RolloutController::Tick() {
   MutexLock serial(&apply_mu_);
   const TimePoint now = clock_->Now();
-  std::vector<std::pair<std::string, Running>> due;
+  // Every running rollout: one whose version stopped serving ends at once;
+  // the others are judged when their interval has ended.
+  std::vector<std::pair<std::string, Running>> running;
   {
     MutexLock g(&mu_);
-    for (const auto& [model, r] : running_)
-      if (now - r.state.step_started >= r.state.spec.interval) due.emplace_back(model, r);
+    running.assign(running_.begin(), running_.end());
   }
-  for (auto& [model, r] : due) {
+  for (auto& [model, r] : running) {
     auto canary = host_->Counters(model, r.canary);
     auto stable = host_->Counters(model, r.stable);
+    const bool serving = canary.ok() && stable.ok();
+    if (serving && now - r.state.step_started < r.state.spec.interval) continue;
     RolloutState before = r.state;
     if (!canary.ok() || !stable.ok()) {
       r.state = AbortRollout(std::move(r.state),

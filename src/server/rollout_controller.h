@@ -9,10 +9,11 @@
 // them (lifecycle/rollout_plan.h) and applies the verdict: the next step's
 // split; a rollback (canary 0%, stable stays default); or the promotion
 // (`stable` -> the version, the split removed). When it ends either way the
-// `canary` label is removed (a rolled-back version still stays loaded until
-// the model next reloads: deleting a label unloads nothing yet). Every
-// decision is logged with
-// its numbers, counted in metrics and kept in the rollout's history.
+// `canary` label is removed (a rolled-back version then unloads unless the
+// version_policy or another label keeps it). A version that stops serving
+// ends the rollout at the next tick, without waiting for the interval. Every
+// decision is logged with its numbers, counted in metrics and kept in the
+// rollout's history.
 //
 // State lives in the control-state store (document "rollout" per model), so
 // a restart resumes a running rollout at its step with a fresh interval.

@@ -11,7 +11,7 @@ import numpy as np
 
 import inferd_client as ic
 
-PROTOS = ("model_config.proto", "grpc_service.proto", "health.proto")
+PROTOS = ("model_config.proto", "grpc_service.proto", "health.proto", "inferd_management.proto")
 PLUGIN = "/usr/bin/grpc_python_plugin"  # Debian protobuf-compiler-grpc
 
 # The typed contents field each datatype travels in.
@@ -39,6 +39,8 @@ class Stubs:
         self.health = importlib.import_module("health_pb2")
         self.health_grpc = importlib.import_module("health_pb2_grpc")
         self.config = importlib.import_module("model_config_pb2")
+        self.management = importlib.import_module("inferd_management_pb2")
+        self.management_grpc = importlib.import_module("inferd_management_pb2_grpc")
 
 
 def bytes_tensor(elements):

@@ -143,6 +143,17 @@ class ExplicitControl(unittest.TestCase):
                 self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
                 stub.RepositoryIndex(pb.RepositoryIndexRequest(), timeout=60,
                                      metadata=(("authorization", "Bearer s3cret-token"),))
+                # inferd's management service (traffic, rollouts) needs the token too.
+                mg = C.stubs().management_grpc.ManagementServiceStub(ch)
+                req = C.stubs().management.JsonRequest(model_name="tiny_mlp", json='{"split": {"1": 100}}')
+                with self.assertRaises(grpc.RpcError) as cm:
+                    mg.SetTraffic(req, timeout=60)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+                got = mg.SetTraffic(req, timeout=60, metadata=(("authorization", "Bearer s3cret-token"),))
+                self.assertEqual(json.loads(got.json)["source"], "runtime")
+                got = mg.ClearTraffic(C.stubs().management.ModelRequest(model_name="tiny_mlp"), timeout=60,
+                                      metadata=(("authorization", "Bearer s3cret-token"),))  # the state is shared
+                self.assertEqual(json.loads(got.json)["source"], "none")
                 self.assertTrue(stub.ModelReady(pb.ModelReadyRequest(name="mlp"), timeout=60).ready)
         finally:
             self.assertEqual(server.stop(), 0)

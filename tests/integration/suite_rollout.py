@@ -147,7 +147,8 @@ class Rollout(unittest.TestCase):
             self.assertIn(why, out.stdout)
         load = Load(self.server)
         try:
-            self.rollout("2")
+            # Its p99 is checked against a loose bound: on a loaded 2-core box the p99 of 1 ms requests is noise.
+            self.rollout("2", ', "checks": {"max_p99_ratio": 5}')
             js = self.wait_end()
         finally:
             load.stop()
@@ -186,7 +187,8 @@ class RolloutRemoval(unittest.TestCase):
         try:
             load = Load(server)
             try:
-                body = b'{"version": "2", "steps": [50, 100], "interval_seconds": 2, "min_requests": 5}'
+                # A long interval: the removal, not a verdict, must end it (at the next tick).
+                body = b'{"version": "2", "steps": [50, 100], "interval_seconds": 600, "min_requests": 5}'
                 st, _, data = server.request("POST", "/v2/repository/models/roll/rollout", body)
                 self.assertEqual(st, 200, data)
                 # Wait until version 2 answers some of the traffic, then remove its folder.

@@ -122,6 +122,54 @@ class Traffic(unittest.TestCase):
                 if u in firsts:
                     self.assertEqual(versions.pop(), firsts[u])
 
+    def test_the_grpc_management_service_sets_policies_and_rollouts(self):
+        import grpc
+        s = C.stubs()
+        state = os.path.join(C.ARGS.workdir, "traffic_grpc_state")
+        shutil.rmtree(state, ignore_errors=True)
+        server = ic.Server(C.ARGS.inferd, self.repo, "--control-state-dir", state)
+        try:
+            with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
+                mg = s.management_grpc.ManagementServiceStub(ch)
+                pb = s.management
+                got = json.loads(mg.GetTraffic(pb.ModelRequest(model_name="which"), timeout=60).json)
+                self.assertEqual(got["source"], "none", got)
+                # Bad policies: INVALID_ARGUMENT, nothing changes.
+                for body, why in (('{"split": {"1": 90, "2": 5}}', "sum to 95"), ("nope", "not a JSON object"),
+                                  ('{"split": {"1": 90, "9": 10}}', "no version 9")):
+                    with self.assertRaises(grpc.RpcError) as e:
+                        mg.SetTraffic(pb.JsonRequest(model_name="which", json=body), timeout=60)
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, body)
+                    self.assertIn(why, e.exception.details(), body)
+                with self.assertRaises(grpc.RpcError) as e:
+                    mg.GetTraffic(pb.ModelRequest(model_name="nope"), timeout=60)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+                got = json.loads(mg.SetTraffic(pb.JsonRequest(model_name="which", json='{"split": {"1": 50, "2": 50}}'),
+                                               timeout=60).json)
+                self.assertEqual((got["source"], got["policy"]["split"]), ("runtime", {"1": 50, "2": 50}), got)
+                # The same answer as HTTP's, and requests follow it.
+                self.assertEqual(server.get_json("/v2/repository/models/which/traffic")[1], got)
+                self.assertEqual({self.infer(server) for _ in range(60)}, {1, 2})
+                got = json.loads(mg.ClearTraffic(pb.ModelRequest(model_name="which"), timeout=60).json)
+                self.assertEqual(got["source"], "none", got)
+                # Rollouts: a bad request is INVALID_ARGUMENT; one started over gRPC is seen over HTTP, and aborted.
+                with self.assertRaises(grpc.RpcError) as e:
+                    mg.StartRollout(pb.JsonRequest(model_name="which", json='{"version": "2", "interval_seconds": -1}'),
+                                    timeout=60)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                self.assertIn("interval_seconds", e.exception.details())
+                got = json.loads(mg.StartRollout(pb.JsonRequest(
+                    model_name="which", json='{"version": "2", "steps": [10, 100], "interval_seconds": 600}'),
+                    timeout=60).json)
+                self.assertEqual((got["phase"], got["canary_percent"]), ("running", 10), got)
+                self.assertEqual(server.get_json("/v2/repository/models/which/rollout")[1]["phase"], "running")
+                self.assertEqual(json.loads(mg.GetRollout(pb.ModelRequest(model_name="which"), timeout=60).json)["phase"],
+                                 "running")
+                got = json.loads(mg.AbortRollout(pb.ModelRequest(model_name="which"), timeout=60).json)
+                self.assertEqual((got["phase"], got["canary_percent"]), ("aborted", 0), got)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_split_stickiness_bypass_persistence_and_bad_policies(self):
         server = self.server()
         try:

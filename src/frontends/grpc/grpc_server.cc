@@ -87,6 +87,7 @@ struct GrpcServer::Impl {
   ServiceContext ctx;
   InferenceService inference{&ctx};
   HealthService health{&ctx};
+  ManagementService management{&ctx};
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   bool stop_begun = false;
@@ -112,6 +113,7 @@ Status GrpcServer::Start() {
   b.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl_->port);
   b.RegisterService(&impl_->inference);
   b.RegisterService(&impl_->health);
+  b.RegisterService(&impl_->management);
   const int max_msg = static_cast<int>(std::min<size_t>(o.max_message_bytes, INT32_MAX));
   b.SetMaxReceiveMessageSize(max_msg);
   b.SetMaxSendMessageSize(max_msg);

@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
+#include "inferd_management.grpc.pb.h"
 
 namespace inferd {
 class InferenceServer;
@@ -114,6 +115,33 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
                                   grpc::health::v1::HealthCheckResponse* resp) override;
   grpc::ServerWriteReactor<grpc::health::v1::HealthCheckResponse>* Watch(
       grpc::CallbackServerContext* c, const grpc::health::v1::HealthCheckRequest* req) override;
+
+ private:
+  ServiceContext* ctx_;
+};
+
+// inferd.management.ManagementService (proto/inferd_management.proto):
+// traffic policies and rollouts; the JSON documents of the HTTP routes.
+// Calls that change state run on the server's admin thread.
+class ManagementService final : public inferd::management::ManagementService::CallbackService {
+ public:
+  explicit ManagementService(ServiceContext* ctx) : ctx_(ctx) {}
+  using ModelRequest = inferd::management::ModelRequest;
+  using JsonRequest = inferd::management::JsonRequest;
+  using JsonAnswer = inferd::management::JsonAnswer;
+
+  grpc::ServerUnaryReactor* GetTraffic(grpc::CallbackServerContext* c, const ModelRequest* req,
+                                       JsonAnswer* resp) override;
+  grpc::ServerUnaryReactor* SetTraffic(grpc::CallbackServerContext* c, const JsonRequest* req,
+                                       JsonAnswer* resp) override;
+  grpc::ServerUnaryReactor* ClearTraffic(grpc::CallbackServerContext* c, const ModelRequest* req,
+                                         JsonAnswer* resp) override;
+  grpc::ServerUnaryReactor* StartRollout(grpc::CallbackServerContext* c, const JsonRequest* req,
+                                         JsonAnswer* resp) override;
+  grpc::ServerUnaryReactor* GetRollout(grpc::CallbackServerContext* c, const ModelRequest* req,
+                                       JsonAnswer* resp) override;
+  grpc::ServerUnaryReactor* AbortRollout(grpc::CallbackServerContext* c, const ModelRequest* req,
+                                         JsonAnswer* resp) override;
 
  private:
   ServiceContext* ctx_;

@@ -5,7 +5,6 @@
 //   POST   /v2/repository/models/{m}/rollout   start a progressive rollout (body: server/rollout_controller.h)
 //   GET    /v2/repository/models/{m}/rollout   its state and history
 //   DELETE /v2/repository/models/{m}/rollout   abort it (the canary gets 0%)
-#include "frontends/codec/json_writer.h"
 #include "frontends/http/router.h"
 
 namespace inferd::http {
@@ -13,14 +12,7 @@ namespace {
 
 Response TrafficResponse(const Result<TrafficInfo>& info) {
   if (!info.ok()) return ErrorResponse(info.status());
-  std::string b = "{\"model\":";
-  json::AppendEscaped(&b, info->model);
-  b.append(",\"source\":");
-  json::AppendEscaped(&b, info->source);
-  b.append(",\"policy\":");
-  b.append(info->policy_json);  // already JSON
-  b.push_back('}');
-  return JsonResponse(200, std::move(b));
+  return JsonResponse(200, info->json);
 }
 
 }  // namespace
