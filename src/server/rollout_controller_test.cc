@@ -151,6 +151,59 @@ TEST_F(RolloutControllerTest, ErrorsLatencyOrDisagreementRollBackWithinOneInterv
   }
 }
 
+// Several models, each a FakeHost of its own.
+class ModelsHost : public RolloutHost {
+ public:
+  std::map<std::string, FakeHost> models;
+  Result<int64_t> DefaultVersion(const std::string& m) override { return models.at(m).DefaultVersion(m); }
+  Result<int64_t> LabelVersion(const std::string& m, const std::string& l) override {
+    return models.at(m).LabelVersion(m, l);
+  }
+  Status SetLabel(const std::string& m, const std::string& l, int64_t v) override {
+    return models.at(m).SetLabel(m, l, v);
+  }
+  Status DeleteLabel(const std::string& m, const std::string& l) override { return models.at(m).DeleteLabel(m, l); }
+  Status SetTraffic(const std::string& m, const TrafficPolicy& p) override { return models.at(m).SetTraffic(m, p); }
+  Status ClearTraffic(const std::string& m) override { return models.at(m).ClearTraffic(m); }
+  Result<VersionCounters> Counters(const std::string& m, int64_t v) override { return models.at(m).Counters(m, v); }
+  std::vector<std::string> ModelNames() override {
+    std::vector<std::string> names;
+    for (const auto& [m, _] : models) names.push_back(m);
+    return names;
+  }
+};
+
+TEST(RolloutControllerModels, ManyModelsRollOutAtOnceEachJudgedOnItsOwn) {
+  ModelsHost host;
+  for (const char* m : {"a", "b", "c"}) host.models[m];
+  auto store = MakeMemoryStateStore();
+  inferd::testing::FakeClock clock;
+  RolloutController controller(&host, store.get(), &clock);
+  for (const char* m : {"a", "b", "c"}) ASSERT_TRUE(controller.Start(m, Request()).ok()) << m;
+  EXPECT_EQ(controller.Start("a", Request()).status().code(), StatusCode::kFailedPrecondition);  // one per model
+  for (int i = 0; i < 4; ++i) {
+    for (const char* m : {"a", "b", "c"}) {
+      const bool bad = std::string(m) == "b";
+      host.models[m].Serve(1, 1000, 0, 1000);
+      if (host.models[m].CanaryPercent() > 0 || i == 0) host.models[m].Serve(4, 1000, bad ? 300 : 0, 1000);
+    }
+    clock.Advance(seconds(10));
+    controller.Tick();
+    if (i == 0) {
+      EXPECT_EQ(controller.Get("b")->phase, RolloutPhase::kRolledBack);  // b's errors touch only b
+      EXPECT_EQ(host.models["a"].CanaryPercent(), 25u);
+      EXPECT_EQ(host.models["c"].CanaryPercent(), 25u);
+    }
+  }
+  EXPECT_EQ(controller.Get("a")->phase, RolloutPhase::kPromoted);
+  EXPECT_EQ(controller.Get("c")->phase, RolloutPhase::kPromoted);
+  EXPECT_EQ(host.models["a"].labels.at("stable"), 4);
+  EXPECT_EQ(host.models["b"].labels.at("stable"), 1);
+  EXPECT_EQ(controller.counts().promoted, 2u);
+  EXPECT_EQ(controller.counts().rolled_back, 1u);
+  EXPECT_EQ(controller.All().size(), 3u);
+}
+
 TEST_F(RolloutControllerTest, NothingHappensBeforeTheIntervalEnds) {
   ASSERT_TRUE(controller_.Start("m", Request()).ok());
   host_.Serve(4, 1000, 500, 1000);
