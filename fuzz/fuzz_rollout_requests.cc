@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (pick && *pick >= p->split.size()) std::abort();
     (void)inferd::PickShadow(*p, std::nullopt, 0.25);
   }
-  (void)inferd::TrafficPolicyFromParameters({{"traffic.split", std::string(text)}, {"traffic.shadow", std::string(text)}});
+  (void)inferd::TrafficPolicyFromParameters(
+      {{"traffic.split", std::string(text)}, {"traffic.shadow", std::string(text)}});
   if (auto r = inferd::ParseRolloutRequestJson(text); r.ok()) {
     if (!inferd::ValidateRolloutSpec(r->spec).ok()) std::abort();
     inferd::RolloutState s = inferd::StartRollout(r->spec, inferd::TimePoint{});

@@ -48,7 +48,8 @@ class TrafficRoutingPolicy final : public RoutingPolicy {
     // Explicit addressing bypasses the policy; metadata calls (no request) see the default.
     if (policy == nullptr || ref.kind != VersionRef::Kind::kDefault || request == nullptr || policy->empty())
       return fallback_->Resolve(model, ref, request);
-    const std::optional<std::string> key = StickyKey(*policy, request);
+    const std::optional<std::string> sticky = StickyKey(*policy, request);
+    const std::optional<std::string_view> key = sticky ? std::optional<std::string_view>(*sticky) : std::nullopt;
     Route route;
     if (!policy->split.empty()) {
       std::vector<bool> serving(policy->split.size());
@@ -58,15 +59,14 @@ class TrafficRoutingPolicy final : public RoutingPolicy {
         serving[i] = v.has_value();
         if (v) numbers[i] = *v;
       }
-      auto pick = PickSplit(*policy, serving, key ? std::optional<std::string_view>(*key) : std::nullopt, random_());
+      auto pick = PickSplit(*policy, serving, key, random_());
       if (!pick) return fallback_->Resolve(model, ref, request);  // no target serves: the default version
       route.version_number = numbers[*pick];
       route.version = model.versions.at(route.version_number);
     } else {
       INFERD_ASSIGN_OR_RETURN(route, fallback_->Resolve(model, ref, request));
     }
-    if (!policy->shadow_target.empty() &&
-        PickShadow(*policy, key ? std::optional<std::string_view>(*key) : std::nullopt, random_())) {
+    if (!policy->shadow_target.empty() && PickShadow(*policy, key, random_())) {
       auto v = ServingTarget(model, policy->shadow_target);
       if (v && *v != route.version_number) {
         route.shadow_number = *v;

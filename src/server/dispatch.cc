@@ -68,6 +68,9 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
     version.stats()->RecordFailure(FailureReason::kInvalid, 0);
     return sink.final(rows.status());
   }
+  // Whether the caller left the version to the server (re-resolved below if
+  // the routed version retires before the request is queued).
+  const bool asked_default = request->model_version.empty();
   // The response cache (response_cache { enable: true }): a hit skips the
   // queue; a miss stores the successful answer -- after rules and
   // classification, which the key covers -- for the next identical request.
@@ -75,9 +78,8 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
     request->model_version = version.version_string();  // the key holds the version that answers
     const TimePoint t0 = clock_->Now();
     // The snapshot's identity: its address and load time (a reloaded version is a new object, loaded later).
-    const uint64_t snapshot = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&version)) ^
-                              static_cast<uint64_t>(version.loaded_at().time_since_epoch().count());
-    std::string key = ResponseCacheKey(*request, snapshot);
+    std::string key = ResponseCacheKey(*request, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&version)),
+                                       static_cast<uint64_t>(version.loaded_at().time_since_epoch().count()));
     if (auto hit = cache_->Lookup(key)) {
       InferResponse resp = *hit;
       resp.id = request->id;
@@ -110,7 +112,6 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
       final(std::move(r));
     };
   }
-  const bool asked_default = request->model_version.empty();
   request->model_version = version.version_string();
   // The traffic policy mirrors this one: the shadow runs a copy; the client's
   // answer is compared with it after it was delivered (server/shadow_traffic.h).

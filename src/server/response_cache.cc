@@ -23,7 +23,7 @@ constexpr uint64_t kTensorOverhead = 64;
 
 }  // namespace
 
-std::string ResponseCacheKey(const InferRequest& r, uint64_t snapshot) {
+std::string ResponseCacheKey(const InferRequest& r, uint64_t snapshot, uint64_t loaded_ns) {
   std::string key;
   size_t size = 64 + r.model_name.size() + r.model_version.size();
   for (const Tensor& t : r.inputs) size += 32 + t.name.size() + 8 * t.shape.size() + t.byte_size;
@@ -31,6 +31,7 @@ std::string ResponseCacheKey(const InferRequest& r, uint64_t snapshot) {
   PutBytes(&key, r.model_name);
   PutBytes(&key, r.model_version);
   PutU64(&key, snapshot);
+  PutU64(&key, loaded_ns);
   PutU64(&key, r.inputs.size());
   for (const Tensor& t : r.inputs) {
     PutBytes(&key, t.name);

@@ -24,9 +24,10 @@
 namespace inferd {
 
 // The exact cache key of a routed, validated request (its model_version set).
-// `snapshot` tells two loads of the same version number apart (a version
-// whose files changed and reloaded must not answer from the old one's entries).
-std::string ResponseCacheKey(const InferRequest& request, uint64_t snapshot = 0);
+// `snapshot` and `loaded_ns` (the loaded version's address and load time) tell
+// two loads of the same version number apart: a version whose files changed
+// and reloaded must not answer from the old one's entries.
+std::string ResponseCacheKey(const InferRequest& request, uint64_t snapshot = 0, uint64_t loaded_ns = 0);
 
 struct ResponseCacheStats {
   uint64_t hits = 0;
