@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   std::function<int()> run;
   inferd::cli::AddServeCommand(app, &run);
   inferd::cli::AddBenchCommand(app, &run);
+  inferd::cli::AddBatchCommand(app, &run);
   inferd::cli::AddAdminCommands(app, &run);
   try {
     app.parse(argc, argv);

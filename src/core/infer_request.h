@@ -45,6 +45,9 @@ struct InferRequest {
   // Scheduling hints (from parameters "priority" and "timeout").
   uint32_t priority = 0;    // 0 = the model's default level
   uint64_t timeout_us = 0;  // 0 = the model's default
+  // Background work (batch jobs): queued behind every other request of the
+  // model, whatever its priority level; `priority` is ignored.
+  bool background = false;
 
   // The transport's sticky key (HTTP header Inferd-Sticky-Key, gRPC metadata
   // inferd-sticky-key): keeps one user on one version of a traffic split.

@@ -26,8 +26,9 @@ enum class StatusCode {
   kFailedPrecondition,  // the operation is not allowed in this state (HTTP 400)
   kResourceExhausted,   // a size limit was exceeded (HTTP 413 where relevant)
   kAlreadyExists,
-  kCancelled,        // the client gave up (cancelled the call or its deadline passed) (HTTP 400 like Triton)
-  kUnauthenticated,  // a protected route without the right credentials (HTTP 401)
+  kCancelled,         // the client gave up (cancelled the call or its deadline passed) (HTTP 400 like Triton)
+  kUnauthenticated,   // a protected route without the right credentials (HTTP 401)
+  kPermissionDenied,  // authenticated, but the target is not allowed (a job's path outside the allowed dirs) (HTTP 403)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -49,6 +50,7 @@ class [[nodiscard]] Status {
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
   static Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
+  static Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

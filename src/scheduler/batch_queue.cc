@@ -20,7 +20,8 @@ BatchPolicy BatchPolicy::FromSpec(const ModelSpec& spec, size_t default_max_queu
 }
 
 BatchQueue::BatchQueue(BatchPolicy policy) : policy_(std::move(policy)) {
-  const size_t levels = std::max<uint32_t>(1, policy_.priority_levels);
+  // One more level than configured: background requests (batch jobs) wait behind all others.
+  const size_t levels = std::max<uint32_t>(1, policy_.priority_levels) + 1;
   normal_.resize(levels);
   delayed_.resize(levels);
 }
@@ -39,7 +40,9 @@ Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
                                std::to_string(policy_.max_queue_size) + ")");
   }
   uint32_t level = 0;
-  if (policy_.priority_levels > 0) {
+  if (p->request->background) {
+    level = static_cast<uint32_t>(normal_.size() - 1);
+  } else if (policy_.priority_levels > 0) {
     uint32_t prio = p->request->priority == 0 ? policy_.default_priority_level : p->request->priority;
     if (prio < 1 || prio > policy_.priority_levels) {
       return Status::InvalidArgument("priority " + std::to_string(p->request->priority) + " is out of range [1, " +

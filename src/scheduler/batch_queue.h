@@ -8,6 +8,8 @@
 // PARAMETERS AND BEHAVIOR
 //  * max_batch_size 0, or no dynamic_batching: every request runs alone, in
 //    priority then arrival order.
+//  * Background requests (InferRequest::background: batch jobs) form a level
+//    below the lowest priority level.
 //  * dynamic batching: a batch is a prefix of the queue (priority level 1
 //    first, FIFO within a level; requests whose timeout passed under
 //    timeout_action DELAY come after all others). The prefix stops at the

@@ -289,6 +289,36 @@ TEST(BatchQueue, HigherPriorityGoesFirst) {
   EXPECT_EQ(q.Push(bad, kT0).code(), StatusCode::kInvalidArgument);
 }
 
+TEST(BatchQueue, BackgroundRequestsWaitBehindEveryPriorityLevel) {
+  BatchPolicy p = Dynamic(2, 0);
+  p.priority_levels = 2;
+  p.default_priority_level = 1;
+  BatchQueue q(p);
+  auto job = Pending(1, 2, /*priority=*/1);
+  job->request->background = true;  // its priority is ignored
+  Push(q, std::move(job));
+  Push(q, Pending(1, 2, /*priority=*/2));
+  Push(q, Pending(1, 2, /*priority=*/0));
+  auto d = q.Next(kT0);
+  ASSERT_EQ(d.batch.size(), 2u);
+  EXPECT_FALSE(d.batch[0]->request->background);
+  EXPECT_FALSE(d.batch[1]->request->background);
+  d = q.Next(kT0);
+  ASSERT_EQ(d.batch.size(), 1u);
+  EXPECT_TRUE(d.batch[0]->request->background);
+  EXPECT_EQ(d.batch[0]->level, 2u);  // below the two configured levels
+}
+
+TEST(BatchQueue, BackgroundRequestsWithoutPriorityLevelsComeLast) {
+  BatchQueue q(Dynamic(1, 0));
+  auto job = Pending(1);
+  job->request->background = true;
+  Push(q, std::move(job));
+  Push(q, Pending(1));
+  EXPECT_FALSE(q.Next(kT0).batch.at(0)->request->background);
+  EXPECT_TRUE(q.Next(kT0).batch.at(0)->request->background);
+}
+
 TEST(BatchQueue, WithoutDynamicBatchingEachRequestRunsAlone) {
   BatchPolicy p;
   p.max_batch_size = 8;

@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+
 #include <map>
 
+#include "jobs/job_manager.h"
 #include "repository/model_config.h"
 #include "server/output_rules.h"
 
@@ -58,6 +60,10 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   source_ = std::make_unique<RepositorySource>(std::move(so), &repository_, manager_.get(), clock_);
   rollouts_ = std::make_unique<RolloutService>(manager_.get(), state_.get(), clock_);
   if (options_.response_cache_bytes > 0) cache_ = std::make_unique<ResponseCache>(options_.response_cache_bytes);
+  jobs::JobManagerOptions jo;
+  jo.state_dir = options_.control_state_dir.empty() ? "" : options_.control_state_dir + "/jobs";
+  jo.max_running = options_.max_running_jobs;
+  jobs_ = std::make_unique<jobs::JobManager>(std::move(jo), options_.jobs_config, this, clock_);
 }
 
 InferenceServer::~InferenceServer() { Shutdown(); }
@@ -96,12 +102,13 @@ Status InferenceServer::Start() {
     return Status::FailedPrecondition("models failed to load and --exit-on-error is set:" + failed);
   }
   started_ = true;
-  return Status::OK();
+  return jobs_->Start();  // resumes jobs a restart interrupted
 }
 
 void InferenceServer::Shutdown() {
   if (shutting_down_.exchange(true)) return;
   admin_.Stop();  // a running load finishes; queued management calls are cancelled
+  jobs_->Shutdown();  // running jobs stop at their next commit and resume after a restart
   rollouts_->Stop();
   source_->Stop();
   manager_->Shutdown();  // waiting requests answered, accepted ones finish
@@ -333,5 +340,14 @@ Result<LabelsInfo> InferenceServer::DeleteLabel(const std::string& name, const s
 }
 
 Result<RollbackResult> InferenceServer::Rollback(const std::string& name) { return manager_->Rollback(name); }
+
+}  // namespace inferd
+
+namespace inferd {
+
+Result<std::string> InferenceServer::SubmitJob(std::string_view spec_json) { return jobs_->Submit(spec_json); }
+Result<std::string> InferenceServer::GetJob(const std::string& id) const { return jobs_->Get(id); }
+std::string InferenceServer::ListJobs() const { return jobs_->List(); }
+Result<std::string> InferenceServer::CancelJob(const std::string& id) { return jobs_->Cancel(id); }
 
 }  // namespace inferd

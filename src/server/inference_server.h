@@ -29,6 +29,7 @@
 #include "core/clock.h"
 #include "core/infer_request.h"
 #include "core/request_submitter.h"
+#include "jobs/jobs_config.h"
 #include "manager/model_manager.h"
 #include "manager/repository_source.h"
 #include "metrics/prometheus.h"
@@ -88,7 +89,17 @@ struct ServerOptions {
   // Shadow traffic: the most mirrored requests one shadow version runs or
   // queues at once; beyond it a request is not mirrored (counted skipped).
   int64_t shadow_max_in_flight = 16;
+  // Batch jobs (POST /v2/jobs; jobs/job_manager.h): the operator's named
+  // connections and allowed directories (--jobs-config; empty: every job that
+  // names a path or a connection is refused), and how many run at once.
+  // Job records persist in <control_state_dir>/jobs.
+  jobs::JobsConfig jobs_config;
+  int max_running_jobs = 2;
 };
+
+namespace jobs {
+class JobManager;
+}
 
 class InferenceServer final : public RequestSubmitter {
  public:
@@ -148,6 +159,12 @@ class InferenceServer final : public RequestSubmitter {
   Result<std::string> GetRollout(const std::string& name) const;
   Result<std::string> AbortRollout(const std::string& name);
   RolloutController::Counts RolloutCounts() const;
+  // Batch prediction jobs (jobs/job_manager.h): documents as JSON.
+  // SubmitJob validates (it may load the model): call it off I/O threads.
+  Result<std::string> SubmitJob(std::string_view spec_json);
+  Result<std::string> GetJob(const std::string& id) const;
+  std::string ListJobs() const;
+  Result<std::string> CancelJob(const std::string& id);
   // The response cache's counters (zeros without one).
   ResponseCacheStats CacheStats() const;
 
@@ -228,6 +245,7 @@ class InferenceServer final : public RequestSubmitter {
   AdminExecutor admin_;
   std::unique_ptr<RolloutService> rollouts_;
   std::unique_ptr<ResponseCache> cache_;  // null without --cache-config
+  std::unique_ptr<jobs::JobManager> jobs_;
   const Authorizer authorizer_;
 
   std::atomic<bool> live_{true};

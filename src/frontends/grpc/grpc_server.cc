@@ -46,6 +46,9 @@ grpc::Status ToGrpcStatus(const Status& st) {
     case StatusCode::kUnauthenticated:
       code = grpc::StatusCode::UNAUTHENTICATED;
       break;
+    case StatusCode::kPermissionDenied:
+      code = grpc::StatusCode::PERMISSION_DENIED;
+      break;
   }
   return grpc::Status(code, st.message());
 }

@@ -23,6 +23,8 @@ int HttpStatusOf(const Status& st) {
       return 409;
     case StatusCode::kUnauthenticated:
       return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
     case StatusCode::kInvalidArgument:
     case StatusCode::kFailedPrecondition:
     case StatusCode::kCancelled:

@@ -1,0 +1,22 @@
+#include "jobs/cell.h"
+
+#include <cstdio>
+
+namespace inferd::jobs {
+
+std::string CellText(const Cell& cell) {
+  struct Visitor {
+    std::string operator()(std::monostate) const { return ""; }
+    std::string operator()(int64_t v) const { return std::to_string(v); }
+    std::string operator()(double v) const {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+      return buf;
+    }
+    std::string operator()(const std::string& v) const { return v; }
+    std::string operator()(const JsonText& v) const { return v.text; }
+  };
+  return std::visit(Visitor{}, cell);
+}
+
+}  // namespace inferd::jobs

@@ -1,0 +1,89 @@
+#include "jobs/job_stores.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "testing/temp_dir.h"
+
+namespace inferd::jobs {
+namespace {
+
+JobStores Restricted(const testing::TempDir& dir) {
+  auto c = ParseJobsConfig(R"({"allowed_dirs": [")" + dir.Join("jobs") + R"("],
+    "connections": {"feat": {"type": "sqlite", "path": ")" +
+                           dir.Join("feat.db") + R"("},
+                    "wh": {"type": "postgres", "conninfo": "host=/nowhere dbname=x"}}})");
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return JobStores(*c);
+}
+
+TEST(JobStores, PathsMustStayInsideTheAllowedDirectories) {
+  testing::TempDir dir;
+  ASSERT_TRUE(dir.Write("jobs/in.csv", "id\n1\n"));
+  ASSERT_TRUE(dir.Write("secret.csv", "id\n1\n"));
+  ASSERT_EQ(::symlink(dir.Join("secret.csv").c_str(), dir.Join("jobs/link.csv").c_str()), 0);
+  const JobStores stores = Restricted(dir);
+  const std::string real_jobs = stores.config().allowed_dirs.at(0);
+
+  auto rel = stores.ResolvePath("in.csv", true);
+  ASSERT_TRUE(rel.ok()) << rel.status().message();
+  EXPECT_EQ(*rel, real_jobs + "/in.csv");
+  EXPECT_TRUE(stores.ResolvePath(dir.Join("jobs/in.csv"), true).ok());
+  EXPECT_TRUE(stores.ResolvePath("new_out.db", false).ok());  // a sink may not exist yet
+
+  for (const std::string& bad : std::vector<std::string>{"../secret.csv", dir.Join("jobs/../secret.csv"),
+                                                         dir.Join("secret.csv"), "/etc/passwd", "link.csv"}) {
+    auto r = stores.ResolvePath(bad, true);
+    EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << bad << ": " << r.status().message();
+  }
+  EXPECT_EQ(stores.ResolvePath(dir.Join("out.db"), false).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(stores.ResolvePath("missing.csv", true).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(JobStores, ConnectionsAreNamedNeverSpelledOut) {
+  testing::TempDir dir;
+  ASSERT_TRUE(dir.Write("jobs/x", ""));
+  const JobStores stores = Restricted(dir);
+  auto spec = [](const std::string& source) {
+    auto s = ParseJobSpec(R"({"model": "m", "source": )" + source +
+                          R"(, "sink": {"type": "jsonl", "path": "o.jsonl"}, "key": "k", "inputs": {"x": "v"}})");
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return *s;
+  };
+  EXPECT_TRUE(stores.Check(spec(R"({"type": "sqlite", "connection": "feat", "query": "SELECT 1"})")).ok());
+  Status unknown = stores.Check(spec(R"({"type": "postgres", "connection": "prod", "query": "SELECT 1"})"));
+  EXPECT_EQ(unknown.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(unknown.message().find("does not define"), std::string::npos);
+  Status wrong = stores.Check(spec(R"({"type": "sqlite", "connection": "wh", "query": "SELECT 1"})"));
+  EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(wrong.message().find("host="), std::string::npos);  // the conninfo is never shown
+  EXPECT_EQ(stores.Check(spec(R"({"type": "sqlite", "path": "/etc/hosts", "query": "SELECT 1"})")).code(),
+            StatusCode::kPermissionDenied);
+}
+
+TEST(JobStores, NoAllowedDirectoriesMeansNoPaths) {
+  const JobStores stores(JobsConfig{});
+  EXPECT_EQ(stores.ResolvePath("/tmp/x.csv", true).status().code(), StatusCode::kPermissionDenied);
+}
+
+TEST(JobsConfig, MalformedConfigsNameTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"[]", "JSON object"},
+      {R"({"allowed_dirs": "/tmp"})", "'allowed_dirs' must be an array"},
+      {R"({"allowed_dirs": ["relative"]})", "not an absolute path"},
+      {R"({"allowed_dirs": ["/no/such/dir/anywhere"]})", "does not exist"},
+      {R"({"connections": {"a": {"type": "mysql"}}})", "must be sqlite or postgres"},
+      {R"({"connections": {"a": {"type": "postgres"}}})", "'connections.a.conninfo' is required"},
+      {R"({"connections": {"a": {"type": "sqlite", "path": "x", "user": "u"}}})",
+       "'connections.a.user' is not a known"},
+      {R"({"other": 1})", "'other' is not a known field"},
+  };
+  for (const auto& [json, want] : cases) {
+    auto c = ParseJobsConfig(json);
+    ASSERT_FALSE(c.ok()) << json;
+    EXPECT_NE(c.status().message().find(want), std::string::npos) << json << " -> " << c.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace inferd::jobs

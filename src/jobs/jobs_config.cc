@@ -1,0 +1,91 @@
+#include "jobs/jobs_config.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace inferd::jobs {
+namespace {
+
+Status Bad(const std::string& field, const std::string& why) {
+  return Status::InvalidArgument("jobs config: '" + field + "' " + why);
+}
+
+}  // namespace
+
+Result<JobsConfig> ParseJobsConfig(std::string_view json) {
+  rapidjson::Document doc;
+  doc.Parse(json.data(), json.size());
+  if (doc.HasParseError()) {
+    return Status::InvalidArgument(std::string("jobs config: malformed JSON at offset ") +
+                                   std::to_string(doc.GetErrorOffset()) + ": " +
+                                   rapidjson::GetParseError_En(doc.GetParseError()));
+  }
+  if (!doc.IsObject()) return Status::InvalidArgument("jobs config: must be a JSON object");
+  JobsConfig c;
+  for (auto m = doc.MemberBegin(); m != doc.MemberEnd(); ++m) {
+    const std::string name = m->name.GetString();
+    if (name == "connections") {
+      if (!m->value.IsObject()) return Bad("connections", "must be an object");
+      for (auto k = m->value.MemberBegin(); k != m->value.MemberEnd(); ++k) {
+        const std::string cname = k->name.GetString();
+        const std::string field = "connections." + cname;
+        if (cname.empty() || cname.size() > kMaxNameBytes) return Bad(field, "needs a name of 1..256 bytes");
+        const auto& v = k->value;
+        if (!v.IsObject() || !v.HasMember("type") || !v["type"].IsString())
+          return Bad(field, "must be an object with a \"type\"");
+        Connection conn;
+        const std::string type = v["type"].GetString();
+        auto str = [&](const char* key) -> Result<std::string> {
+          auto it = v.FindMember(key);
+          if (it == v.MemberEnd()) return std::string();
+          if (!it->value.IsString()) return Bad(field + "." + key, "must be a string");
+          return std::string(it->value.GetString(), it->value.GetStringLength());
+        };
+        for (auto f = v.MemberBegin(); f != v.MemberEnd(); ++f) {
+          const std::string fn = f->name.GetString();
+          if (fn != "type" && fn != "path" && fn != "conninfo") return Bad(field + "." + fn, "is not a known field");
+        }
+        if (type == "sqlite") {
+          conn.type = StoreType::kSqlite;
+          INFERD_ASSIGN_OR_RETURN(conn.path, str("path"));
+          if (conn.path.empty()) return Bad(field + ".path", "is required for an sqlite connection");
+        } else if (type == "postgres") {
+          conn.type = StoreType::kPostgres;
+          INFERD_ASSIGN_OR_RETURN(conn.conninfo, str("conninfo"));
+          if (conn.conninfo.empty()) return Bad(field + ".conninfo", "is required for a postgres connection");
+        } else {
+          return Bad(field + ".type", "must be sqlite or postgres");
+        }
+        c.connections.emplace(cname, std::move(conn));
+      }
+    } else if (name == "allowed_dirs") {
+      if (!m->value.IsArray()) return Bad("allowed_dirs", "must be an array of directories");
+      for (const auto& d : m->value.GetArray()) {
+        if (!d.IsString() || d.GetStringLength() == 0) return Bad("allowed_dirs", "must be an array of directories");
+        const std::string dir = d.GetString();
+        if (dir[0] != '/') return Bad("allowed_dirs", "holds '" + dir + "', which is not an absolute path");
+        char canon[PATH_MAX];
+        if (!::realpath(dir.c_str(), canon)) return Bad("allowed_dirs", "holds '" + dir + "', which does not exist");
+        c.allowed_dirs.push_back(canon);
+      }
+    } else {
+      return Bad(name, "is not a known field (connections, allowed_dirs)");
+    }
+  }
+  return c;
+}
+
+Result<JobsConfig> LoadJobsConfig(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidArgument("cannot read the jobs config '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseJobsConfig(ss.str());
+}
+
+}  // namespace inferd::jobs

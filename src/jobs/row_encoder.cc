@@ -1,0 +1,532 @@
+#include "jobs/row_encoder.h"
+
+#include <rapidjson/document.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+namespace inferd::jobs {
+namespace {
+
+bool IsInteger(DataType dt) {
+  switch (dt) {
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kUint8:
+    case DataType::kUint16:
+    case DataType::kUint32:
+    case DataType::kUint64:
+    case DataType::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <typename T>
+void PutRaw(std::string* out, T v) {
+  const size_t at = out->size();
+  out->resize(at + sizeof(T));
+  std::memcpy(out->data() + at, &v, sizeof(T));
+}
+
+// Writes one numeric element; false when it does not fit the datatype.
+bool PutNumber(std::string* out, DataType dt, bool is_int, int64_t i, double d) {
+  if (IsInteger(dt)) {
+    if (!is_int) {
+      if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.2e18) return false;
+      i = static_cast<int64_t>(d);
+    }
+    auto in = [&](int64_t lo, int64_t hi) { return i >= lo && i <= hi; };
+    switch (dt) {
+      case DataType::kBool:
+        if (!in(0, 1)) return false;
+        PutRaw<uint8_t>(out, static_cast<uint8_t>(i));
+        return true;
+      case DataType::kInt8:
+        if (!in(INT8_MIN, INT8_MAX)) return false;
+        PutRaw<int8_t>(out, static_cast<int8_t>(i));
+        return true;
+      case DataType::kInt16:
+        if (!in(INT16_MIN, INT16_MAX)) return false;
+        PutRaw<int16_t>(out, static_cast<int16_t>(i));
+        return true;
+      case DataType::kInt32:
+        if (!in(INT32_MIN, INT32_MAX)) return false;
+        PutRaw<int32_t>(out, static_cast<int32_t>(i));
+        return true;
+      case DataType::kInt64:
+        PutRaw<int64_t>(out, i);
+        return true;
+      case DataType::kUint8:
+        if (!in(0, UINT8_MAX)) return false;
+        PutRaw<uint8_t>(out, static_cast<uint8_t>(i));
+        return true;
+      case DataType::kUint16:
+        if (!in(0, UINT16_MAX)) return false;
+        PutRaw<uint16_t>(out, static_cast<uint16_t>(i));
+        return true;
+      case DataType::kUint32:
+        if (!in(0, UINT32_MAX)) return false;
+        PutRaw<uint32_t>(out, static_cast<uint32_t>(i));
+        return true;
+      case DataType::kUint64:
+        if (i < 0) return false;
+        PutRaw<uint64_t>(out, static_cast<uint64_t>(i));
+        return true;
+      default:
+        return false;
+    }
+  }
+  const double v = is_int ? static_cast<double>(i) : d;
+  switch (dt) {
+    case DataType::kFp32:
+      PutRaw<float>(out, static_cast<float>(v));
+      return true;
+    case DataType::kFp64:
+      PutRaw<double>(out, v);
+      return true;
+    case DataType::kFp16:
+      PutRaw<uint16_t>(out, FloatToHalf(static_cast<float>(v)));
+      return true;
+    case DataType::kBf16:
+      PutRaw<uint16_t>(out, FloatToBf16(static_cast<float>(v)));
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// A number from text: an integer when it is one exactly, else a real.
+bool ParseNumber(std::string_view text, bool* is_int, int64_t* i, double* d) {
+  text = Trim(text);
+  if (text.empty() || text.size() > 64) return false;
+  char buf[72];
+  std::memcpy(buf, text.data(), text.size());
+  buf[text.size()] = '\0';
+  char* end = nullptr;
+  errno = 0;
+  const long long ll = std::strtoll(buf, &end, 10);
+  if (errno == 0 && end == buf + text.size()) {
+    *is_int = true;
+    *i = ll;
+    return true;
+  }
+  errno = 0;
+  const double v = std::strtod(buf, &end);
+  if (end != buf + text.size() || errno == ERANGE) return false;
+  *is_int = false;
+  *d = v;
+  return true;
+}
+
+class ElementWriter {
+ public:
+  ElementWriter(std::string* out, DataType dt) : out_(out), dt_(dt) {}
+  int64_t count() const { return count_; }
+
+  // One JSON value: a number, a string (BYTES) or an array of them (flattened).
+  Status Json(const rapidjson::Value& v, int depth = 0) {
+    if (depth > 32) return Status::InvalidArgument("JSON array nested deeper than 32 levels");
+    if (v.IsArray()) {
+      for (const auto& e : v.GetArray()) INFERD_RETURN_IF_ERROR(Json(e, depth + 1));
+      return Status::OK();
+    }
+    if (dt_ == DataType::kBytes) {
+      if (!v.IsString()) return Status::InvalidArgument("a BYTES element must be a JSON string");
+      return Text(std::string_view(v.GetString(), v.GetStringLength()));
+    }
+    if (v.IsBool() && dt_ == DataType::kBool) return Number(true, v.GetBool() ? 1 : 0, 0);
+    if (v.IsInt64()) return Number(true, v.GetInt64(), 0);
+    if (v.IsNumber()) return Number(false, 0, v.GetDouble());
+    return Status::InvalidArgument("an array element is not a number");
+  }
+  Status Number(bool is_int, int64_t i, double d) {
+    if (dt_ == DataType::kBytes) {
+      char buf[32];
+      if (is_int)
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(i));
+      else
+        std::snprintf(buf, sizeof buf, "%.17g", d);
+      return Text(buf);
+    }
+    if (!PutNumber(out_, dt_, is_int, i, d))
+      return Status::InvalidArgument(std::string("a value does not fit ") + std::string(DataTypeToWire(dt_)));
+    ++count_;
+    return Status::OK();
+  }
+  Status Text(std::string_view s) {
+    AppendBytesElement(out_, s);
+    ++count_;
+    return Status::OK();
+  }
+
+ private:
+  std::string* out_;
+  DataType dt_;
+  int64_t count_ = 0;
+};
+
+Status AppendCell(const Cell& cell, const std::string& column, ElementWriter* w, DataType dt) {
+  if (std::holds_alternative<std::monostate>(cell))
+    return Status::InvalidArgument("column '" + column + "' is empty (NULL)");
+  if (const auto* i = std::get_if<int64_t>(&cell)) return w->Number(true, *i, 0);
+  if (const auto* d = std::get_if<double>(&cell)) return w->Number(false, 0, *d);
+  std::string_view text;
+  bool json = false;
+  if (const auto* s = std::get_if<std::string>(&cell)) {
+    text = *s;
+    json = !Trim(text).empty() && Trim(text).front() == '[';  // a JSON array in a text column
+  } else {
+    text = std::get<JsonText>(cell).text;
+    json = true;
+  }
+  if (json) {
+    rapidjson::Document doc;
+    doc.Parse(text.data(), text.size());
+    if (doc.HasParseError()) return Status::InvalidArgument("column '" + column + "' holds malformed JSON");
+    Status st = w->Json(doc);
+    if (!st.ok()) return Status::InvalidArgument("column '" + column + "': " + st.message());
+    return Status::OK();
+  }
+  if (dt == DataType::kBytes) return w->Text(text);
+  bool is_int = false;
+  int64_t i = 0;
+  double d = 0;
+  if (dt == DataType::kBool) {
+    const std::string_view t = Trim(text);
+    if (t == "true" || t == "True" || t == "TRUE") return w->Number(true, 1, 0);
+    if (t == "false" || t == "False" || t == "FALSE") return w->Number(true, 0, 0);
+  }
+  if (!ParseNumber(text, &is_int, &i, &d)) {
+    std::string shown(text.substr(0, 40));
+    return Status::InvalidArgument("column '" + column + "' value '" + shown + "' is not a number");
+  }
+  Status st = w->Number(is_int, i, d);
+  if (!st.ok()) return Status::InvalidArgument("column '" + column + "': " + st.message());
+  return Status::OK();
+}
+
+void AppendNumberJson(std::string* out, double v, bool single) {
+  if (!std::isfinite(v)) {
+    *out += "null";
+    return;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, single ? "%.9g" : "%.17g", v);
+  *out += buf;
+}
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  *out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          *out += buf;
+        } else {
+          *out += static_cast<char>(c);
+        }
+    }
+  }
+  *out += '"';
+}
+
+// Element k of a numeric tensor, as an integer (integer types) or a real.
+void ReadElement(const Tensor& t, int64_t k, bool* is_int, int64_t* i, double* d) {
+  const std::byte* p = t.data + k * static_cast<int64_t>(DataTypeByteSize(t.dtype));
+  auto get = [&](auto tag) {
+    decltype(tag) v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  *is_int = true;
+  switch (t.dtype) {
+    case DataType::kBool:
+    case DataType::kUint8:
+      *i = get(uint8_t{});
+      return;
+    case DataType::kInt8:
+      *i = get(int8_t{});
+      return;
+    case DataType::kInt16:
+      *i = get(int16_t{});
+      return;
+    case DataType::kUint16:
+      *i = get(uint16_t{});
+      return;
+    case DataType::kInt32:
+      *i = get(int32_t{});
+      return;
+    case DataType::kUint32:
+      *i = get(uint32_t{});
+      return;
+    case DataType::kInt64:
+      *i = get(int64_t{});
+      return;
+    case DataType::kUint64:
+      *i = static_cast<int64_t>(get(uint64_t{}));
+      return;
+    default:
+      break;
+  }
+  *is_int = false;
+  switch (t.dtype) {
+    case DataType::kFp32:
+      *d = get(float{});
+      return;
+    case DataType::kFp64:
+      *d = get(double{});
+      return;
+    case DataType::kFp16:
+      *d = HalfToFloat(get(uint16_t{}));
+      return;
+    case DataType::kBf16:
+      *d = Bf16ToFloat(get(uint16_t{}));
+      return;
+    default:
+      *d = 0;
+  }
+}
+
+}  // namespace
+
+Result<RowEncoder> RowEncoder::Make(const JobSpec& spec, const ModelSpec& model,
+                                    const std::vector<std::string>& columns) {
+  RowEncoder e;
+  std::map<std::string, size_t, std::less<>> index;
+  for (size_t i = 0; i < columns.size(); ++i) index.emplace(columns[i], i);
+  auto column = [&](const std::string& name, const std::string& what) -> Result<size_t> {
+    auto it = index.find(name);
+    if (it == index.end()) {
+      std::string known;
+      for (size_t i = 0; i < columns.size() && i < 20; ++i) known += (i ? ", " : "") + columns[i];
+      return Status::InvalidArgument("job spec: " + what + " names column '" + name +
+                                     "', which the source does not have (columns: " + known +
+                                     (columns.size() > 20 ? ", ..." : "") + ")");
+    }
+    return it->second;
+  };
+  INFERD_ASSIGN_OR_RETURN(e.key_column_, column(spec.key, "'key'"));
+  e.batched_ = model.max_batch_size > 0;
+  bool variable = false;
+  for (const auto& im : spec.inputs) {
+    const TensorSpec* ts = nullptr;
+    for (const auto& in : model.inputs)
+      if (in.name == im.tensor) ts = &in;
+    if (!ts)
+      return Status::InvalidArgument("job spec: 'inputs' names '" + im.tensor + "', which model '" + spec.model +
+                                     "' does not take");
+    Input in;
+    in.tensor = im.tensor;
+    in.dtype = ts->dtype;
+    in.dims = ts->dims;
+    in.elements = ts->any_rank ? -1 : ElementCount(ts->dims);
+    int variable_dims = 0;
+    for (int64_t d : in.dims) variable_dims += d < 0;
+    if (ts->any_rank || variable_dims > 1)
+      return Status::InvalidArgument("job spec: input '" + im.tensor + "' has more than one variable dimension (" +
+                                     ShapeToString(in.dims) + "); a job needs at most one");
+    if (variable_dims == 1) variable = true;
+    for (const auto& c : im.columns) {
+      INFERD_ASSIGN_OR_RETURN(size_t idx, column(c, "'inputs." + im.tensor + "'"));
+      in.columns.push_back(idx);
+      in.column_names.push_back(c);
+    }
+    e.inputs_.push_back(std::move(in));
+  }
+  for (const auto& in : model.inputs) {
+    bool mapped = false;
+    for (const auto& m : e.inputs_) mapped |= m.tensor == in.name;
+    if (!mapped && !in.optional)
+      return Status::InvalidArgument("job spec: model '" + spec.model + "' input '" + in.name +
+                                     "' is not mapped to any column");
+  }
+  if (spec.outputs.empty()) {
+    for (const auto& o : model.outputs) e.outputs_.push_back(o.name);
+    for (const auto& r : model.rules) e.outputs_.push_back(r.name);  // the config's output rules too
+  } else {
+    for (const auto& name : spec.outputs) {
+      // A model whose outputs were not declared (auto-completed) answers whatever it returns.
+      bool known = model.outputs.empty();
+      for (const auto& o : model.outputs) known |= o.name == name;
+      for (const auto& r : model.rules) known |= r.name == name;
+      if (!known)
+        return Status::InvalidArgument("job spec: 'outputs' names '" + name + "', which model '" + spec.model +
+                                       "' does not have");
+      e.outputs_.push_back(name);
+    }
+  }
+  if (e.outputs_.empty())
+    return Status::InvalidArgument("job spec: model '" + spec.model +
+                                   "' declares no outputs; name the ones to store in 'outputs'");
+  if (!e.batched_ || variable) {
+    e.rows_per_request_ = 1;
+  } else {
+    const int64_t want = spec.rows_per_request > 0 ? spec.rows_per_request : model.max_batch_size;
+    e.rows_per_request_ = std::max<int64_t>(1, std::min<int64_t>(want, model.max_batch_size));
+  }
+  return e;
+}
+
+RowEncoder::Batch RowEncoder::NewBatch() const {
+  Batch b;
+  b.data.resize(inputs_.size());
+  b.var_dim.assign(inputs_.size(), 0);
+  return b;
+}
+
+Status RowEncoder::Append(const Row& row, Batch* batch) const {
+  std::vector<size_t> sizes;
+  for (const auto& d : batch->data) sizes.push_back(d.size());
+  auto undo = [&] {
+    for (size_t i = 0; i < sizes.size(); ++i) batch->data[i].resize(sizes[i]);
+  };
+  for (size_t k = 0; k < inputs_.size(); ++k) {
+    const Input& in = inputs_[k];
+    ElementWriter w(&batch->data[k], in.dtype);
+    for (size_t c = 0; c < in.columns.size(); ++c) {
+      Status st = AppendCell(row.cells[in.columns[c]], in.column_names[c], &w, in.dtype);
+      if (!st.ok()) {
+        undo();
+        return Status::InvalidArgument("input '" + in.tensor + "': " + st.message());
+      }
+    }
+    if (in.elements >= 0 && w.count() != in.elements) {
+      undo();
+      return Status::InvalidArgument("input '" + in.tensor + "' needs " + std::to_string(in.elements) +
+                                     " elements (dims " + ShapeToString(in.dims) + "), the row gives " +
+                                     std::to_string(w.count()));
+    }
+    if (in.elements < 0) {
+      int64_t fixed = 1;
+      for (int64_t d : in.dims)
+        if (d >= 0) fixed *= d;
+      if (fixed == 0 || w.count() % fixed != 0 || w.count() == 0) {
+        undo();
+        return Status::InvalidArgument("input '" + in.tensor + "' (dims " + ShapeToString(in.dims) + ") cannot take " +
+                                       std::to_string(w.count()) + " elements");
+      }
+      batch->var_dim[k] = w.count() / fixed;
+    }
+  }
+  ++batch->rows;
+  return Status::OK();
+}
+
+std::unique_ptr<InferRequest> RowEncoder::ToRequest(Batch&& batch, const std::string& model,
+                                                    const std::string& version) const {
+  auto r = std::make_unique<InferRequest>();
+  r->model_name = model;
+  r->model_version = version;
+  r->background = true;
+  for (size_t k = 0; k < inputs_.size(); ++k) {
+    const Input& in = inputs_[k];
+    Shape shape;
+    if (batched_) shape.push_back(batch.rows);
+    for (int64_t d : in.dims) shape.push_back(d < 0 ? batch.var_dim[k] : d);
+    auto buf = std::make_shared<const std::string>(std::move(batch.data[k]));
+    r->inputs.push_back(Tensor::Own(in.tensor, in.dtype, std::move(shape), std::move(buf)));
+  }
+  for (const auto& o : outputs_) r->outputs.push_back(RequestedOutput{o});
+  return r;
+}
+
+Result<std::vector<Cell>> RowEncoder::Decode(const InferResponse& response, int64_t i, int64_t rows) const {
+  std::vector<Cell> cells;
+  for (const auto& name : outputs_) {
+    const Tensor* t = nullptr;
+    for (const auto& o : response.outputs)
+      if (o.name == name) t = &o;
+    if (!t) return Status::Internal("the response lacks output '" + name + "'");
+    const int64_t total = t->element_count();
+    if (total < 0) return Status::Internal("output '" + name + "' has an invalid shape");
+    int64_t per_row = total;
+    if (batched_) {
+      if (t->shape.empty() || t->shape[0] != rows)
+        return Status::Internal("output '" + name + "' has shape " + ShapeToString(t->shape) + " for " +
+                                std::to_string(rows) + " rows");
+      per_row = rows > 0 ? total / rows : 0;
+    }
+    const int64_t first = batched_ ? i * per_row : 0;
+    if (t->dtype == DataType::kBytes) {
+      INFERD_ASSIGN_OR_RETURN(auto elems, SplitBytesElements(t->bytes()));
+      if (static_cast<int64_t>(elems.size()) < first + per_row)
+        return Status::Internal("output '" + name + "' is truncated");
+      if (per_row == 1) {
+        cells.emplace_back(std::string(elems[first]));
+      } else {
+        std::string json = "[";
+        for (int64_t k = 0; k < per_row; ++k) {
+          if (k) json += ',';
+          AppendJsonString(&json, elems[first + k]);
+        }
+        json += ']';
+        cells.emplace_back(JsonText{std::move(json)});
+      }
+      continue;
+    }
+    if (DataTypeByteSize(t->dtype) == 0 ||
+        static_cast<size_t>(first + per_row) * DataTypeByteSize(t->dtype) > t->byte_size)
+      return Status::Internal("output '" + name + "' is truncated");
+    const bool single = t->dtype != DataType::kFp64;
+    bool is_int = false;
+    int64_t iv = 0;
+    double dv = 0;
+    if (per_row == 1) {
+      ReadElement(*t, first, &is_int, &iv, &dv);
+      if (is_int)
+        cells.emplace_back(iv);
+      else if (std::isfinite(dv))
+        cells.emplace_back(dv);
+      else
+        cells.emplace_back(std::monostate{});
+      continue;
+    }
+    std::string json = "[";
+    for (int64_t k = 0; k < per_row; ++k) {
+      if (k) json += ',';
+      ReadElement(*t, first + k, &is_int, &iv, &dv);
+      if (is_int)
+        json += std::to_string(iv);
+      else
+        AppendNumberJson(&json, dv, single);
+    }
+    json += ']';
+    cells.emplace_back(JsonText{std::move(json)});
+  }
+  return cells;
+}
+
+}  // namespace inferd::jobs

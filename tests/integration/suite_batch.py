@@ -1,0 +1,237 @@
+"""Integration suite: `inferd batch`, batch prediction jobs run in-process (run by run_tests.py).
+
+Outputs are compared with the same TorchScript model run by python3-torch; the
+sinks are read back with Python's own sqlite3 and csv modules.
+"""
+import csv
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common as C  # noqa: E402
+
+
+def setUpModule():
+    # The jobs run in their own processes; no shared server.
+    C.REPO = os.path.join(C.ARGS.workdir, "repository")
+
+
+def tearDownModule():
+    pass
+
+
+def workdir(name):
+    d = os.path.abspath(os.path.join(C.ARGS.workdir, "batch", name))
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def write_csv(path, keys, x, replace=None):
+    replace = replace or {}
+    with open(path, "w") as f:
+        f.write("id," + ",".join("f%d" % i for i in range(x.shape[1])) + "\n")
+        for i, (k, row) in enumerate(zip(keys, x)):
+            f.write(replace.get(i, k + "," + ",".join(repr(float(v)) for v in row)) + "\n")
+
+
+def batch(spec_path, *extra, check=True):
+    p = subprocess.run([C.ARGS.inferd, "batch", "--model-repository", C.REPO, "--job", spec_path,
+                        "--progress", "none", "--intra-op-threads", "1", *extra],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+    if check and p.returncode != 0:
+        raise AssertionError("inferd batch exited %d:\n%s" % (p.returncode, p.stderr))
+    return p
+
+
+def checkpoint(db):
+    """(rows_done, finished) of the only job in the sink, or None before its first commit."""
+    if not os.path.exists(db):
+        return None
+    try:
+        con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
+        try:
+            row = con.execute("SELECT rows_done, finished FROM inferd_job_checkpoints").fetchone()
+        finally:
+            con.close()
+    except sqlite3.OperationalError:  # the table is not there yet
+        return None
+    return row
+
+
+def mlp_inputs(n, seed):
+    rng = np.random.default_rng(seed)
+    return ["k%d" % i for i in range(n)], rng.standard_normal((n, 8)).astype(np.float32)
+
+
+class Batch(unittest.TestCase):
+    def test_a_100k_row_csv_job_killed_with_sigkill_resumes_and_writes_each_key_once(self):
+        d = workdir("sigkill")
+        n = 100000
+        keys, x = mlp_inputs(n, 1)
+        write_csv(os.path.join(d, "in.csv"), keys, x)
+        db = os.path.join(d, "out.db")
+        spec = {"model": "mlp", "source": {"type": "csv", "path": os.path.join(d, "in.csv")},
+                "sink": {"type": "sqlite", "path": db, "table": "predictions"}, "key": "id",
+                "inputs": {"x": ["f%d" % i for i in range(8)]}, "outputs": ["y"],
+                # 12-row requests one at a time: each waits out mlp's 2 ms batching delay, so the job takes
+                # seconds and the kill lands at a random point inside it.
+                "rows_per_request": 12, "max_in_flight": 1, "commit_rows": 1000}
+        spec_path = os.path.join(d, "job.json")
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
+        cmd = [C.ARGS.inferd, "batch", "--model-repository", C.REPO, "--job", spec_path, "--progress", "none",
+               "--intra-op-threads", "1"]
+        kill_at = random.Random().randint(5000, 60000)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 300
+            while True:
+                cp = checkpoint(db)
+                if cp and cp[0] >= kill_at:
+                    break
+                self.assertLess(time.monotonic(), deadline, "the job never reached row %d" % kill_at)
+                try:  # the poll interval; the job ending is an error
+                    proc.wait(timeout=0.005)
+                    self.fail("the job ended before the kill: " + (proc.stderr.read() or ""))
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=60)
+            proc.stderr.close()
+        done, finished = checkpoint(db)
+        self.assertLess(done, n, "killed after the end")
+        self.assertEqual(finished, 0)
+        resumed = batch(spec_path)
+        self.assertIn("succeeded", resumed.stderr)
+        self.assertIn("(%s resumed from the checkpoint)" % format(done, ","), resumed.stderr)
+
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT id, model_name, model_version, y FROM predictions").fetchall()
+        self.assertEqual(len(rows), n)
+        self.assertEqual(con.execute("SELECT count(DISTINCT id) FROM predictions").fetchone()[0], n)
+        self.assertEqual(con.execute("SELECT rows_done, rows_written, row_errors, finished FROM inferd_job_checkpoints")
+                         .fetchone(), (n, n, 0, 1))
+        con.close()
+        ref = C.torch_ref("mlp", x)
+        got = {k: json.loads(y) for k, name, version, y in rows}
+        self.assertEqual({r[1] for r in rows}, {"mlp"})
+        self.assertEqual({r[2] for r in rows}, {"1"})
+        out = np.array([got[k] for k in keys], np.float32)
+        np.testing.assert_array_equal(out, ref)  # FP32 written with 9 digits reads back exactly
+
+    def test_row_errors_are_recorded_and_the_job_goes_on(self):
+        d = workdir("errors")
+        keys, x = mlp_inputs(50, 2)
+        src = os.path.join(d, "in.jsonl")
+        with open(src, "w") as f:
+            for i, (k, row) in enumerate(zip(keys, x)):
+                if i == 10:
+                    f.write(json.dumps({"id": k, "features": [float(v) for v in row[:7]]}) + "\n")  # 7 of 8
+                elif i == 20:
+                    f.write("{not json\n")
+                else:
+                    f.write(json.dumps({"id": k, "features": [float(v) for v in row]}) + "\n")
+        out = os.path.join(d, "out.csv")
+        spec = {"model": "mlp", "source": {"type": "jsonl", "path": src}, "sink": {"type": "csv", "path": out},
+                "key": "id", "inputs": {"x": "features"}}
+        spec_path = os.path.join(d, "job.json")
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
+        p = batch(spec_path)
+        self.assertIn("48 written, 2 errors", p.stderr)
+        self.assertIn("(key 'k10'): input 'x' needs 8 elements (dims [8]), the row gives 7", p.stderr)
+        self.assertIn("malformed JSON line", p.stderr)
+        with open(out) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 48)
+        self.assertEqual(set(rows[0]), {"id", "model_name", "model_version", "predicted_at", "y"})
+        ref = C.torch_ref("mlp", x)
+        for r in rows:
+            i = int(r["id"][1:])
+            np.testing.assert_array_equal(np.array(json.loads(r["y"]), np.float32), ref[i])
+        with open(out + ".errors.jsonl") as f:
+            errors = [json.loads(line) for line in f]
+        self.assertEqual([(e["row_ordinal"], e["key"]) for e in errors], [(10, "k10"), (20, "")])
+
+    def test_an_sqlite_query_as_the_source(self):
+        d = workdir("sql")
+        keys, x = mlp_inputs(300, 3)
+        src = os.path.join(d, "features.db")
+        con = sqlite3.connect(src)
+        con.execute("CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, region TEXT, "
+                    + ", ".join("f%d REAL" % i for i in range(8)) + ")")
+        con.executemany("INSERT INTO customers VALUES (?, ?, " + ", ".join("?" * 8) + ")",
+                        [(i, "eu" if i % 2 else "us", *map(float, row)) for i, row in enumerate(x)])
+        con.commit()
+        con.close()
+        out = os.path.join(d, "out.jsonl")
+        spec = {"model": "mlp", "source": {"type": "sqlite", "path": src,
+                                           "query": "SELECT * FROM customers WHERE region = 'eu';"},
+                "sink": {"type": "jsonl", "path": out}, "key": "customer_id",
+                "inputs": {"x": ["f%d" % i for i in range(8)]}}
+        spec_path = os.path.join(d, "job.json")
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
+        p = batch(spec_path)
+        self.assertIn("150 written, 0 errors", p.stderr)
+        with open(out) as f:
+            rows = [json.loads(line) for line in f]
+        self.assertEqual(sorted(int(r["customer_id"]) for r in rows), list(range(1, 300, 2)))
+        ref = C.torch_ref("mlp", x)
+        for r in rows:
+            np.testing.assert_array_equal(np.array(r["y"], np.float32), ref[int(r["customer_id"])])
+
+    def test_malformed_specs_are_refused_and_nothing_is_written(self):
+        d = workdir("bad")
+        keys, x = mlp_inputs(5, 4)
+        write_csv(os.path.join(d, "in.csv"), keys, x)
+        con = sqlite3.connect(os.path.join(d, "src.db"))
+        con.execute("CREATE TABLE t (id TEXT, v TEXT)")
+        con.commit()
+        con.close()
+        out = os.path.join(d, "out.db")
+        base = {"model": "mlp", "source": {"type": "csv", "path": os.path.join(d, "in.csv")},
+                "sink": {"type": "sqlite", "path": out, "table": "preds"}, "key": "id",
+                "inputs": {"x": ["f%d" % i for i in range(8)]}}
+        cases = [
+            ({"inputs": {"x": ["f0", "nope"]}}, "names column 'nope', which the source does not have"),
+            ({"key": "customer"}, "'key' names column 'customer'"),
+            ({"model": "no_such_model"}, "no_such_model"),
+            ({"inputs": {"w": ["f0"]}}, "names 'w', which model 'mlp' does not take"),
+            ({"outputs": ["z"]}, "'outputs' names 'z'"),
+            ({"rows_per_request": -1}, "'rows_per_request' must be in"),
+            ({"source": {"type": "sqlite", "path": os.path.join(d, "src.db"), "query": "SELEC * FROM t"}}, "SQL error"),
+            ({"source": {"type": "sqlite", "path": os.path.join(d, "src.db"), "query": "DELETE FROM t"}},
+             "read-only SELECT"),
+            ({"source": {"type": "sqlite", "path": os.path.join(d, "src.db"),
+                         "query": "SELECT * FROM t; DROP TABLE t"}}, "only one SQL statement"),
+            ({"source": {"type": "csv", "path": os.path.join(d, "missing.csv")}}, "cannot open CSV source"),
+        ]
+        for change, want in cases:
+            spec = dict(base, **change)
+            spec_path = os.path.join(d, "job.json")
+            with open(spec_path, "w") as f:
+                json.dump(spec, f)
+            p = batch(spec_path, check=False)
+            self.assertEqual(p.returncode, 2, "%s: %s" % (change, p.stderr))
+            self.assertIn(want, p.stderr, change)
+            self.assertFalse(os.path.exists(out), change)
+        con = sqlite3.connect(os.path.join(d, "src.db"))
+        self.assertEqual(con.execute("SELECT count(*) FROM sqlite_master WHERE name = 't'").fetchone()[0], 1)
+        con.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
