@@ -18,6 +18,7 @@
 #include "frontends/grpc/grpc_server.h"
 #include "frontends/http/http_server.h"
 #include "frontends/http/router.h"
+#include "jobs/jobs_config.h"
 #include "lifecycle/byte_size.h"
 #include "lifecycle/control_state_store.h"
 #include "server/authorizer.h"
@@ -71,6 +72,8 @@ struct ServeFlags {
   bool exit_on_error = false;
   std::string cache_config;  // Triton's --cache-config local,size=N
   int64_t shadow_max_in_flight = 16;
+  std::string jobs_config;
+  int max_running_jobs = 2;
   std::string admin_token_file, admin_token_env;
   bool auth_all_routes = false;
   std::string log_level = "info";
@@ -162,6 +165,17 @@ int Serve(const ServeFlags& f) {
     so.response_cache_bytes = *bytes;
   }
   so.shadow_max_in_flight = f.shadow_max_in_flight;
+  if (!f.jobs_config.empty()) {
+    auto jobs = jobs::LoadJobsConfig(f.jobs_config);
+    if (!jobs.ok()) {
+      spdlog::critical("--jobs-config: {}", jobs.status().message());
+      return 2;
+    }
+    so.jobs_config = std::move(jobs).value();
+    spdlog::info("batch jobs: {} named connections, {} allowed directories", so.jobs_config.connections.size(),
+                 so.jobs_config.allowed_dirs.size());
+  }
+  so.max_running_jobs = f.max_running_jobs;
   so.strict_readiness = f.strict_readiness;
   so.exit_on_error = f.exit_on_error;
   auto token = ReadToken(f.admin_token_file, f.admin_token_env,
@@ -334,6 +348,12 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--cache-config", flags->cache_config,
                   "The response cache for models with response_cache { enable: true }: local,size=<bytes> "
                   "(Triton's form; an LRU within that many bytes)");
+  cmd->add_option("--jobs-config", flags->jobs_config,
+                  "Batch jobs: named connections and allowed directories (JSON; docs/batch.md). Without it, "
+                  "POST /v2/jobs refuses every source and sink");
+  cmd->add_option("--max-running-jobs", flags->max_running_jobs, "Batch jobs running at once (more wait queued)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   cmd->add_option("--shadow-max-in-flight", flags->shadow_max_in_flight,
                   "Shadow traffic: the most mirrored requests one shadow version runs or queues at once; beyond it "
                   "requests are not mirrored (inferd_shadow_requests_total{outcome=\"skipped\"})")

@@ -55,7 +55,9 @@ Status JobManager::Start() {
   if (!options_.state_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options_.state_dir, ec);
-    if (ec) return Status::FailedPrecondition("cannot create the jobs directory '" + options_.state_dir + "': " + ec.message());
+    if (ec)
+      return Status::FailedPrecondition("cannot create the jobs directory '" + options_.state_dir +
+                                        "': " + ec.message());
     for (const auto& entry : std::filesystem::directory_iterator(options_.state_dir, ec)) {
       if (entry.path().extension() != ".json") continue;
       std::ifstream in(entry.path(), std::ios::binary);
@@ -86,7 +88,8 @@ Status JobManager::Start() {
       job->progress.rows_written = static_cast<int64_t>(num("rows_written"));
       job->progress.row_errors = static_cast<int64_t>(num("row_errors"));
       job->progress.elapsed_seconds = num("elapsed_seconds");
-      if (auto m = doc.FindMember("message"); m != doc.MemberEnd() && m->value.IsString()) job->progress.message = m->value.GetString();
+      if (auto m = doc.FindMember("message"); m != doc.MemberEnd() && m->value.IsString())
+        job->progress.message = m->value.GetString();
       // A job a stop interrupted (or that never started) runs again from its checkpoint.
       job->progress.state = IsFinal(*state) ? *state : JobState::kQueued;
       loaded.push_back(std::move(job));

@@ -31,8 +31,8 @@
 namespace inferd::jobs {
 
 struct JobManagerOptions {
-  std::string state_dir;     // "" = records in memory only
-  int max_running = 2;       // jobs running at once; more wait queued
+  std::string state_dir;       // "" = records in memory only
+  int max_running = 2;         // jobs running at once; more wait queued
   size_t max_finished = 1000;  // finished job records kept (the oldest go)
 };
 

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-
 #include <map>
 
 #include "jobs/job_manager.h"
@@ -107,7 +106,7 @@ Status InferenceServer::Start() {
 
 void InferenceServer::Shutdown() {
   if (shutting_down_.exchange(true)) return;
-  admin_.Stop();  // a running load finishes; queued management calls are cancelled
+  admin_.Stop();      // a running load finishes; queued management calls are cancelled
   jobs_->Shutdown();  // running jobs stop at their next commit and resume after a restart
   rollouts_->Stop();
   source_->Stop();

@@ -205,6 +205,7 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
     r.content_type.clear();
     return respond(std::move(r));
   }
+  if (parts[1] == "jobs" && HandleV2Jobs(server, req, parts, respond)) return;
   if (parts[1] == "repository") {
     if (HandleV2Lifecycle(server, req, parts, respond)) return;
     if (HandleV2Traffic(server, req, parts, respond)) return;

@@ -37,8 +37,8 @@ Response JsonResponse(int status, std::string body) {
 Handler MakeApiHandler(InferenceServer* server) {
   return [server](Request&& req, Responder respond) {
     std::vector<std::string> parts = SplitPath(req.path);
-    // Management routes: the model repository extension (/v2/repository/...).
-    const bool management = parts.size() >= 2 && parts[0] == "v2" && parts[1] == "repository";
+    // Management routes: the model repository extension (/v2/repository/...) and batch jobs (/v2/jobs...).
+    const bool management = parts.size() >= 2 && parts[0] == "v2" && (parts[1] == "repository" || parts[1] == "jobs");
     const std::string* authorization = req.Header("authorization");
     if (Status st = server->Authorize(authorization ? *authorization : std::string_view(), management); !st.ok()) {
       return respond(ErrorResponse(st));

@@ -40,6 +40,9 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
 // Traffic policies under /v2/repository/models/{m}/traffic; false if not such a path.
 bool HandleV2Traffic(InferenceServer* server, const Request& req, const std::vector<std::string>& parts,
                      const Responder& respond);
+// Batch jobs under /v2/jobs; false if not such a path.
+bool HandleV2Jobs(InferenceServer* server, const Request& req, const std::vector<std::string>& parts,
+                  const Responder& respond);
 void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond);
 // POST .../generate (one JSON answer) and .../generate_stream (server-sent events).
 void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,
