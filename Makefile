@@ -11,6 +11,7 @@
 #   make bench-onnx  the ONNX executor against TorchScript and ONNX Runtime on the same models (~3 min)
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
 #   make bench-pipelines  ensembles vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min)
+#   make bench-batch  batch jobs: rows/s vs the in-process best batch, online p99 while jobs run (~3 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
 SHELL := /bin/bash
@@ -24,7 +25,7 @@ EXAMPLES := examples/repository
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache bench-shadow format clean
+.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache bench-shadow bench-batch format clean
 
 all: build
 
@@ -120,6 +121,10 @@ bench-cache: build
 # Issue 15's shadow target: the client's p99 with an erroring or 10x slower shadow vs none (~1 min).
 bench-shadow: build
 	$(PY) bench/shadow_bench.py --inferd build/src/inferd
+
+# Issue 16's batch targets: job rows/s vs in-process best batch (resnet18, tiny_mlp), online p99 during jobs (~3 min).
+bench-batch: build
+	$(PY) bench/batch_bench.py --inferd build/src/inferd
 
 # Goodput under 10x overload (docs/benchmarks.md).
 bench-overload: build

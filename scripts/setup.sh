@@ -14,6 +14,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc    # the KServe v2 gRPC front end (grpc_cpp_plugin, grpc_python_plugin)
   rapidjson-dev zlib1g-dev libspdlog-dev libcli11-dev
   libjemalloc-dev                         # the server's allocator (faster small allocations, returns memory)
+  libsqlite3-dev                          # batch jobs: SQLite sources and sinks (jobs/sqlite/)
   libgtest-dev libgmock-dev libbenchmark-dev
   libxgboost-dev python3-xgboost          # the XGBoost / FIL backends; fixtures trained by python's xgboost
   libonnx-dev libonnx-testdata python3-onnx  # the ONNX backend: parser, checker, shape inference; conformance data
