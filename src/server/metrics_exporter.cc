@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include "jobs/job_manager.h"
 #include "server/inference_server.h"
 
 namespace inferd {
@@ -165,6 +166,16 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
                                      {"rolled_back", rc.rolled_back},
                                      {"aborted", rc.aborted}})
       w.Sample("inferd_rollouts_total", {{"outcome", outcome}}, static_cast<double>(n));
+  }
+  w.Family("inferd_batch_jobs", "gauge", "Batch jobs the server knows, by state (docs/batch.md)");
+  {
+    const auto by_state = jobs_->CountByState();
+    for (auto st : {jobs::JobState::kQueued, jobs::JobState::kRunning, jobs::JobState::kSucceeded,
+                    jobs::JobState::kFailed, jobs::JobState::kCancelled, jobs::JobState::kInterrupted}) {
+      auto it = by_state.find(st);
+      w.Sample("inferd_batch_jobs", {{"state", std::string(jobs::JobStateName(st))}},
+               it == by_state.end() ? 0.0 : static_cast<double>(it->second));
+    }
   }
   w.Family("inferd_memory_budget_bytes", "gauge", "--memory-budget (0 = none)");
   w.Sample("inferd_memory_budget_bytes", {}, static_cast<double>(options_.memory_budget_bytes));

@@ -100,6 +100,8 @@ class Jobs(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertEqual([j["id"] for j in listing["jobs"]], ids[::-1])  # newest first
         self.assertNotIn("conninfo", json.dumps(listing))
+        self.assertEqual(C.metric(self.server.metrics(), 'inferd_batch_jobs{state="succeeded"}'), 2)
+        self.assertEqual(C.metric(self.server.metrics(), 'inferd_batch_jobs{state="running"}'), 0)
 
     def test_cancel_stops_a_running_job(self):
         keys, x = mlp_inputs(100000, 12)
