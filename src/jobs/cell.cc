@@ -15,6 +15,15 @@ std::string CellText(const Cell& cell) {
     }
     std::string operator()(const std::string& v) const { return v; }
     std::string operator()(const JsonText& v) const { return v.text; }
+    std::string operator()(const NumberArray& v) const {
+      std::string out = "[";
+      for (size_t i = 0; i < v.values.size(); ++i) {
+        if (i) out += ',';
+        out += (*this)(v.values[i]);
+      }
+      out += ']';
+      return out;
+    }
   };
   return std::visit(Visitor{}, cell);
 }

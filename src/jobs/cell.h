@@ -17,8 +17,16 @@ struct JsonText {
   std::string text;
 };
 
-// NULL, integer, real, text (CSV fields are text), or JSON text.
-using Cell = std::variant<std::monostate, int64_t, double, std::string, JsonText>;
+// A JSON array of numbers only (nested arrays flattened row-major), read
+// from a JSON Lines source: its elements go into a tensor without being
+// printed and parsed again. Integers are exact (|v| <= 2^53; larger ones
+// make the array JSON text instead).
+struct NumberArray {
+  std::vector<double> values;
+};
+
+// NULL, integer, real, text (CSV fields are text), JSON text, or numbers.
+using Cell = std::variant<std::monostate, int64_t, double, std::string, JsonText, NumberArray>;
 
 struct Row {
   int64_t ordinal = 0;      // 0-based position in the source: the resume point counts these
@@ -29,7 +37,8 @@ struct Row {
 };
 
 // The cell as text (the key column's value, error messages): integers in
-// decimal, reals with 17 significant digits, NULL as "".
+// decimal, reals with 17 significant digits, NULL as "", a NumberArray as a
+// (flat) JSON array.
 std::string CellText(const Cell& cell);
 
 }  // namespace inferd::jobs

@@ -54,6 +54,7 @@ std::string JsonValue(const Cell& c) {
     std::string operator()(double v) const { return Number(v); }
     std::string operator()(const std::string& v) const { return JsonString(v); }
     std::string operator()(const JsonText& v) const { return v.text; }
+    std::string operator()(const NumberArray& v) const { return CellText(v); }
   };
   return std::visit(V{}, c);
 }

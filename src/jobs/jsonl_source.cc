@@ -4,6 +4,7 @@
 #include <rapidjson/writer.h>
 
 #include <cstdio>
+#include <cstring>
 #include <unordered_map>
 
 #include "jobs/row_source.h"
@@ -11,12 +12,36 @@
 namespace inferd::jobs {
 namespace {
 
+// Appends the numbers of a (nested) array; false when it holds anything else
+// or an integer a double does not hold exactly.
+bool Flatten(const rapidjson::Value& v, std::vector<double>* out, int depth = 0) {
+  if (depth > 32) return false;
+  for (const auto& e : v.GetArray()) {
+    if (e.IsArray()) {
+      if (!Flatten(e, out, depth + 1)) return false;
+    } else if (e.IsInt64()) {
+      const int64_t i = e.GetInt64();
+      if (i > (int64_t{1} << 53) || i < -(int64_t{1} << 53)) return false;
+      out->push_back(static_cast<double>(i));
+    } else if (e.IsNumber()) {
+      out->push_back(e.GetDouble());
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 Cell ToCell(const rapidjson::Value& v) {
   if (v.IsNull()) return std::monostate{};
   if (v.IsBool()) return static_cast<int64_t>(v.GetBool() ? 1 : 0);
   if (v.IsInt64()) return v.GetInt64();
   if (v.IsNumber()) return v.GetDouble();
   if (v.IsString()) return std::string(v.GetString(), v.GetStringLength());
+  if (v.IsArray()) {
+    NumberArray numbers;
+    if (Flatten(v, &numbers.values)) return numbers;
+  }
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   v.Accept(w);
@@ -94,17 +119,25 @@ class JsonlSource final : public RowSource {
   Result<bool> ReadLine(std::string* line) {
     line->clear();
     for (;;) {
-      const int c = getc_unlocked(file_);
-      if (c == EOF) {
+      // fgets in chunks (a character at a time cost 4% of a CNN job's CPU).
+      const size_t at = line->size();
+      line->resize(at + kChunk);
+      if (!std::fgets(line->data() + at, static_cast<int>(kChunk) + 1, file_)) {
+        line->resize(at);
         if (std::ferror(file_)) return Status::Unavailable("reading JSON Lines source '" + path_ + "' failed");
         return !line->empty();
       }
-      if (c == '\n') return true;
-      if (line->size() >= kMaxRecordBytes)
+      const size_t got = std::strlen(line->data() + at);
+      line->resize(at + got);
+      if (got > 0 && line->back() == '\n') {
+        line->pop_back();
+        return true;
+      }
+      if (line->size() > kMaxRecordBytes)
         return Status::InvalidArgument("JSON Lines source '" + path_ + "': a line is longer than 64 MiB");
-      line->push_back(static_cast<char>(c));
     }
   }
+  static constexpr size_t kChunk = 1 << 16;
 
   struct Hash {
     using is_transparent = void;

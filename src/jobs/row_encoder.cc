@@ -186,6 +186,13 @@ Status AppendCell(const Cell& cell, const std::string& column, ElementWriter* w,
     return Status::InvalidArgument("column '" + column + "' is empty (NULL)");
   if (const auto* i = std::get_if<int64_t>(&cell)) return w->Number(true, *i, 0);
   if (const auto* d = std::get_if<double>(&cell)) return w->Number(false, 0, *d);
+  if (const auto* a = std::get_if<NumberArray>(&cell)) {
+    for (double v : a->values) {
+      Status st = w->Number(false, 0, v);
+      if (!st.ok()) return Status::InvalidArgument("column '" + column + "': " + st.message());
+    }
+    return Status::OK();
+  }
   std::string_view text;
   bool json = false;
   if (const auto* s = std::get_if<std::string>(&cell)) {

@@ -38,7 +38,7 @@ TEST(RowEncoder, ColumnsAndJsonArraysFillOneTensor) {
   EXPECT_EQ(enc->rows_per_request(), 8);
   auto b = enc->NewBatch();
   ASSERT_TRUE(enc->Append(MakeRow({std::string("k1"), std::string(" 1.5 "), std::string("[[2, 3], [4]]")}), &b).ok());
-  ASSERT_TRUE(enc->Append(MakeRow({std::string("k2"), int64_t{5}, JsonText{"[6, 7, 8]"}}), &b).ok());
+  ASSERT_TRUE(enc->Append(MakeRow({std::string("k2"), int64_t{5}, NumberArray{{6, 7, 8}}}), &b).ok());
   // Wrong element count and a non-number leave the batch as it was.
   Status few = enc->Append(MakeRow({std::string("k3"), 1.0, JsonText{"[1]"}}), &b);
   EXPECT_NE(few.message().find("needs 4 elements (dims [2,2]), the row gives 2"), std::string::npos) << few.message();

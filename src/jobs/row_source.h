@@ -43,9 +43,9 @@ inline constexpr size_t kMaxRecordBytes = 64 << 20;
 Result<std::unique_ptr<RowSource>> OpenCsvSource(const std::string& path);
 // One JSON object per line; the columns are the first line's members; a
 // later line lacking a member has NULL there, extra members are ignored.
-// Numbers become integer or real cells, strings text, arrays and objects JSON
-// text, booleans 0/1. A line that is not a JSON object is a row error; blank
-// lines are skipped (and not counted).
+// Numbers become integer or real cells, strings text, arrays of numbers
+// NumberArray cells (others, and objects, JSON text), booleans 0/1. A line that is not a JSON object is a row error;
+// blank lines are skipped (and not counted).
 Result<std::unique_ptr<RowSource>> OpenJsonlSource(const std::string& path);
 
 // The CSV record parser, exposed for tests and the fuzz target: splits one

@@ -89,7 +89,7 @@ TEST(JsonlSource, TypesColumnsAndBadLines) {
   Row row;
   ASSERT_TRUE((*src)->Next(&row).value());
   EXPECT_EQ(std::get<int64_t>(row.cells[0]), 7);
-  EXPECT_EQ(std::get<JsonText>(row.cells[1]).text, "[1,2.5]");
+  EXPECT_EQ(std::get<NumberArray>(row.cells[1]).values, (std::vector<double>{1, 2.5}));
   EXPECT_EQ(std::get<std::string>(row.cells[2]), "x");
   EXPECT_EQ(std::get<int64_t>(row.cells[3]), 1);
   ASSERT_TRUE((*src)->Next(&row).value());
@@ -102,6 +102,21 @@ TEST(JsonlSource, TypesColumnsAndBadLines) {
   ASSERT_TRUE((*src)->Next(&row).value());
   EXPECT_NE(row.error.find("not an object"), std::string::npos);
   EXPECT_FALSE((*src)->Next(&row).value());
+}
+
+TEST(JsonlSource, NumberArraysFlattenAndOthersStayJson) {
+  testing::TempDir dir;
+  ASSERT_TRUE(dir.Write("in.jsonl",
+                        "{\"a\": [[1, 2], [3.5]], \"b\": [1, \"x\"], \"c\": [9007199254740993], \"d\": {\"k\": 1}}\n"));
+  auto src = OpenJsonlSource(dir.Join("in.jsonl"));
+  ASSERT_TRUE(src.ok());
+  Row row;
+  ASSERT_TRUE((*src)->Next(&row).value());
+  EXPECT_EQ(std::get<NumberArray>(row.cells[0]).values, (std::vector<double>{1, 2, 3.5}));
+  EXPECT_EQ(CellText(row.cells[0]), "[1,2,3.5]");
+  EXPECT_EQ(std::get<JsonText>(row.cells[1]).text, "[1,\"x\"]");
+  EXPECT_EQ(std::get<JsonText>(row.cells[2]).text, "[9007199254740993]");  // beyond a double's integers
+  EXPECT_EQ(std::get<JsonText>(row.cells[3]).text, "{\"k\":1}");
 }
 
 }  // namespace

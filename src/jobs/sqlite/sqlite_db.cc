@@ -12,6 +12,7 @@ void Statement::Bind(int i, const Cell& cell) {
     void operator()(const std::string& v) const {
       sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     }
+    void operator()(const NumberArray& v) const { (*this)(CellText(v)); }
     void operator()(const JsonText& v) const {
       sqlite3_bind_text(s, i, v.text.data(), static_cast<int>(v.text.size()), SQLITE_TRANSIENT);
     }
