@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "jobs/postgres/pg_store.h"
 #include "jobs/sqlite/sqlite_store.h"
 
 namespace inferd::jobs {
@@ -104,10 +105,12 @@ Result<std::unique_ptr<RowSource>> JobStores::OpenSource(const JobSpec& spec) co
       INFERD_ASSIGN_OR_RETURN(std::string path, SqlitePath(src.connection, src.path, "'source'", true));
       return OpenSqliteSource(path, src.query, spec.key);
     }
-    case StoreType::kPostgres:
-      break;
+    case StoreType::kPostgres: {
+      INFERD_ASSIGN_OR_RETURN(const Connection* c, Named(src.connection, StoreType::kPostgres, "'source'"));
+      return OpenPostgresSource(src.connection, c->conninfo, src.query, spec.key);
+    }
   }
-  return Status::Unimplemented("job spec: postgres sources are not available in this build yet");
+  return Status::Internal("job spec: unknown source type");
 }
 
 Result<std::unique_ptr<PredictionSink>> JobStores::OpenSink(const JobSpec& spec) const {
@@ -125,10 +128,12 @@ Result<std::unique_ptr<PredictionSink>> JobStores::OpenSink(const JobSpec& spec)
       INFERD_ASSIGN_OR_RETURN(std::string path, SqlitePath(sink.connection, sink.path, "'sink'", false));
       return OpenSqliteSink(path, sink.table);
     }
-    case StoreType::kPostgres:
-      break;
+    case StoreType::kPostgres: {
+      INFERD_ASSIGN_OR_RETURN(const Connection* c, Named(sink.connection, StoreType::kPostgres, "'sink'"));
+      return OpenPostgresSink(sink.connection, c->conninfo, sink.table);
+    }
   }
-  return Status::Unimplemented("job spec: postgres sinks are not available in this build yet");
+  return Status::Internal("job spec: unknown sink type");
 }
 
 }  // namespace inferd::jobs

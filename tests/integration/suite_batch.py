@@ -19,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
+import pg_server  # noqa: E402
 
 
 def setUpModule():
@@ -193,6 +194,61 @@ class Batch(unittest.TestCase):
         for r in rows:
             np.testing.assert_array_equal(np.array(r["y"], np.float32), ref[int(r["customer_id"])])
 
+    def test_postgres_into_postgres_equals_pytorch_and_survives_the_database_stopping(self):
+        d = workdir("postgres")
+        pg = pg_server.PgServer()
+        try:
+            n = 100000
+            keys, x = mlp_inputs(n, 5)
+            write_csv(os.path.join(d, "customers.csv"), keys, x)
+            pg.psql("CREATE TABLE customers (id TEXT PRIMARY KEY, " + ", ".join("f%d REAL" % i for i in range(8)) + ")")
+            pg.psql("\\copy customers FROM '%s' CSV HEADER" % os.path.join(d, "customers.csv"))
+            config = os.path.join(d, "jobs.json")
+            with open(config, "w") as f:
+                json.dump({"connections": {"warehouse": {"type": "postgres", "conninfo": pg.conninfo}}}, f)
+            spec = {"model": "mlp", "source": {"type": "postgres", "connection": "warehouse",
+                                               "query": "SELECT * FROM customers"},
+                    "sink": {"type": "postgres", "connection": "warehouse", "table": "scores"}, "key": "id",
+                    "inputs": {"x": ["f%d" % i for i in range(8)]},
+                    "rows_per_request": 12, "max_in_flight": 1, "commit_rows": 1000}
+            spec_path = os.path.join(d, "job.json")
+            with open(spec_path, "w") as f:
+                json.dump(spec, f)
+            cmd = [C.ARGS.inferd, "batch", "--model-repository", C.REPO, "--job", spec_path, "--progress", "none",
+                   "--intra-op-threads", "1", "--jobs-config", config]
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stop_at = random.Random().randint(3000, 40000)
+            deadline = time.monotonic() + 300
+
+            def done():
+                out = pg.psql("SELECT rows_done FROM inferd_job_checkpoints") if pg.psql(
+                    "SELECT to_regclass('inferd_job_checkpoints') IS NOT NULL") == "t\n" else ""
+                return int(out) if out.strip() else 0
+
+            while done() < stop_at:
+                self.assertIsNone(proc.poll(), "the job ended before the database stopped")
+                self.assertLess(time.monotonic(), deadline, "the job never reached row %d" % stop_at)
+            pg.stop()  # the database goes away mid-job
+            _, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 1, err)
+            self.assertIn("PostgreSQL connection 'warehouse'", err)
+            self.assertNotIn("host=", err)  # the conninfo is never shown
+            pg.start()
+            stopped_at = done()
+            self.assertLess(stopped_at, n)
+            resumed = batch(spec_path, "--jobs-config", config)
+            self.assertIn("(%s resumed from the checkpoint)" % format(stopped_at, ","), resumed.stderr)
+            self.assertEqual(pg.psql("SELECT count(*), count(DISTINCT id) FROM scores"), "%d|%d\n" % (n, n))
+            self.assertEqual(pg.psql("SELECT DISTINCT model_name || ' ' || model_version FROM scores"), "mlp 1\n")
+            got = {}
+            for line in pg.psql("SELECT id, y::text FROM scores").splitlines():
+                k, y = line.split("|", 1)
+                got[k] = json.loads(y)
+            ref = C.torch_ref("mlp", x)
+            np.testing.assert_array_equal(np.array([got[k] for k in keys], np.float32), ref)
+        finally:
+            pg.close()
+
     def test_malformed_specs_are_refused_and_nothing_is_written(self):
         d = workdir("bad")
         keys, x = mlp_inputs(5, 4)
@@ -231,6 +287,35 @@ class Batch(unittest.TestCase):
         con = sqlite3.connect(os.path.join(d, "src.db"))
         self.assertEqual(con.execute("SELECT count(*) FROM sqlite_master WHERE name = 't'").fetchone()[0], 1)
         con.close()
+        # An unreachable PostgreSQL server and an SQL error on a reachable one.
+        config = os.path.join(d, "jobs.json")
+        pg = pg_server.PgServer()
+        try:
+            with open(config, "w") as f:
+                json.dump({"connections": {
+                    "down": {"type": "postgres", "conninfo": "host=127.0.0.1 port=%d user=x password=hunter2 "
+                                                             "connect_timeout=5" % pg_server.free_port()},
+                    "up": {"type": "postgres", "conninfo": pg.conninfo}}}, f)
+            for change, want in [
+                ({"source": {"type": "postgres", "connection": "down", "query": "SELECT 1"}},
+                 "cannot connect to PostgreSQL connection 'down'"),
+                ({"source": {"type": "postgres", "connection": "up", "query": "SELECT * FROM missing"}},
+                 'relation "missing" does not exist'),
+                ({"source": {"type": "postgres", "connection": "up", "query": "SELECT 1 AS id; DROP TABLE x"}},
+                 "syntax error"),
+                ({"sink": {"type": "postgres", "connection": "nope", "table": "t"}}, "does not define"),
+            ]:
+                spec = dict(base, **change)
+                spec_path = os.path.join(d, "job.json")
+                with open(spec_path, "w") as f:
+                    json.dump(spec, f)
+                p = batch(spec_path, "--jobs-config", config, check=False)
+                self.assertEqual(p.returncode, 2, "%s: %s" % (change, p.stderr))
+                self.assertIn(want, p.stderr, change)
+                self.assertNotIn("hunter2", p.stderr)
+            self.assertEqual(pg.psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"), "0\n")
+        finally:
+            pg.close()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,394 @@
+#include "jobs/postgres/pg_store.h"
+
+#include <libpq-fe.h>
+
+#include <cstdlib>
+#include <set>
+
+namespace inferd::jobs {
+namespace {
+
+// PostgreSQL type OIDs (pg_type.dat; stable across versions).
+constexpr Oid kInt2 = 21, kInt4 = 23, kInt8 = 20, kFloat4 = 700, kFloat8 = 701, kNumeric = 1700, kJson = 114,
+              kJsonb = 3802, kBool = 16, kInt2Array = 1005, kInt4Array = 1007, kInt8Array = 1016, kFloat4Array = 1021,
+              kFloat8Array = 1022, kNumericArray = 1231;
+
+std::string Quote(const std::string& identifier) {
+  std::string q = "\"";
+  for (char c : identifier) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string Strip(std::string q) {
+  while (!q.empty() && (q.back() == ';' || q.back() == ' ' || q.back() == '\n' || q.back() == '\t' || q.back() == '\r'))
+    q.pop_back();
+  return q;
+}
+
+struct ResultDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
+
+class PgConnection {
+ public:
+  ~PgConnection() {
+    if (conn_) PQfinish(conn_);
+  }
+  Status Open(const std::string& name, const std::string& conninfo) {
+    name_ = name;
+    // A default connect timeout, so an unreachable server is an error, not a hang.
+    std::string info = conninfo;
+    if (info.find("connect_timeout") == std::string::npos) info += " connect_timeout=10";
+    conn_ = PQconnectdb(info.c_str());
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK)
+      return Status::InvalidArgument("cannot connect to PostgreSQL connection '" + name + "': " + Message());
+    return Exec("SET client_min_messages = warning").status();
+  }
+  std::string Message() const {
+    std::string m = conn_ ? PQerrorMessage(conn_) : "out of memory";
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+    return m;
+  }
+  Result<PgResult> Exec(const std::string& sql) { return Exec(sql, {}); }
+  Result<PgResult> Exec(const std::string& sql, const std::vector<const char*>& params) {
+    PgResult r(params.empty() ? PQexec(conn_, sql.c_str())
+                              : PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
+                                             params.data(), nullptr, nullptr, 0));
+    const ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      std::string msg = r ? PQresultErrorMessage(r.get()) : Message();
+      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+      if (PQstatus(conn_) != CONNECTION_OK)
+        return Status::Unavailable("PostgreSQL connection '" + name_ + "' was lost: " + msg);
+      return Status::InvalidArgument("PostgreSQL connection '" + name_ + "': " + msg);
+    }
+    return r;
+  }
+
+ private:
+  PGconn* conn_ = nullptr;
+  std::string name_;
+};
+
+// "{1,2.5,NULL}" (a numeric array's text form) -> numbers; false for NULLs or nesting we do not read.
+bool ParseNumericArray(const char* text, std::vector<double>* out) {
+  const char* p = text;
+  for (; *p; ++p) {
+    if (*p == '{' || *p == '}' || *p == ',') continue;
+    char* end = nullptr;
+    const double v = std::strtod(p, &end);
+    if (end == p) return false;  // NULL or something else
+    out->push_back(v);
+    p = end - 1;
+  }
+  return true;
+}
+
+class PostgresSource final : public RowSource {
+ public:
+  Status Open(const std::string& name, const std::string& conninfo, const std::string& query,
+              const std::string& order_by) {
+    INFERD_RETURN_IF_ERROR(conn_.Open(name, conninfo));
+    const std::string q = Strip(query);
+    INFERD_RETURN_IF_ERROR(conn_.Exec("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY").status());
+    {
+      // The columns, without reading rows.
+      INFERD_ASSIGN_OR_RETURN(PgResult r, conn_.Exec("SELECT * FROM (\n" + q + "\n) AS inferd_source LIMIT 0"));
+      for (int i = 0; i < PQnfields(r.get()); ++i) columns_.push_back(PQfname(r.get(), i));
+    }
+    bool has_key = false;
+    for (const auto& c : columns_) has_key |= c == order_by;
+    if (!has_key)
+      return Status::InvalidArgument("job spec: 'key' names column '" + order_by +
+                                     "', which the query does not return");
+    {
+      INFERD_ASSIGN_OR_RETURN(PgResult r, conn_.Exec("SELECT count(*) FROM (\n" + q + "\n) AS inferd_source"));
+      if (PQntuples(r.get()) == 1) total_ = std::atoll(PQgetvalue(r.get(), 0, 0));
+    }
+    return conn_
+        .Exec("DECLARE inferd_rows NO SCROLL CURSOR FOR SELECT * FROM (\n" + q + "\n) AS inferd_source ORDER BY " +
+              Quote(order_by))
+        .status();
+  }
+
+  const std::vector<std::string>& columns() const override { return columns_; }
+  std::optional<int64_t> total_rows() const override { return total_; }
+
+  Result<bool> Next(Row* row) override {
+    if (!chunk_ || next_ >= PQntuples(chunk_.get())) {
+      if (done_) return false;
+      INFERD_ASSIGN_OR_RETURN(chunk_, conn_.Exec("FETCH 512 FROM inferd_rows"));
+      next_ = 0;
+      if (PQntuples(chunk_.get()) == 0) {
+        done_ = true;
+        return false;
+      }
+    }
+    PGresult* r = chunk_.get();
+    row->ordinal = ordinal_++;
+    row->error.clear();
+    row->cells.resize(columns_.size());
+    for (int i = 0; i < static_cast<int>(columns_.size()); ++i) {
+      Cell& cell = row->cells[static_cast<size_t>(i)];
+      if (PQgetisnull(r, next_, i)) {
+        cell = std::monostate{};
+        continue;
+      }
+      const char* v = PQgetvalue(r, next_, i);
+      switch (PQftype(r, i)) {
+        case kInt2:
+        case kInt4:
+        case kInt8:
+          cell = static_cast<int64_t>(std::atoll(v));
+          break;
+        case kFloat4:
+        case kFloat8:
+        case kNumeric:
+          cell = std::strtod(v, nullptr);
+          break;
+        case kBool:
+          cell = static_cast<int64_t>(v[0] == 't' ? 1 : 0);
+          break;
+        case kJson:
+        case kJsonb:
+          cell = JsonText{v};
+          break;
+        case kInt2Array:
+        case kInt4Array:
+        case kInt8Array:
+        case kFloat4Array:
+        case kFloat8Array:
+        case kNumericArray: {
+          NumberArray a;
+          if (ParseNumericArray(v, &a.values))
+            cell = std::move(a);
+          else
+            cell = std::string(v);  // NULL elements: the encoder reports the row
+          break;
+        }
+        default:
+          cell = std::string(v, static_cast<size_t>(PQgetlength(r, next_, i)));
+      }
+    }
+    ++next_;
+    return true;
+  }
+
+ private:
+  PgConnection conn_;
+  std::vector<std::string> columns_;
+  std::optional<int64_t> total_;
+  PgResult chunk_;
+  int next_ = 0;
+  bool done_ = false;
+  int64_t ordinal_ = 0;
+};
+
+// A cell as JSONB text.
+std::string JsonValue(const Cell& c) {
+  if (std::holds_alternative<std::monostate>(c)) return "null";
+  if (const auto* t = std::get_if<JsonText>(&c)) return t->text;
+  if (const auto* s = std::get_if<std::string>(&c)) {
+    std::string out = "\"";
+    for (unsigned char ch : *s) {
+      if (ch == '"' || ch == '\\') {
+        out += '\\';
+        out += static_cast<char>(ch);
+      } else if (ch < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+        out += buf;
+      } else {
+        out += static_cast<char>(ch);
+      }
+    }
+    return out + "\"";
+  }
+  return CellText(c);  // numbers, NumberArray
+}
+
+class PostgresSink final : public PredictionSink {
+ public:
+  PostgresSink(std::string table) : table_(std::move(table)) {}
+  Status Open(const std::string& name, const std::string& conninfo) { return conn_.Open(name, conninfo); }
+
+  Status Prepare(const SinkSchema& schema) override {
+    if (table_.size() + 7 > 63)
+      return Status::InvalidArgument("sink table '" + table_ +
+                                     "': at most 56 bytes on PostgreSQL (its errors table adds '_errors')");
+    std::set<std::string> names;
+    std::vector<std::string> all = {schema.key_column};
+    for (const char* r : kReservedColumns) all.push_back(r);
+    for (const auto& v : schema.value_columns) all.push_back(v);
+    for (const auto& n : all) {
+      if (n.size() > 63)
+        return Status::InvalidArgument("sink table '" + table_ + "': column '" + n + "' is longer than 63 bytes");
+      if (!names.insert(n).second)
+        return Status::InvalidArgument("sink table '" + table_ + "': column name '" + n + "' is used twice");
+    }
+    values_ = schema.value_columns.size();
+    key_ = schema.key_column;
+    value_columns_ = schema.value_columns;
+    INFERD_ASSIGN_OR_RETURN(PgResult cols, conn_.Exec("SELECT column_name FROM information_schema.columns WHERE "
+                                                      "table_schema = current_schema() AND table_name = $1",
+                                                      {table_.c_str()}));
+    std::set<std::string> existing;
+    for (int i = 0; i < PQntuples(cols.get()); ++i) existing.insert(PQgetvalue(cols.get(), i, 0));
+    if (existing.empty()) {
+      std::string sql = "CREATE TABLE IF NOT EXISTS " + Quote(table_) + " (" + Quote(key_) +
+                        " TEXT PRIMARY KEY, model_name TEXT NOT NULL, model_version TEXT NOT NULL, "
+                        "predicted_at DOUBLE PRECISION NOT NULL";
+      for (const auto& v : value_columns_) sql += ", " + Quote(v) + " JSONB";
+      INFERD_RETURN_IF_ERROR(conn_.Exec(sql + ")").status());
+    } else {
+      for (const auto& n : all)
+        if (!existing.count(n))
+          return Status::InvalidArgument("sink table '" + table_ + "' exists without column '" + n + "'");
+    }
+    INFERD_RETURN_IF_ERROR(conn_
+                               .Exec("CREATE TABLE IF NOT EXISTS " + Quote(table_ + "_errors") +
+                                     " (job_id TEXT NOT NULL, row_ordinal BIGINT NOT NULL, key TEXT, message TEXT "
+                                     "NOT NULL, PRIMARY KEY (job_id, row_ordinal))")
+                               .status());
+    return conn_
+        .Exec(
+            "CREATE TABLE IF NOT EXISTS inferd_job_checkpoints (job_id TEXT PRIMARY KEY, sink_table TEXT NOT NULL, "
+            "rows_done BIGINT NOT NULL, rows_written BIGINT NOT NULL, row_errors BIGINT NOT NULL, finished "
+            "BOOLEAN NOT NULL, updated_at DOUBLE PRECISION NOT NULL)")
+        .status();
+  }
+
+  Result<std::optional<Checkpoint>> ReadCheckpoint(const std::string& job_id) override {
+    INFERD_ASSIGN_OR_RETURN(PgResult r, conn_.Exec("SELECT rows_done, rows_written, row_errors, finished FROM "
+                                                   "inferd_job_checkpoints WHERE job_id = $1",
+                                                   {job_id.c_str()}));
+    if (PQntuples(r.get()) == 0) return std::optional<Checkpoint>();
+    Checkpoint c;
+    c.rows_done = std::atoll(PQgetvalue(r.get(), 0, 0));
+    c.rows_written = std::atoll(PQgetvalue(r.get(), 0, 1));
+    c.row_errors = std::atoll(PQgetvalue(r.get(), 0, 2));
+    c.finished = PQgetvalue(r.get(), 0, 3)[0] == 't';
+    return std::optional<Checkpoint>(c);
+  }
+
+  Status Reset(const std::string& job_id) override {
+    INFERD_RETURN_IF_ERROR(conn_.Exec("BEGIN").status());
+    Status st = conn_.Exec("DELETE FROM inferd_job_checkpoints WHERE job_id = $1", {job_id.c_str()}).status();
+    if (st.ok())
+      st = conn_.Exec("DELETE FROM " + Quote(table_ + "_errors") + " WHERE job_id = $1", {job_id.c_str()}).status();
+    return Finish(st);
+  }
+
+  Status Commit(const std::string& job_id, const std::string& model, const std::vector<ResultRow>& rows,
+                const std::vector<RowError>& errors, const Checkpoint& cp) override {
+    INFERD_RETURN_IF_ERROR(conn_.Exec("BEGIN").status());
+    Status st = WriteAll(job_id, model, rows, errors, cp);
+    return Finish(st);
+  }
+
+ private:
+  Status WriteAll(const std::string& job_id, const std::string& model, const std::vector<ResultRow>& rows,
+                  const std::vector<RowError>& errors, const Checkpoint& cp) {
+    const std::string now = std::to_string(UnixNow());
+    // Multi-row upserts, within PostgreSQL's 65,535 parameters per statement.
+    const size_t per_row = 4 + values_;
+    const size_t chunk = std::max<size_t>(1, 60000 / per_row);
+    std::string update =
+        "model_name = EXCLUDED.model_name, model_version = EXCLUDED.model_version, "
+        "predicted_at = EXCLUDED.predicted_at";
+    for (const auto& v : value_columns_) update += ", " + Quote(v) + " = EXCLUDED." + Quote(v);
+    std::string head =
+        "INSERT INTO " + Quote(table_) + " (" + Quote(key_) + ", model_name, model_version, predicted_at";
+    for (const auto& v : value_columns_) head += ", " + Quote(v);
+    head += ") VALUES ";
+    for (size_t start = 0; start < rows.size(); start += chunk) {
+      const size_t end = std::min(rows.size(), start + chunk);
+      std::vector<std::string> texts;
+      texts.reserve((end - start) * per_row);
+      std::string sql = head;
+      int p = 0;
+      for (size_t i = start; i < end; ++i) {
+        const ResultRow& r = rows[i];
+        auto param = [&](const char* cast) {
+          sql += '$';
+          sql += std::to_string(++p);
+          sql += cast;
+        };
+        sql += i == start ? "(" : ", (";
+        param(", ");
+        param(", ");
+        param(", ");
+        param("::double precision");
+        texts.push_back(r.key);
+        texts.push_back(model);
+        texts.push_back(r.model_version);
+        texts.push_back(now);
+        for (size_t k = 0; k < values_; ++k) {
+          sql += ", ";
+          param("::jsonb");
+          texts.push_back(k < r.values.size() ? JsonValue(r.values[k]) : "null");
+        }
+        sql += ")";
+      }
+      sql += " ON CONFLICT (" + Quote(key_) + ") DO UPDATE SET " + update;
+      std::vector<const char*> params;
+      for (const auto& t : texts) params.push_back(t.c_str());
+      INFERD_RETURN_IF_ERROR(conn_.Exec(sql, params).status());
+    }
+    for (const auto& e : errors) {
+      const std::string ordinal = std::to_string(e.ordinal);
+      INFERD_RETURN_IF_ERROR(conn_
+                                 .Exec("INSERT INTO " + Quote(table_ + "_errors") +
+                                           " (job_id, row_ordinal, key, message) VALUES ($1, $2, $3, $4) ON CONFLICT "
+                                           "(job_id, row_ordinal) DO UPDATE SET key = EXCLUDED.key, message = "
+                                           "EXCLUDED.message",
+                                       {job_id.c_str(), ordinal.c_str(), e.key.c_str(), e.message.c_str()})
+                                 .status());
+    }
+    const std::string done = std::to_string(cp.rows_done), written = std::to_string(cp.rows_written),
+                      errs = std::to_string(cp.row_errors);
+    return conn_
+        .Exec(
+            "INSERT INTO inferd_job_checkpoints (job_id, sink_table, rows_done, rows_written, row_errors, finished, "
+            "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (job_id) DO UPDATE SET sink_table = "
+            "EXCLUDED.sink_table, rows_done = EXCLUDED.rows_done, rows_written = EXCLUDED.rows_written, row_errors "
+            "= EXCLUDED.row_errors, finished = EXCLUDED.finished, updated_at = EXCLUDED.updated_at",
+            {job_id.c_str(), table_.c_str(), done.c_str(), written.c_str(), errs.c_str(), cp.finished ? "t" : "f",
+             now.c_str()})
+        .status();
+  }
+
+  Status Finish(const Status& st) {
+    if (st.ok()) return conn_.Exec("COMMIT").status();
+    (void)conn_.Exec("ROLLBACK");
+    return st;
+  }
+
+  PgConnection conn_;
+  const std::string table_;
+  std::string key_;
+  std::vector<std::string> value_columns_;
+  size_t values_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RowSource>> OpenPostgresSource(const std::string& name, const std::string& conninfo,
+                                                      const std::string& query, const std::string& order_by) {
+  auto s = std::make_unique<PostgresSource>();
+  INFERD_RETURN_IF_ERROR(s->Open(name, conninfo, query, order_by));
+  return std::unique_ptr<RowSource>(std::move(s));
+}
+
+Result<std::unique_ptr<PredictionSink>> OpenPostgresSink(const std::string& name, const std::string& conninfo,
+                                                         const std::string& table) {
+  auto s = std::make_unique<PostgresSink>(table);
+  INFERD_RETURN_IF_ERROR(s->Open(name, conninfo));
+  return std::unique_ptr<PredictionSink>(std::move(s));
+}
+
+}  // namespace inferd::jobs
