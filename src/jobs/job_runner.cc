@@ -70,6 +70,8 @@ JobProgress JobRunner::Progress() const {
   JobProgress p = progress_;
   if (p.state == JobState::kRunning) {
     p.elapsed_seconds = std::chrono::duration<double>(clock_->Now() - started_).count();
+    if (stop_.load() == Stop::kCancel) p.message = "cancelling: stops after the requests in flight";
+    if (stop_.load() == Stop::kInterrupt) p.message = "interrupting: stops after the requests in flight, resumes later";
   }
   const int64_t done = p.rows_done - p.rows_resumed;
   if (p.elapsed_seconds > 0) p.rows_per_second = static_cast<double>(done) / p.elapsed_seconds;
