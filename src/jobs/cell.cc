@@ -1,6 +1,6 @@
 #include "jobs/cell.h"
 
-#include <cstdio>
+#include <charconv>
 
 namespace inferd::jobs {
 
@@ -10,8 +10,8 @@ std::string CellText(const Cell& cell) {
     std::string operator()(int64_t v) const { return std::to_string(v); }
     std::string operator()(double v) const {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.17g", v);
-      return buf;
+      auto r = std::to_chars(buf, buf + sizeof buf, v);  // the shortest text that reads back as v
+      return std::string(buf, r.ptr);
     }
     std::string operator()(const std::string& v) const { return v; }
     std::string operator()(const JsonText& v) const { return v.text; }

@@ -37,7 +37,7 @@ struct Row {
 };
 
 // The cell as text (the key column's value, error messages): integers in
-// decimal, reals with 17 significant digits, NULL as "", a NumberArray as a
+// decimal, reals as the shortest text that reads back exactly, NULL as "", a NumberArray as a
 // (flat) JSON array.
 std::string CellText(const Cell& cell);
 

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -12,12 +14,11 @@
 namespace inferd::jobs {
 namespace {
 
-// The shortest of %.9g / %.17g that reads back as `v`.
+// The shortest text that reads back as `v`.
 std::string Number(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 std::string JsonString(std::string_view s) {
@@ -51,7 +52,7 @@ std::string JsonValue(const Cell& c) {
   struct V {
     std::string operator()(std::monostate) const { return "null"; }
     std::string operator()(int64_t v) const { return std::to_string(v); }
-    std::string operator()(double v) const { return Number(v); }
+    std::string operator()(double v) const { return std::isfinite(v) ? Number(v) : "null"; }
     std::string operator()(const std::string& v) const { return JsonString(v); }
     std::string operator()(const JsonText& v) const { return v.text; }
     std::string operator()(const NumberArray& v) const { return CellText(v); }

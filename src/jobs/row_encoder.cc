@@ -2,7 +2,7 @@
 
 #include <rapidjson/document.h>
 
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -112,25 +112,25 @@ std::string_view Trim(std::string_view s) {
 }
 
 // A number from text: an integer when it is one exactly, else a real.
+// std::from_chars: locale-free and several times faster than strtod (a CSV
+// job of small rows spent a sixth of its time in strtod).
 bool ParseNumber(std::string_view text, bool* is_int, int64_t* i, double* d) {
   text = Trim(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);  // from_chars takes no '+'
   if (text.empty() || text.size() > 64) return false;
-  char buf[72];
-  std::memcpy(buf, text.data(), text.size());
-  buf[text.size()] = '\0';
-  char* end = nullptr;
-  errno = 0;
-  const long long ll = std::strtoll(buf, &end, 10);
-  if (errno == 0 && end == buf + text.size()) {
+  const char* first = text.data();
+  const char* last = first + text.size();
+  int64_t iv = 0;
+  if (auto r = std::from_chars(first, last, iv); r.ec == std::errc() && r.ptr == last) {
     *is_int = true;
-    *i = ll;
+    *i = iv;
     return true;
   }
-  errno = 0;
-  const double v = std::strtod(buf, &end);
-  if (end != buf + text.size() || errno == ERANGE) return false;
+  double dv = 0;
+  auto r = std::from_chars(first, last, dv);
+  if (r.ec != std::errc() || r.ptr != last) return false;
   *is_int = false;
-  *d = v;
+  *d = dv;
   return true;
 }
 
@@ -233,9 +233,12 @@ void AppendNumberJson(std::string* out, double v, bool single) {
     *out += "null";
     return;
   }
+  // The shortest text that reads back as the same float (FP32, FP16, BF16)
+  // or double (FP64); std::to_chars is exact and much faster than printf.
   char buf[32];
-  std::snprintf(buf, sizeof buf, single ? "%.9g" : "%.17g", v);
-  *out += buf;
+  auto r =
+      single ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v)) : std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
 }
 
 void AppendJsonString(std::string* out, std::string_view s) {

@@ -102,11 +102,11 @@ TEST(RowEncoder, DecodeSlicesEachRowsOutputs) {
   r.outputs.push_back(Tensor::Copy("label", DataType::kBytes, {2, 1}, std::as_bytes(std::span<const char>(labels))));
   auto row1 = enc->Decode(r, 1, 2);
   ASSERT_TRUE(row1.ok()) << row1.status().message();
-  EXPECT_EQ(std::get<JsonText>((*row1)[0]).text, "[-2,1.00000002e+30]");
+  EXPECT_EQ(std::get<JsonText>((*row1)[0]).text, "[-2,1e+30]");
   EXPECT_EQ(std::get<std::string>((*row1)[1]), "d\"og");
   auto row0 = enc->Decode(r, 0, 2);
   ASSERT_TRUE(row0.ok());
-  EXPECT_EQ(std::get<JsonText>((*row0)[0]).text, "[0.5,0.333333343]");     // FP32 round-trips at 9 digits
+  EXPECT_EQ(std::get<JsonText>((*row0)[0]).text, "[0.5,0.33333334]");  // the shortest text that reads back as the float
   EXPECT_EQ(enc->Decode(r, 0, 3).status().code(), StatusCode::kInternal);  // fewer rows than asked
 }
 
