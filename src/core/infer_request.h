@@ -66,6 +66,9 @@ struct InferResponse {
   std::string model_version;
   std::string id;
   std::vector<Tensor> outputs;
+  // Response-level parameters (KServe v2 "parameters"; gRPC
+  // ModelInferResponse.parameters); none unless a feature sets them.
+  Parameters parameters;
 };
 
 // Called exactly once per accepted request, from a server worker thread.

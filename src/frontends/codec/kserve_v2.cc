@@ -168,6 +168,27 @@ EncodedResponse EncodeInferResponse(const InferResponse& resp, const OutputOptio
     b.append(",\"id\":");
     json::AppendEscaped(&b, resp.id);
   }
+  if (!resp.parameters.empty()) {
+    b.append(",\"parameters\":{");
+    bool first_param = true;
+    for (const auto& [key, value] : resp.parameters) {
+      if (!first_param) b.push_back(',');
+      first_param = false;
+      json::AppendKey(&b, key);
+      std::visit(
+          [&b](const auto& v) {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, bool>)
+              b.append(v ? "true" : "false");
+            else if constexpr (std::is_same_v<T, std::string>)
+              json::AppendEscaped(&b, v);
+            else
+              json::AppendNumber(&b, v);
+          },
+          value);
+    }
+    b.push_back('}');
+  }
   b.append(",\"outputs\":[");
   std::vector<const Tensor*> binary;
   bool first = true;

@@ -235,6 +235,17 @@ TEST(KServeV2Json, ClassificationCountOfARequestedOutput) {
   }
 }
 
+TEST(KServeV2Encode, ResponseParameters) {
+  InferResponse resp;
+  resp.model_name = "m";
+  resp.model_version = "1";
+  resp.parameters = {{"source", std::string("precomputed")}, {"age_s", 2.5}, {"n", int64_t{3}}, {"hit", true}};
+  EXPECT_EQ(
+      v2::EncodeInferResponse(resp, {}).body,
+      R"({"model_name":"m","model_version":"1","parameters":{"age_s":2.5,"hit":true,"n":3,"source":"precomputed"},)"
+      R"("outputs":[]})");
+}
+
 TEST(KServeV2Encode, ErrorBodyIsEscaped) { EXPECT_EQ(v2::EncodeError("bad \"x\"\n"), R"({"error":"bad \"x\"\n"})"); }
 
 }  // namespace

@@ -389,6 +389,22 @@ void EncodeInferResponse(const InferResponse& r, bool raw, inference::ModelInfer
   out->set_model_name(r.model_name);
   out->set_model_version(r.model_version);
   out->set_id(r.id);
+  for (const auto& [key, value] : r.parameters) {
+    InferParameter& p = (*out->mutable_parameters())[key];
+    std::visit(
+        [&p](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, bool>)
+            p.set_bool_param(v);
+          else if constexpr (std::is_same_v<T, int64_t>)
+            p.set_int64_param(v);
+          else if constexpr (std::is_same_v<T, double>)
+            p.set_double_param(v);
+          else
+            p.set_string_param(v);
+        },
+        value);
+  }
   for (const Tensor& t : r.outputs) {
     auto* o = out->add_outputs();
     o->set_name(t.name);

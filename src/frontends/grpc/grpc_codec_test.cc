@@ -150,6 +150,19 @@ TEST(GrpcCodec, Fp16OutputsAsTypedContentsAreFloats) {
   EXPECT_EQ(out.outputs(0).datatype(), "FP16");
 }
 
+TEST(GrpcCodec, ResponseParameters) {
+  InferResponse resp{"m", "1", "", {}};
+  resp.parameters = {{"source", std::string("online")}, {"n", int64_t{-2}}, {"ok", false}, {"x", 0.25}};
+  ModelInferResponse out;
+  EncodeInferResponse(resp, false, &out);
+  ASSERT_EQ(out.parameters_size(), 4);
+  EXPECT_EQ(out.parameters().at("source").string_param(), "online");
+  EXPECT_EQ(out.parameters().at("n").int64_param(), -2);
+  EXPECT_FALSE(out.parameters().at("ok").bool_param());
+  EXPECT_EQ(out.parameters().at("ok").parameter_choice_case(), inference::InferParameter::kBoolParam);
+  EXPECT_EQ(out.parameters().at("x").double_param(), 0.25);
+}
+
 TEST(GrpcCodec, ParametersAndRequestedOutputs) {
   ModelInferRequest r;
   (*r.mutable_parameters())["priority"].set_uint64_param(2);
