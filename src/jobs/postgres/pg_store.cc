@@ -2,8 +2,12 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <set>
+
+#include "core/mutex.h"
 
 namespace inferd::jobs {
 namespace {
@@ -375,7 +379,106 @@ class PostgresSink final : public PredictionSink {
   size_t values_ = 0;
 };
 
+class PostgresStore final : public PredictionStore {
+ public:
+  PostgresStore(std::string name, std::string conninfo, StoreTable table)
+      : name_(std::move(name)), conninfo_(std::move(conninfo)), table_(std::move(table)) {}
+
+  Result<std::optional<StoredPrediction>> Lookup(const std::string& key) override {
+    MutexLock l(&mu_);
+    INFERD_RETURN_IF_ERROR(Connect());
+    std::string sql = "SELECT model_name, model_version, predicted_at";
+    for (const auto& v : table_.value_columns) sql += ", " + Quote(v) + "::text";
+    sql += " FROM " + Quote(table_.table) + " WHERE " + Quote(table_.key_column) + " = $1";
+    auto r = conn_->Exec(sql, {key.c_str()});
+    if (!r.ok()) {
+      if (r.status().code() != StatusCode::kUnavailable &&
+          r.status().message().find("relation \"" + table_.table + "\" does not exist") != std::string::npos)
+        return std::optional<StoredPrediction>();  // no table yet
+      return Lost(r.status());
+    }
+    PGresult* res = r->get();
+    if (PQntuples(res) == 0) return std::optional<StoredPrediction>();
+    StoredPrediction p;
+    p.model_name = PQgetvalue(res, 0, 0);
+    p.model_version = PQgetvalue(res, 0, 1);
+    p.predicted_at = std::strtod(PQgetvalue(res, 0, 2), nullptr);
+    for (size_t i = 0; i < table_.value_columns.size(); ++i) {
+      const int col = static_cast<int>(3 + i);
+      if (PQgetisnull(res, 0, col))
+        p.values.emplace_back(std::monostate{});
+      else
+        p.values.emplace_back(JsonText{PQgetvalue(res, 0, col)});  // JSONB as text
+    }
+    return std::optional<StoredPrediction>(std::move(p));
+  }
+
+  Status Write(const std::string& key, const std::string& model, const std::string& version,
+               const std::vector<Cell>& values) override {
+    MutexLock l(&mu_);
+    INFERD_RETURN_IF_ERROR(Connect());
+    std::string sql = "INSERT INTO " + Quote(table_.table) + " (" + Quote(table_.key_column) +
+                      ", model_name, model_version, predicted_at";
+    std::string params = "$1, $2, $3, $4::double precision";
+    std::string update =
+        "model_name = EXCLUDED.model_name, model_version = EXCLUDED.model_version, "
+        "predicted_at = EXCLUDED.predicted_at";
+    std::vector<std::string> texts = {key, model, version, std::to_string(UnixNow())};
+    for (size_t i = 0; i < table_.value_columns.size(); ++i) {
+      const std::string& v = table_.value_columns[i];
+      sql += ", " + Quote(v);
+      params += ", $" + std::to_string(5 + i) + "::jsonb";
+      update += ", " + Quote(v) + " = EXCLUDED." + Quote(v);
+      texts.push_back(i < values.size() ? JsonValue(values[i]) : "null");
+    }
+    sql += ") VALUES (" + params + ") ON CONFLICT (" + Quote(table_.key_column) + ") DO UPDATE SET " + update;
+    std::vector<const char*> ps;
+    for (const auto& t : texts) ps.push_back(t.c_str());
+    auto r = conn_->Exec(sql, ps);
+    if (!r.ok()) return Lost(r.status());
+    return Status::OK();
+  }
+
+ private:
+  // A connection, opened (again) when there is none and the last attempt is
+  // older than the reconnect interval.
+  Status Connect() TSA_REQUIRES(mu_) {
+    if (conn_) return Status::OK();
+    const auto now = std::chrono::steady_clock::now();
+    if (attempted_ && now - *attempted_ < table_.reconnect_interval)
+      return Status::Unavailable("PostgreSQL connection '" + name_ + "' is down: " + last_error_);
+    attempted_ = now;
+    auto c = std::make_unique<PgConnection>();
+    if (Status st = c->Open(name_, conninfo_); !st.ok()) {
+      last_error_ = st.message();
+      return Status::Unavailable(st.message());
+    }
+    conn_ = std::move(c);
+    return Status::OK();
+  }
+  // Drops a connection that broke (the next call reconnects).
+  Status Lost(const Status& st) TSA_REQUIRES(mu_) {
+    if (st.code() == StatusCode::kUnavailable) {
+      conn_.reset();
+      last_error_ = st.message();
+    }
+    return st;
+  }
+
+  const std::string name_, conninfo_;
+  const StoreTable table_;
+  Mutex mu_;
+  std::unique_ptr<PgConnection> conn_ TSA_GUARDED_BY(mu_);
+  std::optional<std::chrono::steady_clock::time_point> attempted_ TSA_GUARDED_BY(mu_);
+  std::string last_error_ TSA_GUARDED_BY(mu_);
+};
+
 }  // namespace
+
+std::unique_ptr<PredictionStore> OpenPostgresStore(const std::string& name, const std::string& conninfo,
+                                                   StoreTable table) {
+  return std::make_unique<PostgresStore>(name, conninfo, std::move(table));
+}
 
 Result<std::unique_ptr<RowSource>> OpenPostgresSource(const std::string& name, const std::string& conninfo,
                                                       const std::string& query, const std::string& order_by) {

@@ -13,6 +13,7 @@
 
 #include "core/status.h"
 #include "jobs/prediction_sink.h"
+#include "jobs/prediction_store.h"
 #include "jobs/row_source.h"
 
 namespace inferd::jobs {
@@ -30,5 +31,13 @@ Result<std::unique_ptr<RowSource>> OpenPostgresSource(const std::string& name, c
 // `<table>_errors` and `inferd_job_checkpoints`, one transaction per commit.
 Result<std::unique_ptr<PredictionSink>> OpenPostgresSink(const std::string& name, const std::string& conninfo,
                                                          const std::string& table);
+
+// Reads (and writes back to) a prediction table over a named connection. A
+// table that does not exist (yet) reads as empty. A lost connection answers
+// UNAVAILABLE; a later call reconnects (at most once per
+// table.reconnect_interval). Opening does not fail when the server is down:
+// the first lookups answer UNAVAILABLE until it is up.
+std::unique_ptr<PredictionStore> OpenPostgresStore(const std::string& name, const std::string& conninfo,
+                                                   StoreTable table);
 
 }  // namespace inferd::jobs

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "core/mutex.h"
 #include "jobs/sqlite/sqlite_db.h"
 
 namespace inferd::jobs {
@@ -224,7 +225,90 @@ class SqliteSink final : public PredictionSink {
   size_t values_ = 0;
 };
 
+class SqliteStore final : public PredictionStore {
+ public:
+  SqliteStore(std::string path, StoreTable table, bool writable)
+      : path_(std::move(path)), table_(std::move(table)), writable_(writable) {}
+
+  Status Open() {
+    MutexLock l(&mu_);
+    INFERD_ASSIGN_OR_RETURN(db_, Db::Open(path_, /*read_only=*/!writable_));
+    if (writable_) INFERD_RETURN_IF_ERROR(db_->Exec("PRAGMA journal_mode = WAL"));
+    return Status::OK();
+  }
+
+  Result<std::optional<StoredPrediction>> Lookup(const std::string& key) override {
+    MutexLock l(&mu_);
+    if (!lookup_.get()) {
+      std::string sql = "SELECT model_name, model_version, predicted_at";
+      for (const auto& v : table_.value_columns) sql += ", " + Quote(v);
+      auto st = db_->Prepare(sql + " FROM " + Quote(table_.table) + " WHERE " + Quote(table_.key_column) + " = ?");
+      if (!st.ok()) {
+        if (st.status().message().find("no such table") != std::string::npos) return std::optional<StoredPrediction>();
+        return st.status();
+      }
+      lookup_ = std::move(st).value();
+    }
+    sqlite3_reset(lookup_.get());
+    lookup_.Bind(1, key);
+    INFERD_ASSIGN_OR_RETURN(bool row, db_->Step(lookup_));
+    if (!row) return std::optional<StoredPrediction>();
+    StoredPrediction p;
+    p.model_name = CellText(lookup_.Column(0));
+    p.model_version = CellText(lookup_.Column(1));
+    const Cell at = lookup_.Column(2);
+    p.predicted_at = std::holds_alternative<double>(at)    ? std::get<double>(at)
+                     : std::holds_alternative<int64_t>(at) ? static_cast<double>(std::get<int64_t>(at))
+                                                           : 0;
+    for (size_t i = 0; i < table_.value_columns.size(); ++i)
+      p.values.push_back(lookup_.Column(static_cast<int>(3 + i)));
+    sqlite3_reset(lookup_.get());  // ends the read (a job may be writing)
+    return std::optional<StoredPrediction>(std::move(p));
+  }
+
+  Status Write(const std::string& key, const std::string& model, const std::string& version,
+               const std::vector<Cell>& values) override {
+    if (!writable_) return Status::FailedPrecondition("the prediction store '" + path_ + "' is read-only");
+    MutexLock l(&mu_);
+    if (!write_.get()) {
+      std::string sql = "INSERT OR REPLACE INTO " + Quote(table_.table) + " (" + Quote(table_.key_column) +
+                        ", model_name, model_version, predicted_at";
+      std::string params = "?, ?, ?, ?";
+      for (const auto& v : table_.value_columns) {
+        sql += ", " + Quote(v);
+        params += ", ?";
+      }
+      INFERD_ASSIGN_OR_RETURN(write_, db_->Prepare(sql + ") VALUES (" + params + ")"));
+    }
+    sqlite3_reset(write_.get());
+    write_.Bind(1, key);
+    write_.Bind(2, model);
+    write_.Bind(3, version);
+    write_.Bind(4, UnixNow());
+    for (size_t i = 0; i < table_.value_columns.size(); ++i)
+      write_.Bind(static_cast<int>(5 + i), i < values.size() ? values[i] : Cell{});
+    Status st = db_->Step(write_).status();
+    sqlite3_reset(write_.get());
+    return st;
+  }
+
+ private:
+  const std::string path_;
+  const StoreTable table_;
+  const bool writable_;
+  Mutex mu_;
+  std::unique_ptr<Db> db_ TSA_GUARDED_BY(mu_);
+  Statement lookup_ TSA_GUARDED_BY(mu_);
+  Statement write_ TSA_GUARDED_BY(mu_);
+};
+
 }  // namespace
+
+Result<std::unique_ptr<PredictionStore>> OpenSqliteStore(const std::string& path, StoreTable table, bool writable) {
+  auto s = std::make_unique<SqliteStore>(path, std::move(table), writable);
+  INFERD_RETURN_IF_ERROR(s->Open());
+  return std::unique_ptr<PredictionStore>(std::move(s));
+}
 
 Result<std::unique_ptr<RowSource>> OpenSqliteSource(const std::string& path, const std::string& query,
                                                     const std::string& order_by) {

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "jobs/prediction_sink.h"
+#include "jobs/prediction_store.h"
 #include "jobs/row_source.h"
 
 namespace inferd::jobs {
@@ -21,5 +22,11 @@ Result<std::unique_ptr<RowSource>> OpenSqliteSource(const std::string& path, con
                                                     const std::string& order_by);
 // Writes `table` in the database at `path` (created when absent), WAL mode.
 Result<std::unique_ptr<PredictionSink>> OpenSqliteSink(const std::string& path, const std::string& table);
+
+// Reads (and writes back to) a prediction table in the database at `path`.
+// A table that does not exist (yet: a job creates it) reads as empty.
+// `writable` false opens the database read-only (Write answers
+// FAILED_PRECONDITION).
+Result<std::unique_ptr<PredictionStore>> OpenSqliteStore(const std::string& path, StoreTable table, bool writable);
 
 }  // namespace inferd::jobs
