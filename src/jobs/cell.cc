@@ -1,6 +1,8 @@
 #include "jobs/cell.h"
 
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 
 namespace inferd::jobs {
 
@@ -26,6 +28,30 @@ std::string CellText(const Cell& cell) {
     }
   };
   return std::visit(Visitor{}, cell);
+}
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string CellJson(const Cell& cell) {
+  if (std::holds_alternative<std::monostate>(cell)) return "null";
+  if (const auto* d = std::get_if<double>(&cell)) return std::isfinite(*d) ? CellText(cell) : "null";
+  if (const auto* s = std::get_if<std::string>(&cell)) return JsonString(*s);
+  return CellText(cell);  // integers, JSON text, NumberArray
 }
 
 }  // namespace inferd::jobs

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -40,5 +41,11 @@ struct Row {
 // decimal, reals as the shortest text that reads back exactly, NULL as "", a NumberArray as a
 // (flat) JSON array.
 std::string CellText(const Cell& cell);
+
+// `s` as a JSON string (quotes, escapes).
+std::string JsonString(std::string_view s);
+// The cell as a JSON value: null, a number (non-finite reals as null), a
+// string, JSON text as it is, a NumberArray as an array.
+std::string CellJson(const Cell& cell);
 
 }  // namespace inferd::jobs

@@ -21,23 +21,6 @@ std::string Number(double v) {
   return std::string(buf, r.ptr);
 }
 
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string CsvField(std::string_view s) {
   if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
   std::string out = "\"";
@@ -46,18 +29,6 @@ std::string CsvField(std::string_view s) {
     out += c;
   }
   return out + "\"";
-}
-
-std::string JsonValue(const Cell& c) {
-  struct V {
-    std::string operator()(std::monostate) const { return "null"; }
-    std::string operator()(int64_t v) const { return std::to_string(v); }
-    std::string operator()(double v) const { return std::isfinite(v) ? Number(v) : "null"; }
-    std::string operator()(const std::string& v) const { return JsonString(v); }
-    std::string operator()(const JsonText& v) const { return v.text; }
-    std::string operator()(const NumberArray& v) const { return CellText(v); }
-  };
-  return std::visit(V{}, c);
 }
 
 std::string CsvValue(const Cell& c) {
@@ -202,7 +173,7 @@ class FileSink final : public PredictionSink {
           out += ',';
           out += JsonString(schema_.value_columns[i]);
           out += ':';
-          out += i < r.values.size() ? JsonValue(r.values[i]) : std::string("null");
+          out += i < r.values.size() ? CellJson(r.values[i]) : std::string("null");
         }
         out += '}';
       }

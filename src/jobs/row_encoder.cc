@@ -241,38 +241,6 @@ void AppendNumberJson(std::string* out, double v, bool single) {
   out->append(buf, r.ptr);
 }
 
-void AppendJsonString(std::string* out, std::string_view s) {
-  *out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\r':
-        *out += "\\r";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          *out += buf;
-        } else {
-          *out += static_cast<char>(c);
-        }
-    }
-  }
-  *out += '"';
-}
-
 // Element k of a numeric tensor, as an integer (integer types) or a real.
 void ReadElement(const Tensor& t, int64_t k, bool* is_int, int64_t* i, double* d) {
   const std::byte* p = t.data + k * static_cast<int64_t>(DataTypeByteSize(t.dtype));
@@ -500,7 +468,7 @@ Result<std::vector<Cell>> RowEncoder::Decode(const InferResponse& response, int6
         std::string json = "[";
         for (int64_t k = 0; k < per_row; ++k) {
           if (k) json += ',';
-          AppendJsonString(&json, elems[first + k]);
+          json += JsonString(elems[first + k]);
         }
         json += ']';
         cells.emplace_back(JsonText{std::move(json)});

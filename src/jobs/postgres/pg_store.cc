@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/mutex.h"
+#include "jobs/sql_text.h"
 
 namespace inferd::jobs {
 namespace {
@@ -16,21 +17,6 @@ namespace {
 constexpr Oid kInt2 = 21, kInt4 = 23, kInt8 = 20, kFloat4 = 700, kFloat8 = 701, kNumeric = 1700, kJson = 114,
               kJsonb = 3802, kBool = 16, kInt2Array = 1005, kInt4Array = 1007, kInt8Array = 1016, kFloat4Array = 1021,
               kFloat8Array = 1022, kNumericArray = 1231;
-
-std::string Quote(const std::string& identifier) {
-  std::string q = "\"";
-  for (char c : identifier) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
-}
-
-std::string Strip(std::string q) {
-  while (!q.empty() && (q.back() == ';' || q.back() == ' ' || q.back() == '\n' || q.back() == '\t' || q.back() == '\r'))
-    q.pop_back();
-  return q;
-}
 
 struct ResultDeleter {
   void operator()(PGresult* r) const { PQclear(r); }
@@ -97,7 +83,7 @@ class PostgresSource final : public RowSource {
   Status Open(const std::string& name, const std::string& conninfo, const std::string& query,
               const std::string& order_by) {
     INFERD_RETURN_IF_ERROR(conn_.Open(name, conninfo));
-    const std::string q = Strip(query);
+    const std::string q = StripQueryEnd(query);
     INFERD_RETURN_IF_ERROR(conn_.Exec("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY").status());
     {
       // The columns, without reading rows.
@@ -115,7 +101,7 @@ class PostgresSource final : public RowSource {
     }
     return conn_
         .Exec("DECLARE inferd_rows NO SCROLL CURSOR FOR SELECT * FROM (\n" + q + "\n) AS inferd_source ORDER BY " +
-              Quote(order_by))
+              QuoteIdentifier(order_by))
         .status();
   }
 
@@ -192,29 +178,6 @@ class PostgresSource final : public RowSource {
   int64_t ordinal_ = 0;
 };
 
-// A cell as JSONB text.
-std::string JsonValue(const Cell& c) {
-  if (std::holds_alternative<std::monostate>(c)) return "null";
-  if (const auto* t = std::get_if<JsonText>(&c)) return t->text;
-  if (const auto* s = std::get_if<std::string>(&c)) {
-    std::string out = "\"";
-    for (unsigned char ch : *s) {
-      if (ch == '"' || ch == '\\') {
-        out += '\\';
-        out += static_cast<char>(ch);
-      } else if (ch < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", ch);
-        out += buf;
-      } else {
-        out += static_cast<char>(ch);
-      }
-    }
-    return out + "\"";
-  }
-  return CellText(c);  // numbers, NumberArray
-}
-
 class PostgresSink final : public PredictionSink {
  public:
   PostgresSink(std::string table) : table_(std::move(table)) {}
@@ -243,10 +206,10 @@ class PostgresSink final : public PredictionSink {
     std::set<std::string> existing;
     for (int i = 0; i < PQntuples(cols.get()); ++i) existing.insert(PQgetvalue(cols.get(), i, 0));
     if (existing.empty()) {
-      std::string sql = "CREATE TABLE IF NOT EXISTS " + Quote(table_) + " (" + Quote(key_) +
+      std::string sql = "CREATE TABLE IF NOT EXISTS " + QuoteIdentifier(table_) + " (" + QuoteIdentifier(key_) +
                         " TEXT PRIMARY KEY, model_name TEXT NOT NULL, model_version TEXT NOT NULL, "
                         "predicted_at DOUBLE PRECISION NOT NULL";
-      for (const auto& v : value_columns_) sql += ", " + Quote(v) + " JSONB";
+      for (const auto& v : value_columns_) sql += ", " + QuoteIdentifier(v) + " JSONB";
       INFERD_RETURN_IF_ERROR(conn_.Exec(sql + ")").status());
     } else {
       for (const auto& n : all)
@@ -254,7 +217,7 @@ class PostgresSink final : public PredictionSink {
           return Status::InvalidArgument("sink table '" + table_ + "' exists without column '" + n + "'");
     }
     INFERD_RETURN_IF_ERROR(conn_
-                               .Exec("CREATE TABLE IF NOT EXISTS " + Quote(table_ + "_errors") +
+                               .Exec("CREATE TABLE IF NOT EXISTS " + QuoteIdentifier(table_ + "_errors") +
                                      " (job_id TEXT NOT NULL, row_ordinal BIGINT NOT NULL, key TEXT, message TEXT "
                                      "NOT NULL, PRIMARY KEY (job_id, row_ordinal))")
                                .status());
@@ -283,7 +246,8 @@ class PostgresSink final : public PredictionSink {
     INFERD_RETURN_IF_ERROR(conn_.Exec("BEGIN").status());
     Status st = conn_.Exec("DELETE FROM inferd_job_checkpoints WHERE job_id = $1", {job_id.c_str()}).status();
     if (st.ok())
-      st = conn_.Exec("DELETE FROM " + Quote(table_ + "_errors") + " WHERE job_id = $1", {job_id.c_str()}).status();
+      st = conn_.Exec("DELETE FROM " + QuoteIdentifier(table_ + "_errors") + " WHERE job_id = $1", {job_id.c_str()})
+               .status();
     return Finish(st);
   }
 
@@ -304,10 +268,10 @@ class PostgresSink final : public PredictionSink {
     std::string update =
         "model_name = EXCLUDED.model_name, model_version = EXCLUDED.model_version, "
         "predicted_at = EXCLUDED.predicted_at";
-    for (const auto& v : value_columns_) update += ", " + Quote(v) + " = EXCLUDED." + Quote(v);
-    std::string head =
-        "INSERT INTO " + Quote(table_) + " (" + Quote(key_) + ", model_name, model_version, predicted_at";
-    for (const auto& v : value_columns_) head += ", " + Quote(v);
+    for (const auto& v : value_columns_) update += ", " + QuoteIdentifier(v) + " = EXCLUDED." + QuoteIdentifier(v);
+    std::string head = "INSERT INTO " + QuoteIdentifier(table_) + " (" + QuoteIdentifier(key_) +
+                       ", model_name, model_version, predicted_at";
+    for (const auto& v : value_columns_) head += ", " + QuoteIdentifier(v);
     head += ") VALUES ";
     for (size_t start = 0; start < rows.size(); start += chunk) {
       const size_t end = std::min(rows.size(), start + chunk);
@@ -334,11 +298,11 @@ class PostgresSink final : public PredictionSink {
         for (size_t k = 0; k < values_; ++k) {
           sql += ", ";
           param("::jsonb");
-          texts.push_back(k < r.values.size() ? JsonValue(r.values[k]) : "null");
+          texts.push_back(k < r.values.size() ? CellJson(r.values[k]) : "null");
         }
         sql += ")";
       }
-      sql += " ON CONFLICT (" + Quote(key_) + ") DO UPDATE SET " + update;
+      sql += " ON CONFLICT (" + QuoteIdentifier(key_) + ") DO UPDATE SET " + update;
       std::vector<const char*> params;
       for (const auto& t : texts) params.push_back(t.c_str());
       INFERD_RETURN_IF_ERROR(conn_.Exec(sql, params).status());
@@ -346,7 +310,7 @@ class PostgresSink final : public PredictionSink {
     for (const auto& e : errors) {
       const std::string ordinal = std::to_string(e.ordinal);
       INFERD_RETURN_IF_ERROR(conn_
-                                 .Exec("INSERT INTO " + Quote(table_ + "_errors") +
+                                 .Exec("INSERT INTO " + QuoteIdentifier(table_ + "_errors") +
                                            " (job_id, row_ordinal, key, message) VALUES ($1, $2, $3, $4) ON CONFLICT "
                                            "(job_id, row_ordinal) DO UPDATE SET key = EXCLUDED.key, message = "
                                            "EXCLUDED.message",
@@ -388,8 +352,8 @@ class PostgresStore final : public PredictionStore {
     MutexLock l(&mu_);
     INFERD_RETURN_IF_ERROR(Connect());
     std::string sql = "SELECT model_name, model_version, predicted_at";
-    for (const auto& v : table_.value_columns) sql += ", " + Quote(v) + "::text";
-    sql += " FROM " + Quote(table_.table) + " WHERE " + Quote(table_.key_column) + " = $1";
+    for (const auto& v : table_.value_columns) sql += ", " + QuoteIdentifier(v) + "::text";
+    sql += " FROM " + QuoteIdentifier(table_.table) + " WHERE " + QuoteIdentifier(table_.key_column) + " = $1";
     auto r = conn_->Exec(sql, {key.c_str()});
     if (!r.ok()) {
       if (r.status().code() != StatusCode::kUnavailable &&
@@ -417,7 +381,7 @@ class PostgresStore final : public PredictionStore {
                const std::vector<Cell>& values) override {
     MutexLock l(&mu_);
     INFERD_RETURN_IF_ERROR(Connect());
-    std::string sql = "INSERT INTO " + Quote(table_.table) + " (" + Quote(table_.key_column) +
+    std::string sql = "INSERT INTO " + QuoteIdentifier(table_.table) + " (" + QuoteIdentifier(table_.key_column) +
                       ", model_name, model_version, predicted_at";
     std::string params = "$1, $2, $3, $4::double precision";
     std::string update =
@@ -426,12 +390,12 @@ class PostgresStore final : public PredictionStore {
     std::vector<std::string> texts = {key, model, version, std::to_string(UnixNow())};
     for (size_t i = 0; i < table_.value_columns.size(); ++i) {
       const std::string& v = table_.value_columns[i];
-      sql += ", " + Quote(v);
+      sql += ", " + QuoteIdentifier(v);
       params += ", $" + std::to_string(5 + i) + "::jsonb";
-      update += ", " + Quote(v) + " = EXCLUDED." + Quote(v);
-      texts.push_back(i < values.size() ? JsonValue(values[i]) : "null");
+      update += ", " + QuoteIdentifier(v) + " = EXCLUDED." + QuoteIdentifier(v);
+      texts.push_back(i < values.size() ? CellJson(values[i]) : "null");
     }
-    sql += ") VALUES (" + params + ") ON CONFLICT (" + Quote(table_.key_column) + ") DO UPDATE SET " + update;
+    sql += ") VALUES (" + params + ") ON CONFLICT (" + QuoteIdentifier(table_.key_column) + ") DO UPDATE SET " + update;
     std::vector<const char*> ps;
     for (const auto& t : texts) ps.push_back(t.c_str());
     auto r = conn_->Exec(sql, ps);

@@ -87,13 +87,4 @@ Result<bool> Db::Step(Statement& s) {
   return Error("step failed");
 }
 
-std::string Quote(const std::string& identifier) {
-  std::string q = "\"";
-  for (char c : identifier) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
-}
-
 }  // namespace inferd::jobs::sqlite

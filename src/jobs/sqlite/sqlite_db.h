@@ -59,7 +59,4 @@ class Db {
   std::string path_;
 };
 
-// "name" with inner quotes doubled.
-std::string Quote(const std::string& identifier);
-
 }  // namespace inferd::jobs::sqlite

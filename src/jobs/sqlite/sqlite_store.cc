@@ -3,28 +3,21 @@
 #include <set>
 
 #include "core/mutex.h"
+#include "jobs/sql_text.h"
 #include "jobs/sqlite/sqlite_db.h"
 
 namespace inferd::jobs {
 namespace {
 
 using sqlite::Db;
-using sqlite::Quote;
 using sqlite::Statement;
-
-// The query without trailing semicolons and blanks (it is wrapped in a sub-select).
-std::string Strip(std::string q) {
-  while (!q.empty() && (q.back() == ';' || q.back() == ' ' || q.back() == '\n' || q.back() == '\t' || q.back() == '\r'))
-    q.pop_back();
-  return q;
-}
 
 class SqliteSource final : public RowSource {
  public:
   Status Open(const std::string& path, const std::string& query, const std::string& order_by) {
     INFERD_ASSIGN_OR_RETURN(db_, Db::Open(path, /*read_only=*/true));
     INFERD_RETURN_IF_ERROR(db_->Exec("PRAGMA query_only = 1"));
-    const std::string q = Strip(query);
+    const std::string q = StripQueryEnd(query);
     {
       INFERD_ASSIGN_OR_RETURN(Statement inner, db_->Prepare(q));
       if (!sqlite3_stmt_readonly(inner.get()))
@@ -46,8 +39,8 @@ class SqliteSource final : public RowSource {
       INFERD_ASSIGN_OR_RETURN(bool row, db_->Step(count));
       if (row) total_ = sqlite3_column_int64(count.get(), 0);
     }
-    INFERD_ASSIGN_OR_RETURN(stmt_,
-                            db_->Prepare("SELECT * FROM (\n" + q + "\n) AS inferd_source ORDER BY " + Quote(order_by)));
+    INFERD_ASSIGN_OR_RETURN(
+        stmt_, db_->Prepare("SELECT * FROM (\n" + q + "\n) AS inferd_source ORDER BY " + QuoteIdentifier(order_by)));
     if (!sqlite3_stmt_readonly(stmt_.get()))
       return Status::InvalidArgument("SQLite source: the query must be a read-only SELECT");
     return Status::OK();
@@ -112,10 +105,10 @@ class SqliteSink final : public PredictionSink {
       }
     }
     if (existing.empty()) {
-      std::string sql = "CREATE TABLE " + Quote(table_) + " (" + Quote(schema.key_column) +
+      std::string sql = "CREATE TABLE " + QuoteIdentifier(table_) + " (" + QuoteIdentifier(schema.key_column) +
                         " TEXT PRIMARY KEY NOT NULL, model_name TEXT NOT NULL, model_version TEXT NOT NULL, "
                         "predicted_at REAL NOT NULL";
-      for (const auto& v : schema.value_columns) sql += ", " + Quote(v);
+      for (const auto& v : schema.value_columns) sql += ", " + QuoteIdentifier(v);
       INFERD_RETURN_IF_ERROR(db_->Exec(sql + ")"));
     } else {
       for (const auto& n : all) {
@@ -124,23 +117,24 @@ class SqliteSink final : public PredictionSink {
                                          "' (write to a new table, or drop this one)");
       }
     }
-    INFERD_RETURN_IF_ERROR(db_->Exec("CREATE TABLE IF NOT EXISTS " + Quote(table_ + "_errors") +
+    INFERD_RETURN_IF_ERROR(db_->Exec("CREATE TABLE IF NOT EXISTS " + QuoteIdentifier(table_ + "_errors") +
                                      " (job_id TEXT NOT NULL, row_ordinal INTEGER NOT NULL, key TEXT, "
                                      "message TEXT NOT NULL, PRIMARY KEY (job_id, row_ordinal))"));
     INFERD_RETURN_IF_ERROR(db_->Exec(
         "CREATE TABLE IF NOT EXISTS inferd_job_checkpoints (job_id TEXT PRIMARY KEY NOT NULL, sink_table TEXT "
         "NOT NULL, rows_done INTEGER NOT NULL, rows_written INTEGER NOT NULL, row_errors INTEGER NOT NULL, "
         "finished INTEGER NOT NULL, updated_at REAL NOT NULL)"));
-    std::string insert = "INSERT OR REPLACE INTO " + Quote(table_) + " (" + Quote(schema.key_column) +
-                         ", model_name, model_version, predicted_at";
+    std::string insert = "INSERT OR REPLACE INTO " + QuoteIdentifier(table_) + " (" +
+                         QuoteIdentifier(schema.key_column) + ", model_name, model_version, predicted_at";
     std::string values = "?, ?, ?, ?";
     for (const auto& v : schema.value_columns) {
-      insert += ", " + Quote(v);
+      insert += ", " + QuoteIdentifier(v);
       values += ", ?";
     }
     INFERD_ASSIGN_OR_RETURN(insert_, db_->Prepare(insert + ") VALUES (" + values + ")"));
-    INFERD_ASSIGN_OR_RETURN(insert_error_, db_->Prepare("INSERT OR REPLACE INTO " + Quote(table_ + "_errors") +
-                                                        " (job_id, row_ordinal, key, message) VALUES (?, ?, ?, ?)"));
+    INFERD_ASSIGN_OR_RETURN(insert_error_,
+                            db_->Prepare("INSERT OR REPLACE INTO " + QuoteIdentifier(table_ + "_errors") +
+                                         " (job_id, row_ordinal, key, message) VALUES (?, ?, ?, ?)"));
     INFERD_ASSIGN_OR_RETURN(checkpoint_, db_->Prepare("INSERT OR REPLACE INTO inferd_job_checkpoints (job_id, "
                                                       "sink_table, rows_done, rows_written, row_errors, finished, "
                                                       "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"));
@@ -169,7 +163,7 @@ class SqliteSink final : public PredictionSink {
       a.Bind(1, job_id);
       INFERD_RETURN_IF_ERROR(db_->Step(a).status());
       INFERD_ASSIGN_OR_RETURN(Statement b,
-                              db_->Prepare("DELETE FROM " + Quote(table_ + "_errors") + " WHERE job_id = ?"));
+                              db_->Prepare("DELETE FROM " + QuoteIdentifier(table_ + "_errors") + " WHERE job_id = ?"));
       b.Bind(1, job_id);
       return db_->Step(b).status();
     }();
@@ -241,8 +235,9 @@ class SqliteStore final : public PredictionStore {
     MutexLock l(&mu_);
     if (!lookup_.get()) {
       std::string sql = "SELECT model_name, model_version, predicted_at";
-      for (const auto& v : table_.value_columns) sql += ", " + Quote(v);
-      auto st = db_->Prepare(sql + " FROM " + Quote(table_.table) + " WHERE " + Quote(table_.key_column) + " = ?");
+      for (const auto& v : table_.value_columns) sql += ", " + QuoteIdentifier(v);
+      auto st = db_->Prepare(sql + " FROM " + QuoteIdentifier(table_.table) + " WHERE " +
+                             QuoteIdentifier(table_.key_column) + " = ?");
       if (!st.ok()) {
         if (st.status().message().find("no such table") != std::string::npos) return std::optional<StoredPrediction>();
         return st.status();
@@ -271,11 +266,11 @@ class SqliteStore final : public PredictionStore {
     if (!writable_) return Status::FailedPrecondition("the prediction store '" + path_ + "' is read-only");
     MutexLock l(&mu_);
     if (!write_.get()) {
-      std::string sql = "INSERT OR REPLACE INTO " + Quote(table_.table) + " (" + Quote(table_.key_column) +
-                        ", model_name, model_version, predicted_at";
+      std::string sql = "INSERT OR REPLACE INTO " + QuoteIdentifier(table_.table) + " (" +
+                        QuoteIdentifier(table_.key_column) + ", model_name, model_version, predicted_at";
       std::string params = "?, ?, ?, ?";
       for (const auto& v : table_.value_columns) {
-        sql += ", " + Quote(v);
+        sql += ", " + QuoteIdentifier(v);
         params += ", ?";
       }
       INFERD_ASSIGN_OR_RETURN(write_, db_->Prepare(sql + ") VALUES (" + params + ")"));
