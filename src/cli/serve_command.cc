@@ -74,6 +74,7 @@ struct ServeFlags {
   int64_t shadow_max_in_flight = 16;
   std::string jobs_config;
   int max_running_jobs = 2;
+  int precomputed_lookup_threads = 2;
   std::string admin_token_file, admin_token_env;
   bool auth_all_routes = false;
   std::string log_level = "info";
@@ -176,6 +177,7 @@ int Serve(const ServeFlags& f) {
                  so.jobs_config.allowed_dirs.size());
   }
   so.max_running_jobs = f.max_running_jobs;
+  so.precomputed_lookup_threads = f.precomputed_lookup_threads;
   so.strict_readiness = f.strict_readiness;
   so.exit_on_error = f.exit_on_error;
   auto token = ReadToken(f.admin_token_file, f.admin_token_env,
@@ -352,6 +354,11 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "Batch jobs: named connections and allowed directories (JSON; docs/batch.md). Without it, "
                   "POST /v2/jobs refuses every source and sink");
   cmd->add_option("--max-running-jobs", flags->max_running_jobs, "Batch jobs running at once (more wait queued)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--precomputed-lookup-threads", flags->precomputed_lookup_threads,
+                  "Hybrid serving: threads that look up precomputed answers and write online ones back, each with "
+                  "its own connection per table (docs/hybrid.md)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_option("--shadow-max-in-flight", flags->shadow_max_in_flight,

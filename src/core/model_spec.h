@@ -14,6 +14,7 @@
 
 #include "core/datatype.h"
 #include "core/output_rule.h"
+#include "core/precomputed_spec.h"
 #include "core/tensor.h"
 
 namespace inferd {
@@ -106,6 +107,9 @@ struct ModelSpec {
   // Parameters "rule:<name>": outputs the server computes from the model's
   // (core/output_rule.h), by name.
   std::vector<OutputRule> rules;
+  // Parameters "precomputed.*": hybrid serving from a prediction table
+  // (core/precomputed_spec.h; server/hybrid_serving.h).
+  std::optional<PrecomputedSpec> precomputed;
 
   const TensorSpec* FindInput(std::string_view n) const {
     for (const auto& t : inputs)

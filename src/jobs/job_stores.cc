@@ -136,4 +136,30 @@ Result<std::unique_ptr<PredictionSink>> JobStores::OpenSink(const JobSpec& spec)
   return Status::Internal("job spec: unknown sink type");
 }
 
+Status JobStores::CheckStore(const std::string& connection, const std::string& table) const {
+  auto it = config_.connections.find(connection);
+  if (it == config_.connections.end())
+    return Status::InvalidArgument("precomputed.connection '" + connection +
+                                   "' is not a connection of the server's jobs config (--jobs-config)");
+  if (it->second.type != StoreType::kSqlite && it->second.type != StoreType::kPostgres)
+    return Status::InvalidArgument("precomputed.connection '" + connection + "' is a " +
+                                   std::string(StoreTypeName(it->second.type)) +
+                                   " connection; a prediction store is sqlite or postgres");
+  if (!IsSqlIdentifier(table))
+    return Status::InvalidArgument("precomputed.table '" + table +
+                                   "' is not a table name (letters, digits and '_', at most 63 bytes)");
+  return Status::OK();
+}
+
+Result<std::unique_ptr<PredictionStore>> JobStores::OpenStore(const std::string& connection, StoreTable table,
+                                                              bool writable) const {
+  auto it = config_.connections.find(connection);
+  if (it == config_.connections.end())
+    return Status::InvalidArgument("connection '" + connection + "' is not in the jobs config");
+  if (it->second.type == StoreType::kPostgres)
+    return OpenPostgresStore(connection, it->second.conninfo, std::move(table));
+  if (it->second.type == StoreType::kSqlite) return OpenSqliteStore(it->second.path, std::move(table), writable);
+  return Status::InvalidArgument("connection '" + connection + "' is not sqlite or postgres");
+}
+
 }  // namespace inferd::jobs

@@ -13,6 +13,7 @@
 #include "jobs/job_spec.h"
 #include "jobs/jobs_config.h"
 #include "jobs/prediction_sink.h"
+#include "jobs/prediction_store.h"
 #include "jobs/row_source.h"
 
 namespace inferd::jobs {
@@ -31,6 +32,14 @@ class JobStores {
 
   Result<std::unique_ptr<RowSource>> OpenSource(const JobSpec& spec) const;
   Result<std::unique_ptr<PredictionSink>> OpenSink(const JobSpec& spec) const;
+
+  // Hybrid serving's prediction store: `table` over the named connection
+  // (sqlite or postgres). CheckStore validates the names without opening
+  // anything (a model's load calls it); OpenStore opens it (postgres: lazily,
+  // so a server that is down does not fail it).
+  Status CheckStore(const std::string& connection, const std::string& table) const;
+  Result<std::unique_ptr<PredictionStore>> OpenStore(const std::string& connection, StoreTable table,
+                                                     bool writable) const;
 
   const JobsConfig& config() const { return config_; }
 

@@ -31,6 +31,7 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
     INFERD_RETURN_IF_ERROR(backend.AutoComplete(version_dir, &spec).WithPrefix(config_source));
   }
   INFERD_RETURN_IF_ERROR(ValidateSpec(spec, config_source));
+  if (options.check_spec) INFERD_RETURN_IF_ERROR(options.check_spec(spec).WithPrefix(config_source));
   if (spec.decoupled && !backend.supports_decoupled()) {
     return Status::InvalidArgument(config_source + ": model_transaction_policy.decoupled: backend '" +
                                    std::string(backend.name()) + "' cannot answer in parts (the python backend can)");

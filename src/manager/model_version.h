@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +37,9 @@ class ModelVersion {
     Clock* clock = nullptr;                        // not owned
     const SchedulerFactory* schedulers = nullptr;  // not owned; required
     RequestSubmitter* submitter = nullptr;         // not owned; for schedulers that call other models
+    // Checks what only the server can (e.g. that a hybrid model's prediction
+    // store names a configured connection); an error fails the load. May be null.
+    std::function<Status(const ModelSpec&)> check_spec;
   };
 
   // Where a version's files are: the repository's Filesystem (not owned),

@@ -278,6 +278,11 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     }
     s.rules.push_back(std::move(*rule));
   }
+  {
+    auto precomputed = ParsePrecomputedSpec(s.parameters, s);
+    if (!precomputed.ok()) return Status::InvalidArgument(std::string(source) + ": " + precomputed.status().message());
+    s.precomputed = std::move(*precomputed);
+  }
   for (const auto& w : c.model_warmup()) {
     WarmupSpec ws;
     ws.name = w.name().empty() ? "warmup " + std::to_string(s.warmup.size() + 1) : w.name();

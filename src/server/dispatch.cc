@@ -2,6 +2,7 @@
 // scheduler; under on-demand residency, wait (bounded) for a model that is
 // not resident to load.
 #include "server/classification.h"
+#include "server/hybrid_serving.h"
 #include "server/inference_server.h"
 #include "server/output_rules.h"
 #include "server/request_validation.h"
@@ -71,6 +72,20 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
   // Whether the caller left the version to the server (re-resolved below if
   // the routed version retires before the request is queued).
   const bool asked_default = request->model_version.empty();
+  // Hybrid serving (precomputed.* parameters): a request with a key is
+  // looked up in the prediction store first (server/hybrid_dispatch.cc).
+  if (hybrid_ && version.spec().precomputed && !request->background) {
+    Result<std::optional<std::string>> key = HybridKey(*version.spec().precomputed, *request, *rows);
+    if (!key.ok()) {
+      version.stats()->RecordFailure(FailureReason::kInvalid, 0);
+      return sink.final(key.status());
+    }
+    if (key->has_value()) {
+      return DispatchHybrid(std::move(*key).value(),
+                            Forwarded{std::move(*mv), std::move(shadow), std::move(request), std::move(sink), *rows,
+                                      arrival, may_wait, asked_default});
+    }
+  }
   // The response cache (response_cache { enable: true }): a hit skips the
   // queue; a miss stores the successful answer -- after rules and
   // classification, which the key covers -- for the next identical request.
@@ -98,6 +113,18 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
       final(std::move(r));
     };
   }
+  Forward(Forwarded{std::move(*mv), std::move(shadow), std::move(request), std::move(sink), *rows, arrival, may_wait,
+                    asked_default});
+}
+
+void InferenceServer::Forward(Forwarded f) {
+  ModelVersion& version = *f.version;
+  std::unique_ptr<InferRequest> request = std::move(f.request);
+  ResponseSink sink = std::move(f.sink);
+  std::shared_ptr<ModelVersion> shadow = std::move(f.shadow);
+  const TimePoint arrival = f.arrival;
+  const bool may_wait = f.may_wait;
+  const bool asked_default = f.asked_default;
   // Output rules and the classification extension work on the answer.
   Classification classify = PlanClassification(version.spec(), request->outputs);
   RulePlan rules = PlanRules(version.spec(), request.get());
@@ -122,9 +149,9 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
   pending->request = std::move(request);
   pending->callback = std::move(sink.final);
   pending->partial = std::move(sink.partial);
-  pending->rows = *rows;
+  pending->rows = f.rows;
   pending->arrival = arrival;
-  st = version.scheduler().Enqueue(pending);
+  Status st = version.scheduler().Enqueue(pending);
   // A reload or an eviction may have retired this version between the
   // lookup and the enqueue; the request then goes to what serves now, once,
   // instead of failing (swaps lose no requests), or waits for the model to

@@ -5,7 +5,9 @@
 #include <map>
 
 #include "jobs/job_manager.h"
+#include "jobs/job_stores.h"
 #include "repository/model_config.h"
+#include "server/hybrid_serving.h"
 #include "server/output_rules.h"
 
 namespace inferd {
@@ -51,6 +53,23 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   mo.version.default_parameters = options_.default_parameters;
   mo.version.submitter = this;
   mo.version.schedulers = options_.schedulers;
+  bool has_store = false;
+  for (const auto& [name, c] : options_.jobs_config.connections)
+    has_store |= c.type == jobs::StoreType::kSqlite || c.type == jobs::StoreType::kPostgres;
+  if (has_store) {
+    hybrid_stores_ = std::make_unique<jobs::JobStores>(options_.jobs_config);
+    HybridServing::Options ho;
+    ho.lookup_threads = options_.precomputed_lookup_threads;
+    ho.max_queued = options_.precomputed_max_queued;
+    hybrid_ = std::make_unique<HybridServing>(hybrid_stores_.get(), std::move(ho));
+  }
+  mo.version.check_spec = [hybrid = hybrid_.get()](const ModelSpec& spec) -> Status {
+    if (!spec.precomputed) return Status::OK();
+    if (hybrid == nullptr)
+      return Status::InvalidArgument("precomputed.connection '" + spec.precomputed->connection +
+                                     "': the server has no sqlite or postgres connections (--jobs-config)");
+    return hybrid->CheckModel(spec);
+  };
   manager_ = std::make_unique<ModelManager>(std::move(mo), &repository_, backends, clock_);
   RepositorySource::Options so;
   so.control_mode = options_.control_mode;
@@ -110,7 +129,8 @@ void InferenceServer::Shutdown() {
   jobs_->Shutdown();  // running jobs stop at their next commit and resume after a restart
   rollouts_->Stop();
   source_->Stop();
-  manager_->Shutdown();  // waiting requests answered, accepted ones finish
+  if (hybrid_) hybrid_->Shutdown();  // running lookups finish; queued ones are answered
+  manager_->Shutdown();              // waiting requests answered, accepted ones finish
   live_ = false;
 }
 

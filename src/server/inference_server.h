@@ -95,11 +95,18 @@ struct ServerOptions {
   // Job records persist in <control_state_dir>/jobs.
   jobs::JobsConfig jobs_config;
   int max_running_jobs = 2;
+  // Hybrid serving (docs/hybrid.md): threads that look up precomputed
+  // answers and write online ones back (each with its own connection per
+  // table), and how many lookups may wait for one (then: a store error).
+  int precomputed_lookup_threads = 2;
+  size_t precomputed_max_queued = 1024;
 };
 
 namespace jobs {
 class JobManager;
-}
+class JobStores;
+}  // namespace jobs
+class HybridServing;
 
 class InferenceServer final : public RequestSubmitter {
  public:
@@ -229,6 +236,24 @@ class InferenceServer final : public RequestSubmitter {
   // InferAsync's body (server/dispatch.cc). `may_wait`: a request for a
   // model that is not resident waits for its load (on-demand), once.
   void Dispatch(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival, bool may_wait);
+  // A routed, validated request on its way to its version's scheduler.
+  struct Forwarded {
+    std::shared_ptr<ModelVersion> version;
+    std::shared_ptr<ModelVersion> shadow;  // null: not mirrored
+    std::unique_ptr<InferRequest> request;
+    ResponseSink sink;
+    int64_t rows = 0;
+    TimePoint arrival;
+    bool may_wait = false;
+    bool asked_default = false;  // the caller left the version to the server
+  };
+  // Dispatch's second half: output rules and classification, the shadow,
+  // the enqueue (once more on the version that serves now if the routed one
+  // retired meanwhile).
+  void Forward(Forwarded f);
+  // A request with a precomputed key: answered from the prediction store,
+  // or forwarded (server/hybrid_dispatch.cc).
+  void DispatchHybrid(std::string key, Forwarded f);
   bool CanWaitForLoad(const Status& lookup) const;
   void WaitForLoad(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival);
   void OnLoadDone(OnDemandLoader::Waiter waiter, const Status& status);
@@ -246,6 +271,9 @@ class InferenceServer final : public RequestSubmitter {
   std::unique_ptr<RolloutService> rollouts_;
   std::unique_ptr<ResponseCache> cache_;  // null without --cache-config
   std::unique_ptr<jobs::JobManager> jobs_;
+  // Hybrid serving (precomputed.*): null without sqlite/postgres connections in the jobs config.
+  std::unique_ptr<jobs::JobStores> hybrid_stores_;
+  std::unique_ptr<HybridServing> hybrid_;
   const Authorizer authorizer_;
 
   std::atomic<bool> live_{true};

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "jobs/job_manager.h"
+#include "server/hybrid_serving.h"
 #include "server/inference_server.h"
 
 namespace inferd {
@@ -224,6 +225,7 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
            "past its deadline); their queued requests never run");
   w.Sample("inferd_client_cancellations_total", {},
            static_cast<double>(client_cancellations_.load(std::memory_order_relaxed)));
+  if (hybrid_) hybrid_->WriteMetrics(w);
   w.Family("process_resident_memory_bytes", "gauge", "Resident set size of the inferd process");
   w.Sample("process_resident_memory_bytes", {}, ProcessRssBytes());
 }

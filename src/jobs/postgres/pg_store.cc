@@ -13,6 +13,15 @@
 namespace inferd::jobs {
 namespace {
 
+// The prediction table a sink writes (and a store's write-back creates).
+std::string CreateTableSql(const std::string& table, const std::string& key, const std::vector<std::string>& values) {
+  std::string sql = "CREATE TABLE IF NOT EXISTS " + QuoteIdentifier(table) + " (" + QuoteIdentifier(key) +
+                    " TEXT PRIMARY KEY, model_name TEXT NOT NULL, model_version TEXT NOT NULL, "
+                    "predicted_at DOUBLE PRECISION NOT NULL";
+  for (const auto& v : values) sql += ", " + QuoteIdentifier(v) + " JSONB";
+  return sql + ")";
+}
+
 // PostgreSQL type OIDs (pg_type.dat; stable across versions).
 constexpr Oid kInt2 = 21, kInt4 = 23, kInt8 = 20, kFloat4 = 700, kFloat8 = 701, kNumeric = 1700, kJson = 114,
               kJsonb = 3802, kBool = 16, kInt2Array = 1005, kInt4Array = 1007, kInt8Array = 1016, kFloat4Array = 1021,
@@ -206,11 +215,7 @@ class PostgresSink final : public PredictionSink {
     std::set<std::string> existing;
     for (int i = 0; i < PQntuples(cols.get()); ++i) existing.insert(PQgetvalue(cols.get(), i, 0));
     if (existing.empty()) {
-      std::string sql = "CREATE TABLE IF NOT EXISTS " + QuoteIdentifier(table_) + " (" + QuoteIdentifier(key_) +
-                        " TEXT PRIMARY KEY, model_name TEXT NOT NULL, model_version TEXT NOT NULL, "
-                        "predicted_at DOUBLE PRECISION NOT NULL";
-      for (const auto& v : value_columns_) sql += ", " + QuoteIdentifier(v) + " JSONB";
-      INFERD_RETURN_IF_ERROR(conn_.Exec(sql + ")").status());
+      INFERD_RETURN_IF_ERROR(conn_.Exec(CreateTableSql(table_, key_, value_columns_)).status());
     } else {
       for (const auto& n : all)
         if (!existing.count(n))
@@ -381,6 +386,11 @@ class PostgresStore final : public PredictionStore {
                const std::vector<Cell>& values) override {
     MutexLock l(&mu_);
     INFERD_RETURN_IF_ERROR(Connect());
+    if (!table_ready_) {  // written back before any job wrote the table: create it as a job would
+      auto created = conn_->Exec(CreateTableSql(table_.table, table_.key_column, table_.value_columns));
+      if (!created.ok()) return Lost(created.status());
+      table_ready_ = true;
+    }
     std::string sql = "INSERT INTO " + QuoteIdentifier(table_.table) + " (" + QuoteIdentifier(table_.key_column) +
                       ", model_name, model_version, predicted_at";
     std::string params = "$1, $2, $3, $4::double precision";
@@ -424,6 +434,7 @@ class PostgresStore final : public PredictionStore {
   Status Lost(const Status& st) TSA_REQUIRES(mu_) {
     if (st.code() == StatusCode::kUnavailable) {
       conn_.reset();
+      table_ready_ = false;
       last_error_ = st.message();
     }
     return st;
@@ -433,6 +444,7 @@ class PostgresStore final : public PredictionStore {
   const StoreTable table_;
   Mutex mu_;
   std::unique_ptr<PgConnection> conn_ TSA_GUARDED_BY(mu_);
+  bool table_ready_ TSA_GUARDED_BY(mu_) = false;  // CREATE TABLE IF NOT EXISTS ran on conn_
   std::optional<std::chrono::steady_clock::time_point> attempted_ TSA_GUARDED_BY(mu_);
   std::string last_error_ TSA_GUARDED_BY(mu_);
 };

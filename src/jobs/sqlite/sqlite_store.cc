@@ -9,6 +9,15 @@
 namespace inferd::jobs {
 namespace {
 
+// The prediction table a sink writes (and a store's write-back creates).
+std::string CreateTableSql(const std::string& table, const std::string& key, const std::vector<std::string>& values) {
+  std::string sql = "CREATE TABLE IF NOT EXISTS " + QuoteIdentifier(table) + " (" + QuoteIdentifier(key) +
+                    " TEXT PRIMARY KEY NOT NULL, model_name TEXT NOT NULL, model_version TEXT NOT NULL, "
+                    "predicted_at REAL NOT NULL";
+  for (const auto& v : values) sql += ", " + QuoteIdentifier(v);
+  return sql + ")";
+}
+
 using sqlite::Db;
 using sqlite::Statement;
 
@@ -105,11 +114,7 @@ class SqliteSink final : public PredictionSink {
       }
     }
     if (existing.empty()) {
-      std::string sql = "CREATE TABLE " + QuoteIdentifier(table_) + " (" + QuoteIdentifier(schema.key_column) +
-                        " TEXT PRIMARY KEY NOT NULL, model_name TEXT NOT NULL, model_version TEXT NOT NULL, "
-                        "predicted_at REAL NOT NULL";
-      for (const auto& v : schema.value_columns) sql += ", " + QuoteIdentifier(v);
-      INFERD_RETURN_IF_ERROR(db_->Exec(sql + ")"));
+      INFERD_RETURN_IF_ERROR(db_->Exec(CreateTableSql(table_, schema.key_column, schema.value_columns)));
     } else {
       for (const auto& n : all) {
         if (!existing.count(n))
@@ -273,7 +278,15 @@ class SqliteStore final : public PredictionStore {
         sql += ", " + QuoteIdentifier(v);
         params += ", ?";
       }
-      INFERD_ASSIGN_OR_RETURN(write_, db_->Prepare(sql + ") VALUES (" + params + ")"));
+      sql += ") VALUES (" + params + ")";
+      auto st = db_->Prepare(sql);
+      if (!st.ok() && st.status().message().find("no such table") != std::string::npos) {
+        // Written back before any job wrote the table: create it as a job would.
+        INFERD_RETURN_IF_ERROR(db_->Exec(CreateTableSql(table_.table, table_.key_column, table_.value_columns)));
+        st = db_->Prepare(sql);
+      }
+      if (!st.ok()) return st.status();
+      write_ = std::move(st).value();
     }
     sqlite3_reset(write_.get());
     write_.Bind(1, key);

@@ -1,0 +1,77 @@
+// InferenceServer's hybrid path (docs/hybrid.md): a request with a
+// precomputed key is looked up in the model's prediction store on a lookup
+// thread (server/hybrid_serving.h); a fresh row answers it
+// ("source": "precomputed"), otherwise it goes on to the scheduler as any
+// request ("source": "online"; written back when configured).
+#include "server/hybrid_serving.h"
+#include "server/inference_server.h"
+
+namespace inferd {
+namespace {
+
+// An online answer may be written back when it holds every stored output as
+// the model computes it: all outputs asked for, no classification.
+bool AnswerHasEveryStoredOutput(const PrecomputedSpec& pc, const InferRequest& request) {
+  if (request.outputs.empty()) return true;
+  if (!StoreCanAnswer(pc, request)) return false;
+  for (const auto& name : pc.outputs) {
+    bool asked = false;
+    for (const auto& o : request.outputs) asked |= o.name == name;
+    if (!asked) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void InferenceServer::DispatchHybrid(std::string key, Forwarded f) {
+  std::shared_ptr<const ModelSpec> spec(f.version, &f.version->spec());
+  const PrecomputedSpec& pc = *spec->precomputed;
+  const std::string version = f.version->version_string();
+  // What runs online says so, and is written back when configured.
+  const bool write_back = pc.write_back && AnswerHasEveryStoredOutput(pc, *f.request);
+  f.sink.final = [hybrid = hybrid_.get(), spec, version, key, write_back,
+                  final = std::move(f.sink.final)](Result<InferResponse> r) mutable {
+    if (r.ok()) {
+      r->parameters["source"] = std::string("online");
+      if (write_back) hybrid->WriteBack(spec, version, key, *r);
+    }
+    final(std::move(r));
+  };
+  if (!StoreCanAnswer(pc, *f.request)) {
+    hybrid_->CountBypass(spec->name);
+    return Forward(std::move(f));
+  }
+  // The lookup callback runs on a lookup thread (or here, when the lookup
+  // queue is full); the request waits for it in `parked`.
+  auto parked = std::make_shared<Forwarded>(std::move(f));
+  hybrid_->Lookup(spec, version, std::move(key), [this, parked, spec, version](HybridServing::Outcome o) {
+    using Kind = HybridServing::Outcome::Kind;
+    const PrecomputedSpec& pc = *spec->precomputed;
+    if (o.kind == Kind::kHit) {
+      InferResponse resp;
+      resp.model_name = spec->name;
+      resp.model_version = version;
+      resp.id = parked->request->id;
+      const auto& wanted = parked->request->outputs;
+      if (wanted.empty()) {
+        resp.outputs = std::move(o.outputs);
+      } else {
+        for (const auto& w : wanted)
+          for (auto& t : o.outputs)
+            if (t.name == w.name) resp.outputs.push_back(std::move(t));
+      }
+      resp.parameters["source"] = std::string("precomputed");
+      return parked->sink.final(std::move(resp));
+    }
+    if (shutting_down_.load()) return parked->sink.final(Status::Unavailable("the server is shutting down"));
+    if (o.kind == Kind::kError && pc.fail_on_store_error) {
+      return parked->sink.final(Status::Unavailable("model '" + spec->name + "': the precomputed store ('" +
+                                                    pc.connection + "', table '" + pc.table +
+                                                    "') cannot answer: " + o.error.message()));
+    }
+    Forward(std::move(*parked));
+  });
+}
+
+}  // namespace inferd
