@@ -30,13 +30,15 @@ void InferenceServer::DispatchHybrid(std::string key, Forwarded f) {
   const std::string version = f.version->version_string();
   // What runs online says so, and is written back when configured.
   const bool write_back = pc.write_back && AnswerHasEveryStoredOutput(pc, *f.request);
-  f.sink.final = [hybrid = hybrid_.get(), spec, version, key, write_back,
-                  final = std::move(f.sink.final)](Result<InferResponse> r) mutable {
+  // The client's callback: a stored answer goes straight to it; what runs
+  // online goes through the wrapper below (exactly one of them is called).
+  auto client = std::make_shared<InferCallback>(std::move(f.sink.final));
+  f.sink.final = [hybrid = hybrid_.get(), spec, version, key, write_back, client](Result<InferResponse> r) {
     if (r.ok()) {
       r->parameters["source"] = std::string("online");
       if (write_back) hybrid->WriteBack(spec, version, key, *r);
     }
-    final(std::move(r));
+    (*client)(std::move(r));
   };
   if (!StoreCanAnswer(pc, *f.request)) {
     hybrid_->CountBypass(spec->name);
@@ -45,7 +47,7 @@ void InferenceServer::DispatchHybrid(std::string key, Forwarded f) {
   // The lookup callback runs on a lookup thread (or here, when the lookup
   // queue is full); the request waits for it in `parked`.
   auto parked = std::make_shared<Forwarded>(std::move(f));
-  hybrid_->Lookup(spec, version, std::move(key), [this, parked, spec, version](HybridServing::Outcome o) {
+  hybrid_->Lookup(spec, version, std::move(key), [this, parked, client, spec, version](HybridServing::Outcome o) {
     using Kind = HybridServing::Outcome::Kind;
     const PrecomputedSpec& pc = *spec->precomputed;
     if (o.kind == Kind::kHit) {
@@ -62,11 +64,11 @@ void InferenceServer::DispatchHybrid(std::string key, Forwarded f) {
             if (t.name == w.name) resp.outputs.push_back(std::move(t));
       }
       resp.parameters["source"] = std::string("precomputed");
-      return parked->sink.final(std::move(resp));
+      return (*client)(std::move(resp));
     }
-    if (shutting_down_.load()) return parked->sink.final(Status::Unavailable("the server is shutting down"));
+    if (shutting_down_.load()) return (*client)(Status::Unavailable("the server is shutting down"));
     if (o.kind == Kind::kError && pc.fail_on_store_error) {
-      return parked->sink.final(Status::Unavailable("model '" + spec->name + "': the precomputed store ('" +
+      return (*client)(Status::Unavailable("model '" + spec->name + "': the precomputed store ('" +
                                                     pc.connection + "', table '" + pc.table +
                                                     "') cannot answer: " + o.error.message()));
     }
