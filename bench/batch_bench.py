@@ -4,8 +4,11 @@
   batch-job rows/s (`inferd batch`, CSV or JSON Lines in, SQLite out, through the model's own scheduler) over the
   in-process best-batch throughput of the same model (`inferd bench --in-process`, the best of batch 1..max):
   target >= 0.9 for the example CNN (resnet18), >= 0.5 for the tiny MLP (16 -> 32 -> 4) where database writes dominate;
-  online p99 of another model (digits, closed loop, one client) while a job runs on the server vs without.
-  (Hybrid hit p50 / online p50: not measured yet; hybrid serving is a later step of the issue.)
+  online p99 of another model (digits, closed loop, one client) while a job runs on the server vs without;
+  hybrid hit p50 / online p50 on the CNN: resnet18 with precomputed.* parameters over the table its batch job
+  wrote, one client (v2-binary): a key with a row (answered from SQLite; the request still carries the 602 KB
+  image), a key without one (looked up, then run online), no key (online as usual), and a key with no inputs
+  (only the table is asked: measured with python's http.client, as `inferd bench` always sends inputs).
 
 The rate of a job is the one `inferd batch` reports: rows committed / time from its first row to its last commit
 (the server start and the model load are not counted). Writes bench/results/<date>-<host>-batch.{json,md}.
@@ -18,10 +21,12 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 import numpy as np
 
@@ -136,6 +141,48 @@ def main():
     finally:
         p.stop()
 
+    # Hybrid: resnet18 answering from the table its job wrote (cnn.db, keys img0..).
+    hrepo = os.path.join(work, "hybrid_repo")
+    os.makedirs(hrepo)
+    shutil.copytree(os.path.join(repo, "resnet18"), os.path.join(hrepo, "resnet18"))
+    with open(os.path.join(hrepo, "resnet18", "config.pbtxt"), "a") as f:
+        for k, v in (("connection", "cnn"), ("table", "preds"), ("key_parameter", "id")):
+            f.write('\nparameters { key: "precomputed.%s" value: { string_value: "%s" } }\n' % (k, v))
+    with open(os.path.join(work, "hybrid.json"), "w") as f:
+        json.dump({"connections": {"cnn": {"type": "sqlite", "path": os.path.join(work, "cnn.db")}}}, f)
+    port, mport, gport = rb.free_port(), rb.free_port(), rb.free_port()
+    p = rb.Proc([a.inferd, "serve", "--model-repository", hrepo, "--http-port", str(port), "--metrics-port",
+                 str(mport), "--grpc-port", str(gport), "--host", "127.0.0.1", "--log-level", "warn", "--jobs-config",
+                 os.path.join(work, "hybrid.json"), "--control-state-dir", os.path.join(work, "hstate")],
+                port, "/v2/health/ready", os.path.join(work, "inferd-hybrid.log"))
+    try:
+        common = ["--concurrency", "1", "--protocol", "v2-binary"]
+        hit = s.bench("resnet18 hybrid hit", port, "resnet18", common + ["--request-parameter", "id:img0:string"])[0]
+        miss = s.bench("resnet18 hybrid miss (online)", port, "resnet18",
+                       common + ["--request-parameter", "id:nobody:string"])[0]
+        online = s.bench("resnet18 online, no key", port, "resnet18", common)[0]
+        # A key and no inputs (only the table is asked): `inferd bench` always sends inputs, so a plain
+        # http.client loop measures it (one connection, 1000 requests after 100 warm-up).
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        body = json.dumps({"inputs": [], "parameters": {"id": "img0"}})
+        lat = []
+        for i in range(1100):
+            t0 = time.perf_counter()
+            c.request("POST", "/v2/models/resnet18/infer", body, {"Content-Type": "application/json"})
+            r = c.getresponse()
+            r.read()
+            assert r.status == 200
+            if i >= 100:
+                lat.append((time.perf_counter() - t0) * 1e6)
+        c.close()
+        key_only_p50 = float(np.percentile(lat, 50))
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=30) as r:
+            counts = dict(re.findall(r'inferd_precomputed_lookups_total\{model="resnet18",result="(\w+)"\} (\d+)',
+                                     r.read().decode()))
+    finally:
+        p.stop()
+
     date = datetime.date.today().isoformat()
     host = platform.node().split(".")[0] or "host"
     base = os.path.join(a.out_dir, "%s-%s-batch" % (date, host))
@@ -149,7 +196,14 @@ def main():
     lines.append("| online p99 of digits (c1) with a job running / without | %.0f us / %.0f us = %.2fx "
                  "(%s) | (reported) |"
                  % (busy["p99_us"], quiet["p99_us"], busy["p99_us"] / quiet["p99_us"], state))
-    lines.append("| hybrid hit p50 / online p50 | not measured (hybrid serving not built yet) | (reported) |")
+    lines.append("| resnet18 hybrid hit p50 / online p50 (c1, v2-binary) | %.0f us / %.0f us = %.3fx | (reported) |"
+                 % (hit["p50_us"], online["p50_us"], hit["p50_us"] / online["p50_us"]))
+    lines.append("| resnet18 hybrid hit with a key and no inputs (JSON answer; python http.client) p50 / online p50 "
+                 "| %.0f us / %.0f us = %.4fx | (reported) |" % (key_only_p50, online["p50_us"],
+                                                                  key_only_p50 / online["p50_us"]))
+    lines.append("| resnet18 hybrid miss p50 (looked up, then online) / online p50 | %.0f us / %.0f us = %.3fx "
+                 "(lookups: %s) | (reported) |" % (miss["p50_us"], online["p50_us"], miss["p50_us"] / online["p50_us"],
+                                                   ", ".join("%s %s" % kv for kv in sorted(counts.items()))))
     lines += ["", "| run | rows | seconds | rows/s |", "|---|---|---|---|"]
     for model in results:
         rate, rows, secs = results[model]["job"]

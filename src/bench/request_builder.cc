@@ -2,6 +2,7 @@
 
 #include <rapidjson/document.h>
 
+#include <charconv>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -160,8 +161,38 @@ Result<std::vector<std::vector<Tensor>>> InputsFromFile(const std::string& path,
   return sets;
 }
 
+Result<RequestParameter> ParseRequestParameter(const std::string& text) {
+  const size_t first = text.find(':');
+  const size_t last = text.rfind(':');
+  if (first == std::string::npos || first == last || first == 0)
+    return Status::InvalidArgument("--request-parameter '" + text + "': expected name:value:type");
+  RequestParameter p;
+  p.name = text.substr(0, first);
+  p.value = text.substr(first + 1, last - first - 1);
+  const std::string type = text.substr(last + 1);
+  if (type == "string") {
+    p.type = RequestParameter::Type::kString;
+  } else if (type == "int") {
+    p.type = RequestParameter::Type::kInt;
+    int64_t v = 0;
+    auto r = std::from_chars(p.value.data(), p.value.data() + p.value.size(), v);
+    if (r.ec != std::errc() || r.ptr != p.value.data() + p.value.size())
+      return Status::InvalidArgument("--request-parameter '" + text + "': '" + p.value + "' is not an integer");
+  } else if (type == "bool") {
+    p.type = RequestParameter::Type::kBool;
+    if (p.value != "true" && p.value != "false")
+      return Status::InvalidArgument("--request-parameter '" + text + "': a bool is true or false");
+  } else {
+    return Status::InvalidArgument("--request-parameter '" + text + "': the type is string, int or bool");
+  }
+  return p;
+}
+
 Result<PreparedRequest> EncodeRequest(Protocol protocol, const ModelDesc& model, const std::string& version,
-                                      const std::vector<Tensor>& inputs) {
+                                      const std::vector<Tensor>& inputs,
+                                      const std::vector<RequestParameter>& parameters) {
+  if (protocol == Protocol::kV1 && !parameters.empty())
+    return Status::InvalidArgument("--request-parameter needs a v2 protocol");
   PreparedRequest r;
   const std::string base = "/" + std::string(protocol == Protocol::kV1 ? "v1" : "v2") + "/models/" + model.name +
                            (version.empty() ? "" : "/versions/" + version);
@@ -223,7 +254,25 @@ Result<PreparedRequest> EncodeRequest(Protocol protocol, const ModelDesc& model,
     }
   }
   b += "]";
-  if (binary) b += ",\"parameters\":{\"binary_data_output\":true}";
+  if (binary || !parameters.empty()) {
+    b += ",\"parameters\":{";
+    bool first = true;
+    if (binary) {
+      b += "\"binary_data_output\":true";
+      first = false;
+    }
+    for (const auto& p : parameters) {
+      if (!first) b.push_back(',');
+      first = false;
+      json::AppendEscaped(&b, p.name);
+      b.push_back(':');
+      if (p.type == RequestParameter::Type::kString)
+        json::AppendEscaped(&b, p.value);
+      else
+        b += p.value;  // checked by ParseRequestParameter: an integer, true or false
+    }
+    b += "}";
+  }
   b += "}";
   if (binary) {
     const size_t header = b.size();

@@ -44,8 +44,19 @@ std::vector<Tensor> RandomInputs(const ModelDesc& model, int batch_size, uint64_
 // {"content": [...], "shape": [...]}}, ...]}: one input set per entry.
 Result<std::vector<std::vector<Tensor>>> InputsFromFile(const std::string& path, const ModelDesc& model);
 
-// Encodes one request. `version` may be empty.
+// A request-level parameter, perf_analyzer's `--request-parameter
+// name:value:type` (type: string | int | bool).
+struct RequestParameter {
+  std::string name;
+  std::string value;
+  enum class Type { kString, kInt, kBool } type = Type::kString;
+};
+Result<RequestParameter> ParseRequestParameter(const std::string& text);
+
+// Encodes one request. `version` may be empty. `parameters` go into the v2
+// request's "parameters" (v2-json, v2-binary; INVALID_ARGUMENT for v1).
 Result<PreparedRequest> EncodeRequest(Protocol protocol, const ModelDesc& model, const std::string& version,
-                                      const std::vector<Tensor>& inputs);
+                                      const std::vector<Tensor>& inputs,
+                                      const std::vector<RequestParameter>& parameters = {});
 
 }  // namespace inferd::bench

@@ -48,6 +48,7 @@ struct BenchFlags {
   uint64_t seed = 1;
   std::string then_model;  // --then: post each answer's outputs to this model (back-to-back baseline)
   std::string then_map;
+  std::vector<std::string> request_parameters;  // name:value:type
 };
 
 Result<std::vector<double>> ParseList(const std::string& s) {
@@ -151,12 +152,19 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
     INFERD_ASSIGN_OR_RETURN(auto renames, bench::ParseRenames(f.then_map));
     lo.make_sender = bench::ChainedHttpSenderFactory(target.first, target.second, f.then_model, std::move(renames));
   }
+  std::vector<bench::RequestParameter> parameters;
+  for (const auto& text : f.request_parameters) {
+    INFERD_ASSIGN_OR_RETURN(auto p, bench::ParseRequestParameter(text));
+    parameters.push_back(std::move(p));
+  }
+  if (grpc && !parameters.empty())
+    return Status::InvalidArgument("--request-parameter needs --protocol v2-json or v2-binary");
   for (const auto& set : input_sets) {
     if (grpc) {
       lo.requests.push_back(grpcfe::EncodeBenchRequest(model.name, f.version, set));
       continue;
     }
-    INFERD_ASSIGN_OR_RETURN(auto req, bench::EncodeRequest(protocol, model, f.version, set));
+    INFERD_ASSIGN_OR_RETURN(auto req, bench::EncodeRequest(protocol, model, f.version, set, parameters));
     lo.requests.push_back(std::move(req));
   }
   lo.warmup_s = f.warmup_s;
@@ -296,6 +304,9 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--output-format", f->output_format, "Report format when the file name does not say: json | csv")
       ->check(CLI::IsMember({"json", "csv"}));
   cmd->add_option("--label", f->label, "Label for the report rows");
+  cmd->add_option("--request-parameter", f->request_parameters,
+                  "A request parameter name:value:type (type string, int or bool; v2 protocols), repeatable, as "
+                  "perf_analyzer's: e.g. the key of a hybrid model, id:user-7:string");
   cmd->add_option("--seed", f->seed, "Random data and arrival seed")->capture_default_str();
   cmd->add_option("--then", f->then_model,
                   "Post each answer's outputs to this model as its inputs (a client calling two models back to back; "

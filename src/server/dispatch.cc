@@ -64,6 +64,16 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
   ModelVersion& version = **mv;
   version.Touch(arrival);
   Status st = ApplySchedulingParameters(request.get());
+  // A hybrid model's request with a key and no inputs only asks the
+  // prediction store (server/hybrid_dispatch.cc): nothing to validate.
+  if (st.ok() && hybrid_ && version.spec().precomputed && !request->background && request->inputs.empty()) {
+    Result<std::optional<std::string>> key = HybridKey(*version.spec().precomputed, *request, 1);
+    if (key.ok() && key->has_value()) {
+      const bool asked_default = request->model_version.empty();
+      return DispatchHybrid(std::move(*key).value(), Forwarded{std::move(*mv), std::move(shadow), std::move(request),
+                                                               std::move(sink), 1, arrival, may_wait, asked_default});
+    }
+  }
   Result<int64_t> rows = st.ok() ? ValidateAndNormalize(version.spec(), request.get()) : Result<int64_t>(st);
   if (!rows.ok()) {
     version.stats()->RecordFailure(FailureReason::kInvalid, 0);

@@ -22,6 +22,15 @@ bool AnswerHasEveryStoredOutput(const PrecomputedSpec& pc, const InferRequest& r
   return true;
 }
 
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The key as error messages show it: quoted, at most 64 bytes.
+std::string ShownKey(const std::string& key) { return "'" + (key.size() > 64 ? key.substr(0, 64) + "..." : key) + "'"; }
+
 }  // namespace
 
 void InferenceServer::DispatchHybrid(std::string key, Forwarded f) {
@@ -40,40 +49,57 @@ void InferenceServer::DispatchHybrid(std::string key, Forwarded f) {
     }
     (*client)(std::move(r));
   };
+  // A request without inputs only asks the store: it cannot run online.
+  const bool lookup_only = f.request->inputs.empty();
   if (!StoreCanAnswer(pc, *f.request)) {
     hybrid_->CountBypass(spec->name);
+    if (lookup_only)
+      return (*client)(Status::InvalidArgument("model '" + spec->name +
+                                               "': the request asks for outputs the precomputed store does not hold "
+                                               "(it holds: " +
+                                               Joined(pc.outputs) + ") and has no inputs to run online"));
     return Forward(std::move(f));
   }
   // The lookup callback runs on a lookup thread (or here, when the lookup
   // queue is full); the request waits for it in `parked`.
   auto parked = std::make_shared<Forwarded>(std::move(f));
-  hybrid_->Lookup(spec, version, std::move(key), [this, parked, client, spec, version](HybridServing::Outcome o) {
-    using Kind = HybridServing::Outcome::Kind;
-    const PrecomputedSpec& pc = *spec->precomputed;
-    if (o.kind == Kind::kHit) {
-      InferResponse resp;
-      resp.model_name = spec->name;
-      resp.model_version = version;
-      resp.id = parked->request->id;
-      const auto& wanted = parked->request->outputs;
-      if (wanted.empty()) {
-        resp.outputs = std::move(o.outputs);
-      } else {
-        for (const auto& w : wanted)
-          for (auto& t : o.outputs)
-            if (t.name == w.name) resp.outputs.push_back(std::move(t));
-      }
-      resp.parameters["source"] = std::string("precomputed");
-      return (*client)(std::move(resp));
-    }
-    if (shutting_down_.load()) return (*client)(Status::Unavailable("the server is shutting down"));
-    if (o.kind == Kind::kError && pc.fail_on_store_error) {
-      return (*client)(Status::Unavailable("model '" + spec->name + "': the precomputed store ('" +
-                                                    pc.connection + "', table '" + pc.table +
-                                                    "') cannot answer: " + o.error.message()));
-    }
-    Forward(std::move(*parked));
-  });
+  hybrid_->Lookup(
+      spec, version, key,
+      [this, parked, client, spec, version, key_shown = ShownKey(key), lookup_only](HybridServing::Outcome o) {
+        using Kind = HybridServing::Outcome::Kind;
+        const PrecomputedSpec& pc = *spec->precomputed;
+        if (o.kind == Kind::kHit) {
+          InferResponse resp;
+          resp.model_name = spec->name;
+          resp.model_version = version;
+          resp.id = parked->request->id;
+          const auto& wanted = parked->request->outputs;
+          if (wanted.empty()) {
+            resp.outputs = std::move(o.outputs);
+          } else {
+            for (const auto& w : wanted)
+              for (auto& t : o.outputs)
+                if (t.name == w.name) resp.outputs.push_back(std::move(t));
+          }
+          resp.parameters["source"] = std::string("precomputed");
+          return (*client)(std::move(resp));
+        }
+        if (shutting_down_.load()) return (*client)(Status::Unavailable("the server is shutting down"));
+        if (lookup_only) {  // nothing to run online
+          if (o.kind == Kind::kError)
+            return (*client)(Status::Unavailable("model '" + spec->name + "': the precomputed store ('" +
+                                                 pc.connection + "', table '" + pc.table +
+                                                 "') cannot answer: " + o.error.message()));
+          return (*client)(Status::NotFound("model '" + spec->name + "' has no " +
+                                            (o.kind == Kind::kStale ? "fresh " : "") + "precomputed answer for key " +
+                                            key_shown + ", and the request has no inputs to run it online"));
+        }
+        if (o.kind == Kind::kError && pc.fail_on_store_error) {
+          return (*client)(Status::Unavailable("model '" + spec->name + "': the precomputed store ('" + pc.connection +
+                                               "', table '" + pc.table + "') cannot answer: " + o.error.message()));
+        }
+        Forward(std::move(*parked));
+      });
 }
 
 }  // namespace inferd

@@ -124,6 +124,22 @@ class Hybrid(unittest.TestCase):
         body = self.infer("scorer", x[3])  # no key: online as usual, no source
         self.assertNotIn("parameters", body)
         np.testing.assert_array_equal(self.y(body), ref[3])
+        # A key and no inputs only asks the table: a hit answers, anything else is a clear 404 / 400.
+        status, body = s.post_json("/v2/models/scorer/infer", {"inputs": [], "parameters": {"id": "k7"}})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["parameters"], {"source": "precomputed"})
+        np.testing.assert_array_equal(self.y(body), np.array([111.5, -222.25, 333], np.float32))
+        for key, why in (("k8", "has no fresh precomputed answer for key 'k8'"),
+                         ("nobody", "has no precomputed answer for key 'nobody', and the request has no inputs")):
+            status, body = s.post_json("/v2/models/scorer/infer", {"inputs": [], "parameters": {"id": key}})
+            self.assertEqual(status, 404, body)
+            self.assertIn(why, body["error"])
+        status, body = s.post_json("/v2/models/scorer/infer", {"inputs": [], "outputs": [{"name": "z"}],
+                                                               "parameters": {"id": "k7"}})
+        self.assertEqual(status, 400, body)
+        self.assertIn("outputs the precomputed store does not hold (it holds: y)", body["error"])
+        status, body = s.post_json("/v2/models/scorer/infer", {"inputs": []})  # no key either
+        self.assertEqual(status, 400, body)
         # max_age_seconds: the two-hour-old row is stale, a fresh one answers (rows of model "scorer" are
         # another model's for "scorer_young": those never answer).
         con = sqlite3.connect(self.db)
@@ -153,7 +169,7 @@ class Hybrid(unittest.TestCase):
         np.testing.assert_array_equal(self.y(body), ref[12])
 
         m = s.metrics()
-        for result, n in (("hit", 2), ("miss", 1), ("stale", 1)):
+        for result, n in (("hit", 3), ("miss", 2), ("stale", 2), ("bypass", 1)):
             self.assertIn('inferd_precomputed_lookups_total{model="scorer",result="%s"} %d' % (result, n), m)
         # k9 (too old) and k11 (a row of model "scorer") were stale for scorer_young; k10 answered.
         self.assertIn('inferd_precomputed_lookups_total{model="scorer_young",result="stale"} 2', m)
