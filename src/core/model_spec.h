@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/datatype.h"
+#include "core/feature_spec.h"
 #include "core/output_rule.h"
 #include "core/precomputed_spec.h"
 #include "core/tensor.h"
@@ -110,6 +111,9 @@ struct ModelSpec {
   // Parameters "precomputed.*": hybrid serving from a prediction table
   // (core/precomputed_spec.h; server/hybrid_serving.h).
   std::optional<PrecomputedSpec> precomputed;
+  // Parameters "features.*": an input filled from Redis by an entity key
+  // (core/feature_spec.h; features/).
+  std::optional<FeatureSpec> features;
 
   const TensorSpec* FindInput(std::string_view n) const {
     for (const auto& t : inputs)

@@ -86,6 +86,8 @@ Result<SourceSpec> ParseSource(const rapidjson::Value& v) {
       if (!s.path.empty()) return Bad("source.path", "does not apply to a postgres source");
       if (s.query.empty()) return Bad("source.query", "is required for a postgres source");
       break;
+    case StoreType::kRedis:  // ParseStoreType never gives it
+      return Bad("source.type", "redis is not a job source");
   }
   return s;
 }
@@ -117,6 +119,8 @@ Result<SinkSpec> ParseSink(const rapidjson::Value& v) {
       if (!IsSqlIdentifier(s.table))
         return Bad("sink.table", "must be letters, digits and '_' (not first), at most 63 bytes");
       break;
+    case StoreType::kRedis:  // ParseStoreType never gives it
+      return Bad("sink.type", "redis is not a job sink");
   }
   return s;
 }
@@ -169,6 +173,8 @@ std::string_view StoreTypeName(StoreType t) {
       return "sqlite";
     case StoreType::kPostgres:
       return "postgres";
+    case StoreType::kRedis:
+      return "redis";
   }
   return "?";
 }

@@ -34,7 +34,8 @@
 
 namespace inferd::jobs {
 
-enum class StoreType { kCsv, kJsonl, kSqlite, kPostgres };
+// kRedis names only a connection of the jobs config (online features), never a job's source or sink.
+enum class StoreType { kCsv, kJsonl, kSqlite, kPostgres, kRedis };
 std::string_view StoreTypeName(StoreType t);
 
 struct SourceSpec {

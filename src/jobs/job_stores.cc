@@ -109,6 +109,8 @@ Result<std::unique_ptr<RowSource>> JobStores::OpenSource(const JobSpec& spec) co
       INFERD_ASSIGN_OR_RETURN(const Connection* c, Named(src.connection, StoreType::kPostgres, "'source'"));
       return OpenPostgresSource(src.connection, c->conninfo, src.query, spec.key);
     }
+    case StoreType::kRedis:
+      break;
   }
   return Status::Internal("job spec: unknown source type");
 }
@@ -132,6 +134,8 @@ Result<std::unique_ptr<PredictionSink>> JobStores::OpenSink(const JobSpec& spec)
       INFERD_ASSIGN_OR_RETURN(const Connection* c, Named(sink.connection, StoreType::kPostgres, "'sink'"));
       return OpenPostgresSink(sink.connection, c->conninfo, sink.table);
     }
+    case StoreType::kRedis:
+      break;
   }
   return Status::Internal("job spec: unknown sink type");
 }

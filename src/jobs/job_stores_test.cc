@@ -66,13 +66,38 @@ TEST(JobStores, NoAllowedDirectoriesMeansNoPaths) {
   EXPECT_EQ(stores.ResolvePath("/tmp/x.csv", true).status().code(), StatusCode::kPermissionDenied);
 }
 
+TEST(JobsConfig, RedisConnectionsHaveDefaults) {
+  auto c = ParseJobsConfig(R"({"connections": {"r": {"type": "redis"},
+                                               "s": {"type": "redis", "host": "10.0.0.5", "port": 6380,
+                                                     "password": "pw", "db": 2}}})");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const Connection& r = c->connections.at("r");
+  EXPECT_EQ(r.type, StoreType::kRedis);
+  EXPECT_EQ(r.host, "127.0.0.1");
+  EXPECT_EQ(r.port, 6379);
+  EXPECT_EQ(r.db, 0);
+  const Connection& s = c->connections.at("s");
+  EXPECT_EQ(s.host, "10.0.0.5");
+  EXPECT_EQ(s.port, 6380);
+  EXPECT_EQ(s.password, "pw");
+  EXPECT_EQ(s.db, 2);
+  // A job cannot read or write a redis connection.
+  const JobStores stores(*c);
+  EXPECT_FALSE(stores.CheckStore("r", "t").ok());
+}
+
 TEST(JobsConfig, MalformedConfigsNameTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {"[]", "JSON object"},
       {R"({"allowed_dirs": "/tmp"})", "'allowed_dirs' must be an array"},
       {R"({"allowed_dirs": ["relative"]})", "not an absolute path"},
       {R"({"allowed_dirs": ["/no/such/dir/anywhere"]})", "does not exist"},
-      {R"({"connections": {"a": {"type": "mysql"}}})", "must be sqlite or postgres"},
+      {R"({"connections": {"a": {"type": "mysql"}}})", "must be sqlite, postgres or redis"},
+      {R"({"connections": {"a": {"type": "redis", "port": 70000}}})",
+       "'connections.a.port' must be an integer in 1..65535"},
+      {R"({"connections": {"a": {"type": "redis", "db": "0"}}})", "'connections.a.db' must be an integer"},
+      {R"({"connections": {"a": {"type": "sqlite", "path": "x", "host": "h"}}})",
+       "'connections.a.host' is not a known"},
       {R"({"connections": {"a": {"type": "postgres"}}})", "'connections.a.conninfo' is required"},
       {R"({"connections": {"a": {"type": "sqlite", "path": "x", "user": "u"}}})",
        "'connections.a.user' is not a known"},

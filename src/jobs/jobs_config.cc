@@ -48,8 +48,17 @@ Result<JobsConfig> ParseJobsConfig(std::string_view json) {
         };
         for (auto f = v.MemberBegin(); f != v.MemberEnd(); ++f) {
           const std::string fn = f->name.GetString();
-          if (fn != "type" && fn != "path" && fn != "conninfo") return Bad(field + "." + fn, "is not a known field");
+          const bool redis_field = fn == "host" || fn == "port" || fn == "password" || fn == "db";
+          if (fn != "type" && fn != "path" && fn != "conninfo" && !(type == "redis" && redis_field))
+            return Bad(field + "." + fn, "is not a known field");
         }
+        auto integer = [&](const char* key, int64_t lo, int64_t hi, int64_t dflt) -> Result<int64_t> {
+          auto it = v.FindMember(key);
+          if (it == v.MemberEnd()) return dflt;
+          if (!it->value.IsInt64() || it->value.GetInt64() < lo || it->value.GetInt64() > hi)
+            return Bad(field + "." + key, "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+          return it->value.GetInt64();
+        };
         if (type == "sqlite") {
           conn.type = StoreType::kSqlite;
           INFERD_ASSIGN_OR_RETURN(conn.path, str("path"));
@@ -58,8 +67,17 @@ Result<JobsConfig> ParseJobsConfig(std::string_view json) {
           conn.type = StoreType::kPostgres;
           INFERD_ASSIGN_OR_RETURN(conn.conninfo, str("conninfo"));
           if (conn.conninfo.empty()) return Bad(field + ".conninfo", "is required for a postgres connection");
+        } else if (type == "redis") {
+          conn.type = StoreType::kRedis;
+          INFERD_ASSIGN_OR_RETURN(conn.host, str("host"));
+          if (conn.host.empty()) conn.host = "127.0.0.1";
+          INFERD_ASSIGN_OR_RETURN(int64_t port, integer("port", 1, 65535, 6379));
+          INFERD_ASSIGN_OR_RETURN(int64_t db, integer("db", 0, 1 << 20, 0));
+          conn.port = static_cast<int>(port);
+          conn.db = static_cast<int>(db);
+          INFERD_ASSIGN_OR_RETURN(conn.password, str("password"));
         } else {
-          return Bad(field + ".type", "must be sqlite or postgres");
+          return Bad(field + ".type", "must be sqlite, postgres or redis");
         }
         c.connections.emplace(cname, std::move(conn));
       }

@@ -3,7 +3,8 @@
 // as data (JobStores opens sources and sinks through them).
 //
 //   {"connections": {"warehouse": {"type": "postgres", "conninfo": "host=db dbname=ml user=batch"},
-//                    "features":  {"type": "sqlite", "path": "/srv/ml/features.db"}},
+//                    "features":  {"type": "sqlite", "path": "/srv/ml/features.db"},
+//                    "online":    {"type": "redis", "host": "10.0.0.5", "port": 6379, "password": "...", "db": 0}},
 //    "allowed_dirs": ["/srv/ml/jobs"]}
 //
 // A job names a connection (never its conninfo or credentials) or a file
@@ -30,6 +31,12 @@ struct Connection {
   StoreType type = StoreType::kSqlite;
   std::string path;      // sqlite
   std::string conninfo;  // postgres (libpq connection string; never shown)
+  // redis (online feature lookup, docs/features.md): host (default
+  // 127.0.0.1), port (6379), password (AUTH; never shown), db (SELECT, 0).
+  std::string host;
+  int port = 6379;
+  std::string password;
+  int db = 0;
 };
 
 struct JobsConfig {

@@ -283,6 +283,11 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     if (!precomputed.ok()) return Status::InvalidArgument(std::string(source) + ": " + precomputed.status().message());
     s.precomputed = std::move(*precomputed);
   }
+  {
+    auto features = ParseFeatureSpec(s.parameters, s);
+    if (!features.ok()) return Status::InvalidArgument(std::string(source) + ": " + features.status().message());
+    s.features = std::move(*features);
+  }
   for (const auto& w : c.model_warmup()) {
     WarmupSpec ws;
     ws.name = w.name().empty() ? "warmup " + std::to_string(s.warmup.size() + 1) : w.name();

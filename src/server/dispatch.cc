@@ -64,6 +64,10 @@ void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSi
   ModelVersion& version = **mv;
   version.Touch(arrival);
   Status st = ApplySchedulingParameters(request.get());
+  // features.*: a request with the entity key and without the feature input
+  // waits for Redis and comes back here with it (server/feature_dispatch.cc).
+  if (st.ok() && features_ && version.spec().features && FetchFeatures(version, request, sink, arrival, may_wait))
+    return;
   // A hybrid model's request with a key and no inputs only asks the
   // prediction store (server/hybrid_dispatch.cc): nothing to validate.
   if (st.ok() && hybrid_ && version.spec().precomputed && !request->background && request->inputs.empty()) {

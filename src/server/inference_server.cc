@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "features/feature_fetcher.h"
 #include "jobs/job_manager.h"
 #include "jobs/job_stores.h"
 #include "repository/model_config.h"
@@ -63,7 +64,23 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
     ho.max_queued = options_.precomputed_max_queued;
     hybrid_ = std::make_unique<HybridServing>(hybrid_stores_.get(), std::move(ho));
   }
-  mo.version.check_spec = [hybrid = hybrid_.get()](const ModelSpec& spec) -> Status {
+  std::vector<features::RedisEndpoint> redis;
+  for (const auto& [name, c] : options_.jobs_config.connections) {
+    if (c.type != jobs::StoreType::kRedis) continue;
+    features::RedisEndpoint e;
+    e.name = name;
+    e.host = c.host;
+    e.port = c.port;
+    e.password = c.password;
+    e.db = c.db;
+    redis.push_back(std::move(e));
+  }
+  if (!redis.empty())
+    features_ = std::make_unique<features::FeatureFetcher>(std::move(redis), features::FeatureFetcher::Options{});
+  mo.version.check_spec = [hybrid = hybrid_.get(), fetcher = features_.get()](const ModelSpec& spec) -> Status {
+    if (spec.features && (fetcher == nullptr || !fetcher->HasConnection(spec.features->connection)))
+      return Status::InvalidArgument("features.connection '" + spec.features->connection +
+                                     "' is not a redis connection of the server's jobs config (--jobs-config)");
     if (!spec.precomputed) return Status::OK();
     if (hybrid == nullptr)
       return Status::InvalidArgument("precomputed.connection '" + spec.precomputed->connection +
@@ -129,8 +146,9 @@ void InferenceServer::Shutdown() {
   jobs_->Shutdown();  // running jobs stop at their next commit and resume after a restart
   rollouts_->Stop();
   source_->Stop();
-  if (hybrid_) hybrid_->Shutdown();  // running lookups finish; queued ones are answered
-  manager_->Shutdown();              // waiting requests answered, accepted ones finish
+  if (features_) features_->Shutdown();  // running fetches finish; queued ones are answered
+  if (hybrid_) hybrid_->Shutdown();      // running lookups finish; queued ones are answered
+  manager_->Shutdown();                  // waiting requests answered, accepted ones finish
   live_ = false;
 }
 

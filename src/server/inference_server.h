@@ -107,6 +107,9 @@ class JobManager;
 class JobStores;
 }  // namespace jobs
 class HybridServing;
+namespace features {
+class FeatureFetcher;
+}
 
 class InferenceServer final : public RequestSubmitter {
  public:
@@ -254,6 +257,11 @@ class InferenceServer final : public RequestSubmitter {
   // A request with a precomputed key: answered from the prediction store,
   // or forwarded (server/hybrid_dispatch.cc).
   void DispatchHybrid(std::string key, Forwarded f);
+  // A request of a model with features.* that carries the entity key and
+  // not the feature input: taken (true) to wait for Redis, then dispatched
+  // again with the input (server/feature_dispatch.cc). False: go on as usual.
+  bool FetchFeatures(const ModelVersion& version, std::unique_ptr<InferRequest>& request, ResponseSink& sink,
+                     TimePoint arrival, bool may_wait);
   bool CanWaitForLoad(const Status& lookup) const;
   void WaitForLoad(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival);
   void OnLoadDone(OnDemandLoader::Waiter waiter, const Status& status);
@@ -274,6 +282,8 @@ class InferenceServer final : public RequestSubmitter {
   // Hybrid serving (precomputed.*): null without sqlite/postgres connections in the jobs config.
   std::unique_ptr<jobs::JobStores> hybrid_stores_;
   std::unique_ptr<HybridServing> hybrid_;
+  // Online feature lookup (features.*): null without redis connections in the jobs config.
+  std::unique_ptr<features::FeatureFetcher> features_;
   const Authorizer authorizer_;
 
   std::atomic<bool> live_{true};

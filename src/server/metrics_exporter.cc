@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include "features/feature_fetcher.h"
 #include "jobs/job_manager.h"
 #include "server/hybrid_serving.h"
 #include "server/inference_server.h"
@@ -226,6 +227,7 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   w.Sample("inferd_client_cancellations_total", {},
            static_cast<double>(client_cancellations_.load(std::memory_order_relaxed)));
   if (hybrid_) hybrid_->WriteMetrics(w);
+  if (features_) features_->WriteMetrics(w);
   w.Family("process_resident_memory_bytes", "gauge", "Resident set size of the inferd process");
   w.Sample("process_resident_memory_bytes", {}, ProcessRssBytes());
 }
