@@ -1,7 +1,7 @@
 // PrecomputedSpec: hybrid serving's settings of a model (docs/hybrid.md),
 // parsed from its config's `precomputed.*` parameters:
 //
-//   precomputed.connection      a named connection of the jobs config (sqlite or postgres); required
+//   precomputed.connection      a named connection of the jobs config (sqlite, postgres or redis); required
 //   precomputed.table           the prediction table (a batch job's sink table); required
 //   precomputed.key_parameter   the request parameter that carries the key (default "key")
 //   precomputed.key_input       or: an input of one element (BYTES or an integer type) that is the key

@@ -2,7 +2,7 @@
 
 namespace inferd::features {
 
-FeatureFetcher::FeatureFetcher(std::vector<RedisEndpoint> endpoints, Options options) : options_(options) {
+FeatureFetcher::FeatureFetcher(std::vector<redis::RedisEndpoint> endpoints, Options options) : options_(options) {
   for (auto& e : endpoints) {
     const std::string name = e.name;
     workers_.emplace(name, std::make_unique<Worker>(std::move(e)));

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "core/mutex.h"
-#include "features/redis/redis_client.h"
 #include "metrics/prometheus.h"
+#include "redis/redis_client.h"
 
 namespace inferd::features {
 
@@ -30,9 +30,9 @@ class FeatureFetcher {
     size_t max_pipeline = 256;  // HMGETs per round trip
     size_t max_queued = 4096;   // fetches waiting per connection; beyond: UNAVAILABLE
   };
-  using Done = std::function<void(Result<FieldValues>)>;
+  using Done = std::function<void(Result<redis::FieldValues>)>;
 
-  FeatureFetcher(std::vector<RedisEndpoint> endpoints, Options options);
+  FeatureFetcher(std::vector<redis::RedisEndpoint> endpoints, Options options);
   ~FeatureFetcher();  // Shutdown()
   FeatureFetcher(const FeatureFetcher&) = delete;
   FeatureFetcher& operator=(const FeatureFetcher&) = delete;
@@ -70,8 +70,8 @@ class FeatureFetcher {
     Done done;
   };
   struct Worker {
-    explicit Worker(RedisEndpoint e) : client(std::move(e)) {}
-    RedisClient client;  // used by `thread` only
+    explicit Worker(redis::RedisEndpoint e) : client(std::move(e)) {}
+    redis::RedisClient client;  // used by `thread` only
     Mutex mu;
     CondVar cv;
     std::deque<Pending> queue TSA_GUARDED_BY(mu);

@@ -11,10 +11,10 @@
 namespace inferd::features {
 namespace {
 
-using Reply = Result<FieldValues>;
+using Reply = Result<redis::FieldValues>;
 
-RedisEndpoint Endpoint(int port) {
-  RedisEndpoint e;
+redis::RedisEndpoint Endpoint(int port) {
+  redis::RedisEndpoint e;
   e.name = "online";
   e.port = port;
   e.reconnect_interval = std::chrono::milliseconds(0);  // reconnect at the next call

@@ -72,7 +72,7 @@ std::string Shown(const std::string& s) { return s.size() > 64 ? s.substr(0, 64)
 }  // namespace
 
 Result<Assembled> AssembleFeatures(const FeatureSpec& spec, const TensorSpec& input, bool batched,
-                                   const std::string& entity, const FieldValues& values) {
+                                   const std::string& entity, const redis::FieldValues& values) {
   if (values.size() != spec.names.size())
     return Status::Internal("Redis answered " + std::to_string(values.size()) + " values for " +
                             std::to_string(spec.names.size()) + " features");

@@ -8,7 +8,7 @@
 #include "core/feature_spec.h"
 #include "core/model_spec.h"
 #include "core/tensor.h"
-#include "features/redis/redis_client.h"
+#include "redis/redis_client.h"
 
 namespace inferd::features {
 
@@ -26,6 +26,6 @@ struct Assembled {
 // does not fit the input's type) is INTERNAL naming the feature: the
 // feature store holds bad data, the request is not at fault.
 Result<Assembled> AssembleFeatures(const FeatureSpec& spec, const TensorSpec& input, bool batched,
-                                   const std::string& entity, const FieldValues& values);
+                                   const std::string& entity, const redis::FieldValues& values);
 
 }  // namespace inferd::features

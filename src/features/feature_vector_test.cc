@@ -57,7 +57,8 @@ TEST(AssembleFeatures, MissingFeaturesWithoutDefaultsAreNotFound) {
 }
 
 TEST(AssembleFeatures, BadDataInRedisIsAnInternalError) {
-  for (const FieldValues& bad : std::vector<FieldValues>{{"31", "x", "1"}, {"31", "1e999", "1"}, {"", "1", "1"}}) {
+  for (const redis::FieldValues& bad :
+       std::vector<redis::FieldValues>{{"31", "x", "1"}, {"31", "1e999", "1"}, {"", "1", "1"}}) {
     auto a = AssembleFeatures(Spec(), Input(), true, "u1", bad);
     EXPECT_EQ(a.status().code(), StatusCode::kInternal);
   }

@@ -19,7 +19,8 @@ Result<StoreType> ParseStoreType(std::string_view s, const std::string& field) {
   if (s == "jsonl") return StoreType::kJsonl;
   if (s == "sqlite") return StoreType::kSqlite;
   if (s == "postgres") return StoreType::kPostgres;
-  return Bad(field, "must be one of csv, jsonl, sqlite, postgres, not '" + std::string(s) + "'");
+  if (s == "redis") return StoreType::kRedis;
+  return Bad(field, "must be one of csv, jsonl, sqlite, postgres, redis, not '" + std::string(s) + "'");
 }
 
 Result<std::string> String(const rapidjson::Value& obj, const char* member, const std::string& field,
@@ -86,8 +87,8 @@ Result<SourceSpec> ParseSource(const rapidjson::Value& v) {
       if (!s.path.empty()) return Bad("source.path", "does not apply to a postgres source");
       if (s.query.empty()) return Bad("source.query", "is required for a postgres source");
       break;
-    case StoreType::kRedis:  // ParseStoreType never gives it
-      return Bad("source.type", "redis is not a job source");
+    case StoreType::kRedis:
+      return Bad("source.type", "redis is a sink only (a source is csv, jsonl, sqlite or postgres)");
   }
   return s;
 }
@@ -111,16 +112,15 @@ Result<SinkSpec> ParseSink(const rapidjson::Value& v) {
       break;
     case StoreType::kSqlite:
     case StoreType::kPostgres:
+    case StoreType::kRedis:
       if (s.type == StoreType::kSqlite && s.path.empty() == s.connection.empty())
         return Bad("sink", "of type sqlite takes a path or a connection (one)");
-      if (s.type == StoreType::kPostgres && (s.connection.empty() || !s.path.empty()))
-        return Bad("sink.connection", "is required for a postgres sink (and path does not apply)");
+      if (s.type != StoreType::kSqlite && (s.connection.empty() || !s.path.empty()))
+        return Bad("sink.connection", "is required for a " + type + " sink (and path does not apply)");
       if (s.table.empty()) return Bad("sink.table", "is required for a " + type + " sink");
       if (!IsSqlIdentifier(s.table))
         return Bad("sink.table", "must be letters, digits and '_' (not first), at most 63 bytes");
       break;
-    case StoreType::kRedis:  // ParseStoreType never gives it
-      return Bad("sink.type", "redis is not a job sink");
   }
   return s;
 }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "jobs/postgres/pg_store.h"
+#include "jobs/redis/redis_store.h"
 #include "jobs/sqlite/sqlite_store.h"
 
 namespace inferd::jobs {
@@ -134,8 +135,10 @@ Result<std::unique_ptr<PredictionSink>> JobStores::OpenSink(const JobSpec& spec)
       INFERD_ASSIGN_OR_RETURN(const Connection* c, Named(sink.connection, StoreType::kPostgres, "'sink'"));
       return OpenPostgresSink(sink.connection, c->conninfo, sink.table);
     }
-    case StoreType::kRedis:
-      break;
+    case StoreType::kRedis: {
+      INFERD_ASSIGN_OR_RETURN(const Connection* c, Named(sink.connection, StoreType::kRedis, "'sink'"));
+      return OpenRedisSink(RedisEndpointOf(sink.connection, *c), sink.table);
+    }
   }
   return Status::Internal("job spec: unknown sink type");
 }
@@ -145,10 +148,11 @@ Status JobStores::CheckStore(const std::string& connection, const std::string& t
   if (it == config_.connections.end())
     return Status::InvalidArgument("precomputed.connection '" + connection +
                                    "' is not a connection of the server's jobs config (--jobs-config)");
-  if (it->second.type != StoreType::kSqlite && it->second.type != StoreType::kPostgres)
+  if (it->second.type != StoreType::kSqlite && it->second.type != StoreType::kPostgres &&
+      it->second.type != StoreType::kRedis)
     return Status::InvalidArgument("precomputed.connection '" + connection + "' is a " +
                                    std::string(StoreTypeName(it->second.type)) +
-                                   " connection; a prediction store is sqlite or postgres");
+                                   " connection; a prediction store is sqlite, postgres or redis");
   if (!IsSqlIdentifier(table))
     return Status::InvalidArgument("precomputed.table '" + table +
                                    "' is not a table name (letters, digits and '_', at most 63 bytes)");
@@ -163,7 +167,9 @@ Result<std::unique_ptr<PredictionStore>> JobStores::OpenStore(const std::string&
   if (it->second.type == StoreType::kPostgres)
     return OpenPostgresStore(connection, it->second.conninfo, std::move(table));
   if (it->second.type == StoreType::kSqlite) return OpenSqliteStore(it->second.path, std::move(table), writable);
-  return Status::InvalidArgument("connection '" + connection + "' is not sqlite or postgres");
+  if (it->second.type == StoreType::kRedis)
+    return OpenRedisStore(RedisEndpointOf(connection, it->second), std::move(table));
+  return Status::InvalidArgument("connection '" + connection + "' is not sqlite, postgres or redis");
 }
 
 }  // namespace inferd::jobs

@@ -34,7 +34,7 @@ class JobStores {
   Result<std::unique_ptr<PredictionSink>> OpenSink(const JobSpec& spec) const;
 
   // Hybrid serving's prediction store: `table` over the named connection
-  // (sqlite or postgres). CheckStore validates the names without opening
+  // (sqlite, postgres or redis). CheckStore validates the names without opening
   // anything (a model's load calls it); OpenStore opens it (postgres: lazily,
   // so a server that is down does not fail it).
   Status CheckStore(const std::string& connection, const std::string& table) const;

@@ -81,9 +81,14 @@ TEST(JobsConfig, RedisConnectionsHaveDefaults) {
   EXPECT_EQ(s.port, 6380);
   EXPECT_EQ(s.password, "pw");
   EXPECT_EQ(s.db, 2);
-  // A job cannot read or write a redis connection.
+  // Redis holds predictions (a job's sink, hybrid serving's store), never a job's source.
   const JobStores stores(*c);
-  EXPECT_FALSE(stores.CheckStore("r", "t").ok());
+  EXPECT_TRUE(stores.CheckStore("r", "t").ok());
+  auto spec = ParseJobSpec(R"({"model": "m", "source": {"type": "redis", "connection": "r"},
+                              "sink": {"type": "redis", "connection": "r", "table": "t"}, "key": "id",
+                              "inputs": {"x": ["a"]}})");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("redis is a sink only"), std::string::npos);
 }
 
 TEST(JobsConfig, MalformedConfigsNameTheField) {

@@ -43,7 +43,7 @@ bool InferenceServer::FetchFeatures(const ModelVersion& version, std::unique_ptr
       Waiting{std::move(request), std::move(sink), fs, *input, spec.max_batch_size > 0, entity});
   const std::string model = spec.name;
   features_->Fetch(fs.connection, features::RedisKey(fs, entity), fs.names,
-                   [this, w, model, arrival, may_wait](Result<features::FieldValues> values) {
+                   [this, w, model, arrival, may_wait](Result<redis::FieldValues> values) {
                      using Outcome = features::FeatureFetcher::Outcome;
                      if (!values.ok()) {
                        features_->Count(model, Outcome::kError);

@@ -1,6 +1,6 @@
 // HybridServing: precomputed + online serving (docs/hybrid.md). A model whose
 // config has `precomputed.*` parameters (core/precomputed_spec.h) names a
-// prediction table -- what a batch job wrote, in SQLite or PostgreSQL, over a
+// prediction table -- what a batch job wrote, in SQLite, PostgreSQL or Redis, over a
 // named connection of the jobs config. A request that carries a key is
 // answered from the table when a fresh row for the serving version exists
 // ("source": "precomputed"), else it runs online ("source": "online") and its
@@ -66,8 +66,8 @@ class HybridServing {
   HybridServing(const HybridServing&) = delete;
   HybridServing& operator=(const HybridServing&) = delete;
 
-  // A model's load calls it: the connection is configured (sqlite or
-  // postgres), the table is a valid name, the stored outputs decode.
+  // A model's load calls it: the connection is configured (sqlite,
+  // postgres or redis), the table is a valid name, the stored outputs decode.
   Status CheckModel(const ModelSpec& spec) const;
 
   struct Outcome {

@@ -7,6 +7,7 @@
 #include "features/feature_fetcher.h"
 #include "jobs/job_manager.h"
 #include "jobs/job_stores.h"
+#include "jobs/redis/redis_store.h"
 #include "repository/model_config.h"
 #include "server/hybrid_serving.h"
 #include "server/output_rules.h"
@@ -54,27 +55,17 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   mo.version.default_parameters = options_.default_parameters;
   mo.version.submitter = this;
   mo.version.schedulers = options_.schedulers;
-  bool has_store = false;
-  for (const auto& [name, c] : options_.jobs_config.connections)
-    has_store |= c.type == jobs::StoreType::kSqlite || c.type == jobs::StoreType::kPostgres;
-  if (has_store) {
+  // Any connection can be a prediction store (sqlite, postgres, redis).
+  if (!options_.jobs_config.connections.empty()) {
     hybrid_stores_ = std::make_unique<jobs::JobStores>(options_.jobs_config);
     HybridServing::Options ho;
     ho.lookup_threads = options_.precomputed_lookup_threads;
     ho.max_queued = options_.precomputed_max_queued;
     hybrid_ = std::make_unique<HybridServing>(hybrid_stores_.get(), std::move(ho));
   }
-  std::vector<features::RedisEndpoint> redis;
-  for (const auto& [name, c] : options_.jobs_config.connections) {
-    if (c.type != jobs::StoreType::kRedis) continue;
-    features::RedisEndpoint e;
-    e.name = name;
-    e.host = c.host;
-    e.port = c.port;
-    e.password = c.password;
-    e.db = c.db;
-    redis.push_back(std::move(e));
-  }
+  std::vector<redis::RedisEndpoint> redis;
+  for (const auto& [name, c] : options_.jobs_config.connections)
+    if (c.type == jobs::StoreType::kRedis) redis.push_back(jobs::RedisEndpointOf(name, c));
   if (!redis.empty())
     features_ = std::make_unique<features::FeatureFetcher>(std::move(redis), features::FeatureFetcher::Options{});
   mo.version.check_spec = [hybrid = hybrid_.get(), fetcher = features_.get()](const ModelSpec& spec) -> Status {
@@ -84,7 +75,7 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
     if (!spec.precomputed) return Status::OK();
     if (hybrid == nullptr)
       return Status::InvalidArgument("precomputed.connection '" + spec.precomputed->connection +
-                                     "': the server has no sqlite or postgres connections (--jobs-config)");
+                                     "': the server's jobs config (--jobs-config) has no connections");
     return hybrid->CheckModel(spec);
   };
   manager_ = std::make_unique<ModelManager>(std::move(mo), &repository_, backends, clock_);

@@ -20,6 +20,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 import pg_server  # noqa: E402
+import redis_server  # noqa: E402
 
 
 def setUpModule():
@@ -248,6 +249,57 @@ class Batch(unittest.TestCase):
             np.testing.assert_array_equal(np.array([got[k] for k in keys], np.float32), ref)
         finally:
             pg.close()
+
+    def test_a_job_into_redis_killed_with_sigkill_resumes_and_writes_each_key_once(self):
+        d = workdir("redis")
+        redis = redis_server.RedisServer()
+        try:
+            n = 20000
+            keys, x = mlp_inputs(n, 9)
+            write_csv(os.path.join(d, "in.csv"), keys, x)
+            config = os.path.join(d, "jobs.json")
+            with open(config, "w") as f:
+                json.dump({"connections": {"online": {"type": "redis", "port": redis.port}}}, f)
+            spec = {"model": "mlp", "source": {"type": "csv", "path": os.path.join(d, "in.csv")},
+                    "sink": {"type": "redis", "connection": "online", "table": "scores"}, "key": "id",
+                    "inputs": {"x": ["f%d" % i for i in range(8)]}, "outputs": ["y"],
+                    "rows_per_request": 4, "max_in_flight": 1, "commit_rows": 200}
+            spec_path = os.path.join(d, "job.json")
+            with open(spec_path, "w") as f:
+                json.dump(spec, f)
+            cmd = [C.ARGS.inferd, "batch", "--model-repository", C.REPO, "--job", spec_path, "--progress", "none",
+                   "--intra-op-threads", "1", "--jobs-config", config, "--job-id", "redisjob"]
+
+            def done():
+                out = redis.cli("HGET", "inferd_job_checkpoints:redisjob", "rows_done").strip()
+                return int(out) if out else 0
+
+            kill_at = random.Random().randint(1000, 10000)
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                deadline = time.monotonic() + 300
+                while done() < kill_at:
+                    self.assertIsNone(proc.poll(), "the job ended before the kill")
+                    self.assertLess(time.monotonic(), deadline, "the job never reached row %d" % kill_at)
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(timeout=60)
+                proc.stderr.close()
+            killed_at = done()
+            self.assertLess(killed_at, n, "killed after the end")
+            resumed = batch(spec_path, "--jobs-config", config, "--job-id", "redisjob")
+            self.assertIn("(%s resumed from the checkpoint)" % format(killed_at, ","), resumed.stderr)
+            self.assertEqual(redis.cli("HGET", "inferd_job_checkpoints:redisjob", "finished").strip(), "1")
+            # Every key once, each equal to PyTorch's answer (one Lua call reads them all).
+            script = ("local out = {} for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "
+                      "out[#out + 1] = k out[#out + 1] = redis.call('HGET', k, 'y') end return out")
+            lines = redis.cli("--raw", "EVAL", script, "0", "scores:*").splitlines()
+            got = {lines[i][len("scores:"):]: json.loads(lines[i + 1]) for i in range(0, len(lines), 2)}
+            self.assertEqual(len(got), n)
+            self.assertEqual(redis.cli("HGET", "scores:k0", "model_name").strip(), "mlp")
+            np.testing.assert_array_equal(np.array([got[k] for k in keys], np.float32), C.torch_ref("mlp", x))
+        finally:
+            redis.close()
 
     def test_malformed_specs_are_refused_and_nothing_is_written(self):
         d = workdir("bad")

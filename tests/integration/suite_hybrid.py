@@ -18,6 +18,7 @@ import common as C  # noqa: E402
 import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import pg_server  # noqa: E402
+import redis_server  # noqa: E402
 from suite_batch import mlp_inputs, write_csv  # noqa: E402
 
 
@@ -54,12 +55,15 @@ class Hybrid(unittest.TestCase):
         self.db = os.path.join(self.data, "preds.db")
         self.server = None
         self.pg = None
+        self.redis = None
 
     def tearDown(self):
         if self.server:
             self.assertEqual(self.server.stop(), 0, "".join(self.server.log[-30:]))
         if self.pg:
             self.pg.close()
+        if self.redis:
+            self.redis.close()
 
     def start(self, connections, *models):
         config = os.path.join(self.dir, "jobs.json")
@@ -240,6 +244,44 @@ class Hybrid(unittest.TestCase):
         C.wait_until(self, "the store to answer again", lambda: self._strict_ok(x), timeout=60)
         body = self.infer("pg_scorer", x[0], key="pg_scorer-k0")
         self.assertEqual(body["parameters"]["source"], "precomputed")
+
+    def test_redis_as_the_prediction_store(self):
+        self.redis = redis_server.RedisServer()
+        hybrid_model(self.repo, "scorer", connection="online", table="scores", key_parameter="id")
+        keys, x = mlp_inputs(50, 12)
+        ref = C.torch_ref("mlp", x)
+        write_csv(os.path.join(self.data, "in.csv"), keys, x)
+        s = self.start({"online": {"type": "redis", "port": self.redis.port}}, "scorer")
+        status, doc = s.post_json("/v2/jobs", {"model": "scorer", "source": {"type": "csv", "path": "in.csv"},
+                                               "sink": {"type": "redis", "connection": "online", "table": "scores"},
+                                               "key": "id", "inputs": {"x": ["f%d" % i for i in range(8)]}})
+        self.assertEqual(status, 201, doc)
+        C.wait_until(self, "the job to succeed", lambda: s.get_json("/v2/jobs/" + doc["id"])[1]["state"] == "succeeded",
+                     timeout=120)
+        body = self.infer("scorer", x[4], key="k4")  # the job's answer, from Redis
+        self.assertEqual(body["parameters"]["source"], "precomputed")
+        np.testing.assert_array_equal(self.y(body), ref[4])
+        self.redis.cli("HSET", "scores:k7", "y", "[7.25,-8,9]")  # a distinctive answer
+        body = self.infer("scorer", x[7], key="k7")
+        self.assertEqual(body["parameters"]["source"], "precomputed")
+        np.testing.assert_array_equal(self.y(body), np.array([7.25, -8, 9], np.float32))
+        self.redis.cli("HSET", "scores:k8", "model_version", "0")  # another version's row
+        self.assertEqual(self.infer("scorer", x[8], key="k8")["parameters"]["source"], "online")
+
+        self.redis.stop()  # Redis goes away: answered online
+        body = self.infer("scorer", x[7], key="k7")
+        self.assertEqual(body["parameters"]["source"], "online")
+        np.testing.assert_array_equal(self.y(body), ref[7])
+        self.redis.start()  # back, empty (no persistence): plant the row again
+        self.redis.cli("HSET", "scores:k7", "id", "k7", "model_name", "scorer", "model_version", "1",
+                       "predicted_at", str(time.time()), "y", "[7.25,-8,9]")
+
+        def from_table():
+            status, body = s.post_json("/v2/models/scorer/infer", ic.v2_json_request(
+                {"x": x[7].reshape(1, 8)}, params={"id": "k7"}))
+            self.assertEqual(status, 200, body)
+            return body["parameters"]["source"] == "precomputed"
+        C.wait_until(self, "Redis to answer again", from_table, timeout=60)
 
     def _strict_ok(self, x):
         status, body = self.server.post_json("/v2/models/pg_strict/infer", ic.v2_json_request(
