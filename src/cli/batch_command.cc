@@ -36,9 +36,12 @@ std::atomic<int> g_stop_signal{0};
 void OnSignal(int sig) { g_stop_signal.store(sig); }
 
 std::string Thousands(int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-  if (v < 0) s.insert(0, 1, '-');
+  const std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string s = v < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {  // built forward: no inserts (GCC 12 warns falsely on them)
+    if (i > 0 && (digits.size() - i) % 3 == 0) s.push_back(',');
+    s.push_back(digits[i]);
+  }
   return s;
 }
 
