@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "features/feature_vector.h"
 #include "jobs/job_spec.h"
 #include "jobs/jobs_config.h"
-#include "features/feature_vector.h"
 #include "jobs/row_source.h"
 #include "jobs/stored_outputs.h"
 

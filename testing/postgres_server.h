@@ -7,14 +7,13 @@
 // Thread-safety: none.
 #pragma once
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "testing/free_port.h"
 #include "testing/temp_dir.h"
 
 namespace inferd::testing {
@@ -66,17 +65,6 @@ class PostgresServer {
  private:
   std::string data() const { return dir_.path() + "/data"; }
   static int Run(const std::string& cmd) { return std::system(cmd.c_str()); }
-  static int FreePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-  }
 
   TempDir dir_;
   int port_ = 0;

@@ -1,9 +1,9 @@
 #include "core/feature_spec.h"
 
 #include <cmath>
-#include <cstdlib>
 
 #include "core/model_spec.h"
+#include "core/number_text.h"
 
 namespace inferd {
 namespace {
@@ -12,29 +12,14 @@ Status Bad(const std::string& name, const std::string& why) {
   return Status::InvalidArgument("field 'parameters." + std::string(kFeaturesPrefix) + name + "': " + why);
 }
 
-std::string Trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
-}
-
-std::vector<std::string> Split(const std::string& v) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  for (;;) {
-    size_t comma = v.find(',', pos);
-    out.push_back(Trimmed(std::string_view(v).substr(pos, comma == std::string::npos ? v.npos : comma - pos)));
-    if (comma == std::string::npos) return out;
-    pos = comma + 1;
-  }
-}
-
 // A finite number, all of `s`.
 std::optional<double> Number(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double d = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || !std::isfinite(d)) return std::nullopt;
+  bool is_int = false;
+  int64_t i = 0;
+  double d = 0;
+  if (!ParseNumber(s, &is_int, &i, &d)) return std::nullopt;
+  if (is_int) return static_cast<double>(i);
+  if (!std::isfinite(d)) return std::nullopt;
   return d;
 }
 
@@ -49,7 +34,7 @@ Result<std::optional<FeatureSpec>> ParseFeatureSpec(const std::map<std::string, 
   std::optional<std::string> defaults;
   for (; it != parameters.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
     const std::string name = it->first.substr(prefix.size());
-    const std::string v = Trimmed(it->second);
+    const std::string v(TrimSpace(it->second));
     if (name == "connection") {
       f.connection = v;
     } else if (name == "key_parameter") {
@@ -59,7 +44,7 @@ Result<std::optional<FeatureSpec>> ParseFeatureSpec(const std::map<std::string, 
     } else if (name == "input") {
       f.input = v;
     } else if (name == "names") {
-      f.names = Split(v);
+      f.names = SplitList(v);
       for (size_t i = 0; i < f.names.size(); ++i) {
         if (f.names[i].empty()) return Bad(name, "an empty feature name");
         for (size_t k = 0; k < i; ++k)
@@ -87,7 +72,7 @@ Result<std::optional<FeatureSpec>> ParseFeatureSpec(const std::map<std::string, 
                             std::to_string(f.names.size()) + " features are listed");
   f.defaults.assign(f.names.size(), std::nullopt);
   if (defaults && !defaults->empty()) {
-    std::vector<std::string> parts = Split(*defaults);
+    std::vector<std::string> parts = SplitList(*defaults);
     if (parts.size() != 1 && parts.size() != f.names.size())
       return Bad("defaults", "give one value for all features or one per feature (" + std::to_string(f.names.size()) +
                                  "), not " + std::to_string(parts.size()));

@@ -3,19 +3,13 @@
 #include <charconv>
 
 #include "core/model_spec.h"
+#include "core/number_text.h"
 
 namespace inferd {
 namespace {
 
 Status Bad(const std::string& name, const std::string& why) {
   return Status::InvalidArgument("field 'parameters." + std::string(kPrecomputedPrefix) + name + "': " + why);
-}
-
-std::string Trimmed(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
 }
 
 bool IsIntegerType(DataType t) {
@@ -46,7 +40,7 @@ Result<std::optional<PrecomputedSpec>> ParsePrecomputedSpec(const std::map<std::
   bool have_connection = false, have_table = false, have_outputs = false;
   for (; it != parameters.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
     const std::string name = it->first.substr(prefix.size());
-    const std::string v = Trimmed(it->second);
+    const std::string v(TrimSpace(it->second));
     if (name == "connection") {
       if (v.empty()) return Bad(name, "must name a connection of the jobs config");
       p.connection = v;
@@ -71,12 +65,7 @@ Result<std::optional<PrecomputedSpec>> ParsePrecomputedSpec(const std::map<std::
       if (v.empty()) return Bad(name, "must name the table's key column");
       p.key_column = v;
     } else if (name == "outputs") {
-      size_t pos = 0;
-      while (pos <= v.size()) {
-        size_t comma = v.find(',', pos);
-        if (comma == std::string::npos) comma = v.size();
-        std::string o = Trimmed(v.substr(pos, comma - pos));
-        pos = comma + 1;
+      for (std::string& o : SplitList(v)) {
         if (o.empty()) return Bad(name, "an empty output name");
         if (model.FindOutput(o) == nullptr && model.FindRule(o) == nullptr)
           return Bad(name, "model '" + model.name + "' has no output '" + o + "'");

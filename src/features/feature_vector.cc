@@ -4,68 +4,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/number_text.h"
+
 namespace inferd::features {
 namespace {
-
-template <typename T>
-void Put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-// One element of `dt` from `d` (range-checked for integer types).
-bool PutElement(std::string* out, DataType dt, double d) {
-  auto in = [&](double lo, double hi) { return d >= lo && d <= hi && d == std::floor(d); };
-  switch (dt) {
-    case DataType::kFp32:
-      Put(out, static_cast<float>(d));
-      return true;
-    case DataType::kFp64:
-      Put(out, d);
-      return true;
-    case DataType::kInt8:
-      if (!in(-128, 127)) return false;
-      Put(out, static_cast<int8_t>(d));
-      return true;
-    case DataType::kInt16:
-      if (!in(-32768, 32767)) return false;
-      Put(out, static_cast<int16_t>(d));
-      return true;
-    case DataType::kInt32:
-      if (!in(-2147483648.0, 2147483647.0)) return false;
-      Put(out, static_cast<int32_t>(d));
-      return true;
-    case DataType::kInt64:
-      if (!in(-9.2e18, 9.2e18)) return false;
-      Put(out, static_cast<int64_t>(d));
-      return true;
-    case DataType::kUint8:
-      if (!in(0, 255)) return false;
-      Put(out, static_cast<uint8_t>(d));
-      return true;
-    case DataType::kUint16:
-      if (!in(0, 65535)) return false;
-      Put(out, static_cast<uint16_t>(d));
-      return true;
-    case DataType::kUint32:
-      if (!in(0, 4294967295.0)) return false;
-      Put(out, static_cast<uint32_t>(d));
-      return true;
-    case DataType::kUint64:
-      if (!in(0, 1.8e19)) return false;
-      Put(out, static_cast<uint64_t>(d));
-      return true;
-    default:
-      return false;  // FP16 / BF16 / BOOL / BYTES: refused by ParseFeatureSpec or unsupported here
-  }
-}
-
-std::optional<double> ParseNumber(const std::string& s) {
-  if (s.empty() || s.size() > 64) return std::nullopt;
-  char* end = nullptr;
-  const double d = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || !std::isfinite(d)) return std::nullopt;
-  return d;
-}
 
 std::string Shown(const std::string& s) { return s.size() > 64 ? s.substr(0, 64) + "..." : s; }
 
@@ -82,6 +24,8 @@ Result<Assembled> AssembleFeatures(const FeatureSpec& spec, const TensorSpec& in
   std::string missing;
   size_t n_missing = 0;
   for (size_t i = 0; i < values.size(); ++i) {
+    bool is_int = false;
+    int64_t n = 0;
     double d = 0;
     if (!values[i]) {
       if (!spec.defaults[i]) {
@@ -92,13 +36,11 @@ Result<Assembled> AssembleFeatures(const FeatureSpec& spec, const TensorSpec& in
       d = *spec.defaults[i];
       ++a.defaulted;
     } else {
-      auto v = ParseNumber(*values[i]);
-      if (!v)
+      if (!ParseNumber(*values[i], &is_int, &n, &d) || (!is_int && !std::isfinite(d)))
         return Status::Internal("feature '" + spec.names[i] + "' of entity '" + Shown(entity) + "' is '" +
                                 Shown(*values[i]) + "' in Redis, not a number");
-      d = *v;
     }
-    if (!PutElement(&data, input.dtype, d))
+    if (!AppendNumber(&data, input.dtype, is_int, n, d))
       return Status::Internal("feature '" + spec.names[i] + "' of entity '" + Shown(entity) + "' does not fit input '" +
                               input.name + "' (" + std::string(DataTypeToWire(input.dtype)) + ")");
   }

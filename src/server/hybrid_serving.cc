@@ -217,9 +217,9 @@ void HybridServing::Lookup(std::shared_ptr<const ModelSpec> spec, std::string ve
       o.kind = Outcome::Kind::kStale;
       return done(std::move(o));
     }
-    auto decoder = jobs::StoredOutputs::Make(*spec, pc.outputs);
+    auto decoder = Decoder(spec);
     if (!decoder.ok()) return fail(decoder.status());
-    auto tensors = decoder->ToTensors((*row)->values);
+    auto tensors = (*decoder)->ToTensors((*row)->values);
     if (!tensors.ok())
       return fail(Status::Internal("the stored row for this key cannot answer: " + tensors.status().message()));
     Count(model, &Counts::hit);
@@ -242,8 +242,8 @@ void HybridServing::Lookup(std::shared_ptr<const ModelSpec> spec, std::string ve
 void HybridServing::WriteBack(std::shared_ptr<const ModelSpec> spec, std::string version, std::string key,
                               const InferResponse& response) {
   const std::string model = spec->name;
-  auto decoder = jobs::StoredOutputs::Make(*spec, spec->precomputed->outputs);
-  Result<std::vector<jobs::Cell>> cells = decoder.ok() ? decoder->ToCells(response) : decoder.status();
+  auto decoder = Decoder(spec);
+  Result<std::vector<jobs::Cell>> cells = decoder.ok() ? (*decoder)->ToCells(response) : decoder.status();
   if (!cells.ok()) return Count(model, &Counts::write_errors);
   auto task = [this, spec = std::move(spec), version = std::move(version), key = std::move(key),
                cells = std::move(*cells)](size_t thread, const Status& refused) {
@@ -254,6 +254,20 @@ void HybridServing::WriteBack(std::shared_ptr<const ModelSpec> spec, std::string
   };
   Task queued = std::move(task);
   if (Post(std::move(queued)) != Posted::kQueued) Count(model, &Counts::write_dropped);
+}
+
+Result<std::shared_ptr<const jobs::StoredOutputs>> HybridServing::Decoder(
+    const std::shared_ptr<const ModelSpec>& spec) {
+  MutexLock g(&decoders_mu_);
+  auto it = decoders_.find(spec.get());
+  if (it != decoders_.end() && it->second.spec.lock() == spec) return it->second.outputs;
+  // A new (or reloaded) version: forget the versions that are gone, build this one's.
+  for (auto e = decoders_.begin(); e != decoders_.end();) e = e->second.spec.expired() ? decoders_.erase(e) : ++e;
+  auto outputs = jobs::StoredOutputs::Make(*spec, spec->precomputed->outputs);
+  if (!outputs.ok()) return outputs.status();
+  auto shared = std::make_shared<const jobs::StoredOutputs>(std::move(*outputs));
+  decoders_[spec.get()] = CachedDecoder{spec, shared};
+  return shared;
 }
 
 void HybridServing::CountBypass(const std::string& model) { Count(model, &Counts::bypass); }

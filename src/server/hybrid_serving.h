@@ -32,6 +32,7 @@
 #include "core/mutex.h"
 #include "jobs/job_stores.h"
 #include "jobs/prediction_store.h"
+#include "jobs/stored_outputs.h"
 #include "metrics/prometheus.h"
 
 namespace inferd {
@@ -108,6 +109,10 @@ class HybridServing {
   // The store for `spec` that thread `thread` uses (opened on first use).
   Result<jobs::PredictionStore*> Store(const PrecomputedSpec& spec, size_t thread);
   void Count(const std::string& model, uint64_t Counts::*field);
+  // The stored outputs' decoder of a loaded version, built on its first
+  // lookup or write-back and kept while the version lives (`spec` shares the
+  // version's ownership, so an expired entry is a version that is gone).
+  Result<std::shared_ptr<const jobs::StoredOutputs>> Decoder(const std::shared_ptr<const ModelSpec>& spec);
 
   const jobs::JobStores* const stores_;
   const Options options_;
@@ -121,6 +126,13 @@ class HybridServing {
   // Connection + table + writable -> one store per thread.
   mutable Mutex stores_mu_;
   std::map<std::string, std::vector<std::unique_ptr<jobs::PredictionStore>>> open_ TSA_GUARDED_BY(stores_mu_);
+
+  struct CachedDecoder {
+    std::weak_ptr<const ModelSpec> spec;
+    std::shared_ptr<const jobs::StoredOutputs> outputs;
+  };
+  Mutex decoders_mu_;
+  std::map<const ModelSpec*, CachedDecoder> decoders_ TSA_GUARDED_BY(decoders_mu_);
 
   mutable Mutex counts_mu_;
   std::map<std::string, Counts, std::less<>> counts_ TSA_GUARDED_BY(counts_mu_);

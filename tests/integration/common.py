@@ -6,6 +6,7 @@ suite module imports setUpModule/tearDownModule from here.
 """
 import re
 import os
+import shutil
 import sys
 import time
 
@@ -135,3 +136,16 @@ def assert_failed_loads(test, expect, inputs):
             test.assertIn(text, reason)
             st, js = SERVER.post_json("/v2/models/%s/infer" % name, ic.v2_json_request(inputs))
             test.assertNotEqual(st, 200, js)
+
+
+def copy_model(repo, name, parameters, src="mlp"):
+    """A copy of fixture model `src` in `repo` named `name`, its config with the given parameters added
+    ({key: string value})."""
+    dst = os.path.join(repo, name)
+    shutil.copytree(os.path.join(REPO, src), dst)
+    with open(os.path.join(dst, "config.pbtxt")) as f:
+        config = "\n".join(line for line in f.read().splitlines() if not line.startswith("name:"))
+    for k, v in parameters.items():
+        config += '\nparameters { key: "%s" value: { string_value: "%s" } }' % (k, v)
+    with open(os.path.join(dst, "config.pbtxt"), "w") as f:
+        f.write('name: "%s"\n' % name + config + "\n")

@@ -28,18 +28,11 @@ def tearDownModule():
 
 
 def feature_model(repo, name, **params):
-    """A copy of the mlp fixture named `name` with features.<k> = v parameters."""
-    dst = os.path.join(repo, name)
-    shutil.copytree(os.path.join(C.REPO, "mlp"), dst)
-    with open(os.path.join(dst, "config.pbtxt")) as f:
-        config = "\n".join(line for line in f.read().splitlines() if not line.startswith("name:"))
+    """A copy of the mlp fixture named `name` whose input x comes from the Redis hash user:<user_id>."""
     base = {"connection": "online", "key_parameter": "user_id", "key_prefix": "user:", "input": "x",
             "names": ",".join(NAMES)}
     base.update(params)
-    for k, v in base.items():
-        config += '\nparameters { key: "features.%s" value: { string_value: "%s" } }' % (k, v)
-    with open(os.path.join(dst, "config.pbtxt"), "w") as f:
-        f.write('name: "%s"\n' % name + config + "\n")
+    C.copy_model(repo, name, {"features." + k: v for k, v in base.items()})
 
 
 class Features(unittest.TestCase):

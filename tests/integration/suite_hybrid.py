@@ -32,16 +32,7 @@ def tearDownModule():
 
 def hybrid_model(repo, name, **params):
     """A copy of the mlp fixture named `name` with precomputed.<k> = v parameters."""
-    src = os.path.join(C.REPO, "mlp")
-    dst = os.path.join(repo, name)
-    shutil.copytree(src, dst)
-    with open(os.path.join(dst, "config.pbtxt")) as f:
-        config = f.read()
-    config = "\n".join(line for line in config.splitlines() if not line.startswith("name:"))
-    for k, v in params.items():
-        config += '\nparameters { key: "precomputed.%s" value: { string_value: "%s" } }' % (k, v)
-    with open(os.path.join(dst, "config.pbtxt"), "w") as f:
-        f.write('name: "%s"\n' % name + config + "\n")
+    C.copy_model(repo, name, {"precomputed." + k: v for k, v in params.items()})
 
 
 class Hybrid(unittest.TestCase):
