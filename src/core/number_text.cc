@@ -7,23 +7,6 @@
 namespace inferd {
 namespace {
 
-bool IsInteger(DataType dt) {
-  switch (dt) {
-    case DataType::kInt8:
-    case DataType::kInt16:
-    case DataType::kInt32:
-    case DataType::kInt64:
-    case DataType::kUint8:
-    case DataType::kUint16:
-    case DataType::kUint32:
-    case DataType::kUint64:
-    case DataType::kBool:
-      return true;
-    default:
-      return false;
-  }
-}
-
 template <typename T>
 void PutRaw(std::string* out, T v) {
   const size_t at = out->size();
@@ -34,7 +17,7 @@ void PutRaw(std::string* out, T v) {
 }  // namespace
 
 bool AppendNumber(std::string* out, DataType dt, bool is_int, int64_t i, double d) {
-  if (IsInteger(dt)) {
+  if (IsIntegerType(dt) || dt == DataType::kBool) {
     if (!is_int) {
       if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.2e18) return false;
       i = static_cast<int64_t>(d);
@@ -93,6 +76,22 @@ bool AppendNumber(std::string* out, DataType dt, bool is_int, int64_t i, double 
       return true;
     case DataType::kBf16:
       PutRaw<uint16_t>(out, FloatToBf16(static_cast<float>(v)));
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsIntegerType(DataType dt) {
+  switch (dt) {
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kUint8:
+    case DataType::kUint16:
+    case DataType::kUint32:
+    case DataType::kUint64:
       return true;
     default:
       return false;

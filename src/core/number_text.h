@@ -26,6 +26,9 @@ std::vector<std::string> SplitList(std::string_view s);
 // faster than strtod. False for anything else, or more than 64 characters.
 bool ParseNumber(std::string_view text, bool* is_int, int64_t* i, double* d);
 
+// INT8..INT64 and UINT8..UINT64 (not BOOL).
+bool IsIntegerType(DataType dt);
+
 // Appends one element of `dt` (little-endian) from an integer or a real;
 // false when it does not fit (out of range, a fraction for an integer type,
 // not finite for an integer type, or a non-numeric datatype).

@@ -12,22 +12,6 @@ Status Bad(const std::string& name, const std::string& why) {
   return Status::InvalidArgument("field 'parameters." + std::string(kPrecomputedPrefix) + name + "': " + why);
 }
 
-bool IsIntegerType(DataType t) {
-  switch (t) {
-    case DataType::kInt8:
-    case DataType::kInt16:
-    case DataType::kInt32:
-    case DataType::kInt64:
-    case DataType::kUint8:
-    case DataType::kUint16:
-    case DataType::kUint32:
-    case DataType::kUint64:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 Result<std::optional<PrecomputedSpec>> ParsePrecomputedSpec(const std::map<std::string, std::string>& parameters,
