@@ -45,9 +45,11 @@ class Features(unittest.TestCase):
         self.server = None
 
     def tearDown(self):
-        if self.server:
-            self.assertEqual(self.server.stop(), 0, "".join(self.server.log[-30:]))
-        self.redis.close()
+        try:
+            if self.server:
+                self.assertEqual(self.server.stop(), 0, "".join(self.server.log[-30:]))
+        finally:  # a failed stop must not leave Redis running
+            self.redis.close()
 
     def start(self, *models):
         config = os.path.join(self.dir, "jobs.json")

@@ -49,12 +49,14 @@ class Hybrid(unittest.TestCase):
         self.redis = None
 
     def tearDown(self):
-        if self.server:
-            self.assertEqual(self.server.stop(), 0, "".join(self.server.log[-30:]))
-        if self.pg:
-            self.pg.close()
-        if self.redis:
-            self.redis.close()
+        try:
+            if self.server:
+                self.assertEqual(self.server.stop(), 0, "".join(self.server.log[-30:]))
+        finally:  # a failed stop must not leave the databases running
+            if self.pg:
+                self.pg.close()
+            if self.redis:
+                self.redis.close()
 
     def start(self, connections, *models):
         config = os.path.join(self.dir, "jobs.json")
