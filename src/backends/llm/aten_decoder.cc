@@ -1,0 +1,408 @@
+#include "backends/llm/aten_decoder.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <rapidjson/document.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "llm/safetensors.h"
+
+namespace inferd::llm {
+
+struct LayerWeights {
+  at::Tensor norm1_w, norm1_b, norm2_w, norm2_b;  // biases: GPT-2 only
+  at::Tensor qkv_w, qkv_b;                        // [q + k + v, hidden]; bias may be undefined
+  at::Tensor o_w, o_b;
+  at::Tensor up_w, up_b;  // Llama: gate and up stacked [2 * inter, hidden]; GPT-2: c_fc
+  at::Tensor down_w, down_b;
+};
+
+struct DecoderWeights {
+  DecoderConfig config;
+  at::Tensor embed;      // [vocab, hidden]
+  at::Tensor positions;  // GPT-2: [max_positions, hidden]
+  std::vector<LayerWeights> layers;
+  at::Tensor final_w, final_b;
+  at::Tensor lm_head;   // [vocab, hidden] (the embedding when tied)
+  at::Tensor inv_freq;  // Llama: [head_dim / 2]
+};
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Shape(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// The tensors of a model folder by name, across shards.
+class WeightFiles {
+ public:
+  Status Open(const std::string& dir) {
+    const fs::path single = fs::path(dir) / "model.safetensors";
+    const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+    if (fs::exists(single)) {
+      INFERD_ASSIGN_OR_RETURN(auto f, SafetensorsFile::Open(single.string()));
+      files_.push_back(f);
+      for (const auto& [name, e] : f->header().tensors) where_[name] = f.get();
+      return Status::OK();
+    }
+    if (!fs::exists(index)) return Status::NotFound("no model.safetensors or model.safetensors.index.json in " + dir);
+    std::ifstream in(index);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    rapidjson::Document doc;
+    doc.Parse<rapidjson::kParseIterativeFlag>(text.data(), text.size());
+    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("weight_map") || !doc["weight_map"].IsObject()) {
+      return Status::InvalidArgument("model.safetensors.index.json has no weight_map object");
+    }
+    std::map<std::string, const SafetensorsFile*> shards;
+    for (auto it = doc["weight_map"].MemberBegin(); it != doc["weight_map"].MemberEnd(); ++it) {
+      if (!it->value.IsString()) return Status::InvalidArgument("model.safetensors.index.json: a shard is not a name");
+      const std::string shard(it->value.GetString(), it->value.GetStringLength());
+      if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") {
+        return Status::InvalidArgument("model.safetensors.index.json: shard '" + shard.substr(0, 64) +
+                                       "' is not a file name in the model folder");
+      }
+      if (!shards.count(shard)) {
+        INFERD_ASSIGN_OR_RETURN(auto f, SafetensorsFile::Open((fs::path(dir) / shard).string()));
+        files_.push_back(f);
+        shards[shard] = f.get();
+      }
+      where_[std::string(it->name.GetString(), it->name.GetStringLength())] = shards[shard];
+    }
+    return Status::OK();
+  }
+
+  bool Has(const std::string& name) const { return where_.count(name) > 0; }
+
+  // The tensor as FP32, checked against `shape`.
+  Result<at::Tensor> Get(const std::string& name, const std::vector<int64_t>& shape) const {
+    auto it = where_.find(name);
+    const SafetensorsEntry* e = it == where_.end() ? nullptr : it->second->Find(name);
+    if (e == nullptr) return Status::InvalidArgument("model.safetensors has no tensor '" + name + "'");
+    if (e->shape != shape) {
+      return Status::InvalidArgument("model.safetensors: '" + name + "' has shape " + Shape(e->shape) +
+                                     ", config.json needs " + Shape(shape));
+    }
+    at::ScalarType st;
+    switch (e->dtype) {
+      case DataType::kFp32:
+        st = at::kFloat;
+        break;
+      case DataType::kFp16:
+        st = at::kHalf;
+        break;
+      case DataType::kBf16:
+        st = at::kBFloat16;
+        break;
+      case DataType::kFp64:
+        st = at::kDouble;
+        break;
+      default:
+        return Status::InvalidArgument("model.safetensors: '" + name + "' is not a floating-point tensor");
+    }
+    std::string_view bytes = it->second->Data(*e);
+    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(st));
+    std::memcpy(t.data_ptr(), bytes.data(), bytes.size());  // the file's data may be misaligned
+    if (st != at::kFloat) t = t.to(at::kFloat);
+    if (!at::isfinite(t).all().item<bool>()) {
+      return Status::InvalidArgument("model.safetensors: '" + name + "' holds NaN or infinite values");
+    }
+    return t;
+  }
+
+ private:
+  std::vector<std::shared_ptr<const SafetensorsFile>> files_;
+  std::map<std::string, const SafetensorsFile*> where_;
+};
+
+Result<std::shared_ptr<const DecoderWeights>> LoadLlama(const WeightFiles& f, const DecoderConfig& c) {
+  auto w = std::make_shared<DecoderWeights>();
+  w->config = c;
+  const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+  const int64_t q = c.num_heads * D, kv = c.num_kv_heads * D;
+  INFERD_ASSIGN_OR_RETURN(w->embed, f.Get("model.embed_tokens.weight", {c.vocab_size, H}));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    LayerWeights L;
+    INFERD_ASSIGN_OR_RETURN(L.norm1_w, f.Get(p + "input_layernorm.weight", {H}));
+    INFERD_ASSIGN_OR_RETURN(L.norm2_w, f.Get(p + "post_attention_layernorm.weight", {H}));
+    INFERD_ASSIGN_OR_RETURN(at::Tensor wq, f.Get(p + "self_attn.q_proj.weight", {q, H}));
+    INFERD_ASSIGN_OR_RETURN(at::Tensor wk, f.Get(p + "self_attn.k_proj.weight", {kv, H}));
+    INFERD_ASSIGN_OR_RETURN(at::Tensor wv, f.Get(p + "self_attn.v_proj.weight", {kv, H}));
+    L.qkv_w = at::cat({wq, wk, wv}, 0).contiguous();
+    if (c.attention_bias) {
+      INFERD_ASSIGN_OR_RETURN(at::Tensor bq, f.Get(p + "self_attn.q_proj.bias", {q}));
+      INFERD_ASSIGN_OR_RETURN(at::Tensor bk, f.Get(p + "self_attn.k_proj.bias", {kv}));
+      INFERD_ASSIGN_OR_RETURN(at::Tensor bv, f.Get(p + "self_attn.v_proj.bias", {kv}));
+      L.qkv_b = at::cat({bq, bk, bv}, 0).contiguous();
+    }
+    INFERD_ASSIGN_OR_RETURN(L.o_w, f.Get(p + "self_attn.o_proj.weight", {H, q}));
+    // Qwen2 has biases on q, k and v only; Llama's attention_bias covers o too.
+    if (c.attention_bias && f.Has(p + "self_attn.o_proj.bias")) {
+      INFERD_ASSIGN_OR_RETURN(L.o_b, f.Get(p + "self_attn.o_proj.bias", {H}));
+    }
+    INFERD_ASSIGN_OR_RETURN(at::Tensor gate, f.Get(p + "mlp.gate_proj.weight", {I, H}));
+    INFERD_ASSIGN_OR_RETURN(at::Tensor up, f.Get(p + "mlp.up_proj.weight", {I, H}));
+    L.up_w = at::cat({gate, up}, 0).contiguous();
+    INFERD_ASSIGN_OR_RETURN(L.down_w, f.Get(p + "mlp.down_proj.weight", {H, I}));
+    if (c.mlp_bias) {
+      INFERD_ASSIGN_OR_RETURN(at::Tensor bg, f.Get(p + "mlp.gate_proj.bias", {I}));
+      INFERD_ASSIGN_OR_RETURN(at::Tensor bu, f.Get(p + "mlp.up_proj.bias", {I}));
+      L.up_b = at::cat({bg, bu}, 0).contiguous();
+      INFERD_ASSIGN_OR_RETURN(L.down_b, f.Get(p + "mlp.down_proj.bias", {H}));
+    }
+    w->layers.push_back(std::move(L));
+  }
+  INFERD_ASSIGN_OR_RETURN(w->final_w, f.Get("model.norm.weight", {H}));
+  if (c.tie_word_embeddings || !f.Has("lm_head.weight")) {
+    if (!c.tie_word_embeddings) return Status::InvalidArgument("model.safetensors has no tensor 'lm_head.weight'");
+    w->lm_head = w->embed;
+  } else {
+    INFERD_ASSIGN_OR_RETURN(w->lm_head, f.Get("lm_head.weight", {c.vocab_size, H}));
+  }
+  // HF's rotary frequencies, in FP32 as it computes them.
+  w->inv_freq = 1.0 / at::pow(c.rope_theta, at::arange(0, D, 2, at::kLong).to(at::kFloat) / static_cast<double>(D));
+  w->inv_freq = w->inv_freq.to(at::kFloat);
+  return std::shared_ptr<const DecoderWeights>(std::move(w));
+}
+
+Result<std::shared_ptr<const DecoderWeights>> LoadGpt2(const WeightFiles& f, const DecoderConfig& c) {
+  auto w = std::make_shared<DecoderWeights>();
+  w->config = c;
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const std::string root = f.Has("wte.weight") ? "" : "transformer.";
+  INFERD_ASSIGN_OR_RETURN(w->embed, f.Get(root + "wte.weight", {c.vocab_size, H}));
+  INFERD_ASSIGN_OR_RETURN(w->positions, f.Get(root + "wpe.weight", {c.max_positions, H}));
+  // Conv1D stores [in, out]: transposed once here so every projection is at::linear.
+  auto conv = [&](const std::string& name, int64_t in, int64_t out) -> Result<at::Tensor> {
+    INFERD_ASSIGN_OR_RETURN(at::Tensor t, f.Get(name, {in, out}));
+    return t.t().contiguous();
+  };
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = root + "h." + std::to_string(i) + ".";
+    LayerWeights L;
+    INFERD_ASSIGN_OR_RETURN(L.norm1_w, f.Get(p + "ln_1.weight", {H}));
+    INFERD_ASSIGN_OR_RETURN(L.norm1_b, f.Get(p + "ln_1.bias", {H}));
+    INFERD_ASSIGN_OR_RETURN(L.norm2_w, f.Get(p + "ln_2.weight", {H}));
+    INFERD_ASSIGN_OR_RETURN(L.norm2_b, f.Get(p + "ln_2.bias", {H}));
+    INFERD_ASSIGN_OR_RETURN(L.qkv_w, conv(p + "attn.c_attn.weight", H, 3 * H));
+    INFERD_ASSIGN_OR_RETURN(L.qkv_b, f.Get(p + "attn.c_attn.bias", {3 * H}));
+    INFERD_ASSIGN_OR_RETURN(L.o_w, conv(p + "attn.c_proj.weight", H, H));
+    INFERD_ASSIGN_OR_RETURN(L.o_b, f.Get(p + "attn.c_proj.bias", {H}));
+    INFERD_ASSIGN_OR_RETURN(L.up_w, conv(p + "mlp.c_fc.weight", H, I));
+    INFERD_ASSIGN_OR_RETURN(L.up_b, f.Get(p + "mlp.c_fc.bias", {I}));
+    INFERD_ASSIGN_OR_RETURN(L.down_w, conv(p + "mlp.c_proj.weight", I, H));
+    INFERD_ASSIGN_OR_RETURN(L.down_b, f.Get(p + "mlp.c_proj.bias", {H}));
+    w->layers.push_back(std::move(L));
+  }
+  INFERD_ASSIGN_OR_RETURN(w->final_w, f.Get(root + "ln_f.weight", {H}));
+  INFERD_ASSIGN_OR_RETURN(w->final_b, f.Get(root + "ln_f.bias", {H}));
+  w->lm_head = w->embed;
+  return std::shared_ptr<const DecoderWeights>(std::move(w));
+}
+
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w, double eps) {
+  at::Tensor var = x.pow(2).mean(-1, /*keepdim=*/true);
+  return w * (x * at::rsqrt(var + eps));
+}
+
+at::Tensor RotateHalf(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+class AtenDecoder final : public DecoderModel {
+ public:
+  explicit AtenDecoder(std::shared_ptr<const DecoderWeights> w) : w_(std::move(w)) {}
+
+  const DecoderConfig& config() const override { return w_->config; }
+
+  int64_t CacheBytesPerBlock(int64_t block_size) const override {
+    const auto& c = w_->config;
+    return c.num_layers * 2 * block_size * c.num_kv_heads * c.head_dim * static_cast<int64_t>(sizeof(float));
+  }
+
+  Status AllocateCache(int64_t num_blocks, int64_t block_size) override {
+    if (num_blocks <= 0 || block_size <= 0) return Status::InvalidArgument("the KV cache needs at least one block");
+    try {
+      const auto& c = w_->config;
+      cache_ = at::Tensor();
+      cache_ = at::zeros({c.num_layers, 2, num_blocks * block_size, c.num_kv_heads, c.head_dim});
+      num_blocks_ = num_blocks;
+      block_size_ = block_size;
+      return Status::OK();
+    } catch (const std::exception& e) {
+      return Status::ResourceExhausted(std::string("cannot allocate the KV cache: ") + e.what());
+    }
+  }
+
+  Status Forward(std::span<const StepInput> batch, std::vector<float>* logits) override {
+    logits->clear();
+    if (batch.empty()) return Status::OK();
+    if (!cache_.defined()) return Status::FailedPrecondition("the KV cache is not allocated");
+    try {
+      c10::InferenceMode guard;
+      return Run(batch, logits);
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("decoder step failed: ") + e.what());
+    }
+  }
+
+ private:
+  Status Run(std::span<const StepInput> batch, std::vector<float>* logits) {
+    const DecoderConfig& c = w_->config;
+    const bool llama = c.architecture == Architecture::kLlama;
+    // Tokens, positions and cache slots of every sequence, packed.
+    std::vector<int64_t> tokens, positions, slots, last_rows;
+    std::vector<std::vector<int64_t>> context_slots(batch.size());
+    for (size_t s = 0; s < batch.size(); ++s) {
+      const StepInput& in = batch[s];
+      const int64_t n = static_cast<int64_t>(in.tokens.size());
+      if (n == 0) return Status::InvalidArgument("a sequence in the step has no tokens");
+      const int64_t end = in.position + n;
+      if (in.position < 0 || end > c.max_positions) {
+        return Status::InvalidArgument("positions up to " + std::to_string(end) + " exceed the model's context of " +
+                                       std::to_string(c.max_positions));
+      }
+      if (static_cast<int64_t>(in.blocks.size()) * block_size_ < end) {
+        return Status::InvalidArgument("the block table does not cover the sequence's positions");
+      }
+      for (int32_t b : in.blocks) {
+        if (b < 0 || b >= num_blocks_) return Status::InvalidArgument("a block id is outside the cache");
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        const int32_t t = in.tokens[static_cast<size_t>(i)];
+        if (t < 0 || t >= c.vocab_size)
+          return Status::InvalidArgument("token id " + std::to_string(t) + " is outside the vocabulary");
+        tokens.push_back(t);
+        positions.push_back(in.position + i);
+      }
+      auto slot = [&](int64_t p) {
+        return in.blocks[static_cast<size_t>(p / block_size_)] * block_size_ + p % block_size_;
+      };
+      for (int64_t p = in.position; p < end; ++p) slots.push_back(slot(p));
+      context_slots[s].reserve(static_cast<size_t>(end));
+      for (int64_t p = 0; p < end; ++p) context_slots[s].push_back(slot(p));
+      if (in.want_logits) last_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
+    }
+    const auto long_opts = at::TensorOptions().dtype(at::kLong);
+    at::Tensor tok = at::from_blob(tokens.data(), {static_cast<int64_t>(tokens.size())}, long_opts);
+    at::Tensor pos = at::from_blob(positions.data(), {static_cast<int64_t>(positions.size())}, long_opts);
+    at::Tensor slot_t = at::from_blob(slots.data(), {static_cast<int64_t>(slots.size())}, long_opts);
+    std::vector<at::Tensor> ctx_t;
+    for (auto& cs : context_slots)
+      ctx_t.push_back(at::from_blob(cs.data(), {static_cast<int64_t>(cs.size())}, long_opts));
+
+    const int64_t T = tok.size(0), H = c.hidden_size, D = c.head_dim;
+    const int64_t nh = c.num_heads, nkv = c.num_kv_heads, group = nh / nkv;
+    at::Tensor x = w_->embed.index_select(0, tok);
+    at::Tensor cos, sin;
+    if (llama) {
+      at::Tensor freqs = pos.to(at::kFloat).unsqueeze(1) * w_->inv_freq.unsqueeze(0);  // [T, D/2]
+      at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);                       // [T, 1, D]
+      cos = emb.cos();
+      sin = emb.sin();
+    } else {
+      x = x + w_->positions.index_select(0, pos);
+    }
+    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+    for (size_t l = 0; l < w_->layers.size(); ++l) {
+      const LayerWeights& L = w_->layers[l];
+      at::Tensor h =
+          llama ? RmsNorm(x, L.norm1_w, c.norm_eps) : at::layer_norm(x, {H}, L.norm1_w, L.norm1_b, c.norm_eps);
+      at::Tensor qkv = at::linear(h, L.qkv_w, L.qkv_b);
+      at::Tensor q = qkv.narrow(1, 0, nh * D).view({T, nh, D});
+      at::Tensor k = qkv.narrow(1, nh * D, nkv * D).view({T, nkv, D});
+      at::Tensor v = qkv.narrow(1, (nh + nkv) * D, nkv * D).view({T, nkv, D});
+      if (llama) {
+        q = q * cos + RotateHalf(q) * sin;
+        k = k * cos + RotateHalf(k) * sin;
+      }
+      at::Tensor kcache = cache_[static_cast<int64_t>(l)][0];
+      at::Tensor vcache = cache_[static_cast<int64_t>(l)][1];
+      kcache.index_copy_(0, slot_t, k.contiguous());
+      vcache.index_copy_(0, slot_t, v.contiguous());
+      std::vector<at::Tensor> outs;
+      outs.reserve(batch.size());
+      int64_t row = 0;
+      for (size_t s = 0; s < batch.size(); ++s) {
+        const int64_t n = static_cast<int64_t>(batch[s].tokens.size());
+        const int64_t ctx = ctx_t[s].size(0);
+        at::Tensor qs = q.narrow(0, row, n).permute({1, 0, 2}).reshape({nkv, group * n, D});  // [nkv, g*n, D]
+        at::Tensor ks = kcache.index_select(0, ctx_t[s]).permute({1, 2, 0});                  // [nkv, D, ctx]
+        at::Tensor vs = vcache.index_select(0, ctx_t[s]).permute({1, 0, 2});                  // [nkv, ctx, D]
+        at::Tensor scores = at::bmm(qs, ks).mul_(scale);                                      // [nkv, g*n, ctx]
+        if (n > 1) {
+          // Query i (position p0 + i) sees keys 0..p0 + i.
+          at::Tensor qpos = at::arange(batch[s].position, batch[s].position + n, long_opts).unsqueeze(1);
+          at::Tensor kpos = at::arange(ctx, long_opts).unsqueeze(0);
+          at::Tensor masked = (kpos > qpos).repeat({group, 1}).unsqueeze(0);  // [1, g*n, ctx]
+          scores.masked_fill_(masked, -std::numeric_limits<float>::infinity());
+        }
+        at::Tensor probs = at::softmax(scores, -1);
+        at::Tensor o = at::bmm(probs, vs).view({nh, n, D}).permute({1, 0, 2}).reshape({n, nh * D});
+        outs.push_back(o);
+        row += n;
+      }
+      at::Tensor attn = outs.size() == 1 ? outs[0] : at::cat(outs, 0);
+      x = x + at::linear(attn, L.o_w, L.o_b);
+      h = llama ? RmsNorm(x, L.norm2_w, c.norm_eps) : at::layer_norm(x, {H}, L.norm2_w, L.norm2_b, c.norm_eps);
+      at::Tensor up = at::linear(h, L.up_w, L.up_b);
+      at::Tensor act;
+      if (llama) {
+        const int64_t I = c.intermediate_size;
+        act = at::silu(up.narrow(1, 0, I)) * up.narrow(1, I, I);
+      } else if (c.hidden_act == "relu") {
+        act = at::relu(up);
+      } else if (c.hidden_act == "gelu") {
+        act = at::gelu(up);
+      } else {
+        act = at::gelu(up, "tanh");
+      }
+      x = x + at::linear(act, L.down_w, L.down_b);
+    }
+    if (last_rows.empty()) return Status::OK();
+    at::Tensor rows = at::from_blob(last_rows.data(), {static_cast<int64_t>(last_rows.size())}, long_opts);
+    at::Tensor last = x.index_select(0, rows);
+    last = llama ? RmsNorm(last, w_->final_w, c.norm_eps)
+                 : at::layer_norm(last, {H}, w_->final_w, w_->final_b, c.norm_eps);
+    at::Tensor out = at::linear(last, w_->lm_head).contiguous();
+    logits->assign(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
+    return Status::OK();
+  }
+
+  std::shared_ptr<const DecoderWeights> w_;
+  at::Tensor cache_;  // [layers, 2, num_blocks * block_size, kv_heads, head_dim]
+  int64_t num_blocks_ = 0;
+  int64_t block_size_ = 0;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<const DecoderWeights>> LoadDecoderWeights(const std::string& dir, const DecoderConfig& config) {
+  try {
+    c10::InferenceMode guard;
+    WeightFiles files;
+    INFERD_RETURN_IF_ERROR(files.Open(dir));
+    return config.architecture == Architecture::kLlama ? LoadLlama(files, config) : LoadGpt2(files, config);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("cannot load the weights: ") + e.what());
+  }
+}
+
+std::unique_ptr<DecoderModel> MakeAtenDecoder(std::shared_ptr<const DecoderWeights> weights) {
+  return std::make_unique<AtenDecoder>(std::move(weights));
+}
+
+}  // namespace inferd::llm

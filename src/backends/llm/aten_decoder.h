@@ -1,0 +1,31 @@
+// The decoder-only transformer over ATen (libtorch's tensor library): Llama
+// (RMSNorm, rotary positions, grouped-query attention, SwiGLU; also Mistral
+// and Qwen2's biases) and GPT-2 (LayerNorm, learned positions, GELU). Weights
+// come from model.safetensors (FP32, FP16 or BF16; computed in FP32), shapes
+// checked against config.json before use. The KV cache is paged
+// (llm/decoder.h): one tensor of slots per layer for K and V.
+//
+// Thread-safety: a loaded decoder is used by one thread at a time (the
+// generative scheduler's loop); its weights are shared read-only with other
+// instances of the same model.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "llm/decoder.h"
+
+namespace inferd::llm {
+
+struct DecoderWeights;  // aten_decoder.cc
+
+// Reads and checks the weights of `dir` (model.safetensors, or the shards a
+// model.safetensors.index.json names) for `config`.
+Result<std::shared_ptr<const DecoderWeights>> LoadDecoderWeights(const std::string& dir, const DecoderConfig& config);
+
+// A decoder over shared weights, with no cache until AllocateCache.
+// `threads`: intra-op threads of the calling thread (set by the caller).
+std::unique_ptr<DecoderModel> MakeAtenDecoder(std::shared_ptr<const DecoderWeights> weights);
+
+}  // namespace inferd::llm

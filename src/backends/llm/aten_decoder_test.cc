@@ -1,0 +1,172 @@
+// The decoder over ATen against an independent float64 reference
+// (testdata/make_fixtures.py): logits within 1e-4, greedy continuations
+// token for token, whatever the chunking, batching and block placement.
+#include "backends/llm/aten_decoder.h"
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "llm/decoder_config.h"
+
+namespace inferd::llm {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Reference {
+  std::vector<int32_t> prompt;
+  std::vector<std::vector<double>> logits;  // per prompt position
+  std::vector<int32_t> greedy;
+};
+
+Reference LoadReference(const std::string& dir) {
+  rapidjson::Document d;
+  const std::string text = Read(dir + "/reference.json");
+  d.Parse(text.data(), text.size());
+  Reference r;
+  for (const auto& v : d["prompt"].GetArray()) r.prompt.push_back(v.GetInt());
+  for (const auto& row : d["logits"].GetArray()) {
+    r.logits.emplace_back();
+    for (const auto& v : row.GetArray()) r.logits.back().push_back(v.GetDouble());
+  }
+  for (const auto& v : d["greedy"].GetArray()) r.greedy.push_back(v.GetInt());
+  return r;
+}
+
+constexpr int64_t kBlockSize = 4;
+constexpr int64_t kBlocks = 32;
+
+class DecoderTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = std::string(INFERD_LLM_FIXTURES) + "/" + GetParam();
+    auto config = ParseDecoderConfig(Read(dir_ + "/config.json"));
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    auto weights = LoadDecoderWeights(dir_, *config);
+    ASSERT_TRUE(weights.ok()) << weights.status().ToString();
+    weights_ = *weights;
+    decoder_ = MakeAtenDecoder(weights_);
+    ASSERT_TRUE(decoder_->AllocateCache(kBlocks, kBlockSize).ok());
+    ref_ = LoadReference(dir_);
+    vocab_ = decoder_->config().vocab_size;
+  }
+
+  void ExpectNear(const float* got, const std::vector<double>& want, const std::string& where) {
+    double worst = 0;
+    for (int64_t i = 0; i < vocab_; ++i) worst = std::max(worst, std::abs(got[i] - want[static_cast<size_t>(i)]));
+    EXPECT_LT(worst, 1e-4) << where;
+  }
+
+  // Blocks in a scattered order, so slots are not contiguous.
+  static std::vector<int32_t> Table(int first, int n) {
+    std::vector<int32_t> t;
+    for (int i = 0; i < n; ++i) t.push_back(static_cast<int32_t>((first + 7 * i) % kBlocks));
+    return t;
+  }
+
+  std::string dir_;
+  std::shared_ptr<const DecoderWeights> weights_;
+  std::unique_ptr<DecoderModel> decoder_;
+  Reference ref_;
+  int64_t vocab_ = 0;
+};
+
+TEST_P(DecoderTest, WholePromptMatchesReference) {
+  const auto table = Table(3, 8);
+  StepInput in{ref_.prompt, 0, table, true};
+  std::vector<float> logits;
+  ASSERT_TRUE(decoder_->Forward(std::span(&in, 1), &logits).ok());
+  ASSERT_EQ(static_cast<int64_t>(logits.size()), vocab_);
+  ExpectNear(logits.data(), ref_.logits.back(), "last position");
+}
+
+TEST_P(DecoderTest, TokenByTokenMatchesEveryPosition) {
+  const auto table = Table(5, 8);
+  std::vector<float> logits;
+  for (size_t p = 0; p < ref_.prompt.size(); ++p) {
+    StepInput in{std::span(ref_.prompt).subspan(p, 1), static_cast<int64_t>(p), table, true};
+    ASSERT_TRUE(decoder_->Forward(std::span(&in, 1), &logits).ok());
+    ExpectNear(logits.data(), ref_.logits[p], "position " + std::to_string(p));
+  }
+}
+
+TEST_P(DecoderTest, ChunkedPrefillAndBatchedSequencesMatch) {
+  // Sequence A prefills in chunks of 3 beside sequence B, which runs the
+  // whole prompt at once; both must give the reference's last logits.
+  const auto ta = Table(0, 4), tb = Table(16, 4);
+  const std::span<const int32_t> prompt(ref_.prompt);
+  std::vector<float> logits;
+  size_t done = 0;
+  bool b_done = false;
+  while (done < prompt.size()) {
+    const size_t n = std::min<size_t>(3, prompt.size() - done);
+    std::vector<StepInput> batch;
+    batch.push_back({prompt.subspan(done, n), static_cast<int64_t>(done), ta, done + n == prompt.size()});
+    if (!b_done) batch.push_back({prompt, 0, tb, true});
+    ASSERT_TRUE(decoder_->Forward(batch, &logits).ok());
+    size_t row = 0;
+    if (done + n == prompt.size())
+      ExpectNear(logits.data() + vocab_ * static_cast<int64_t>(row++), ref_.logits.back(), "A");
+    if (!b_done) ExpectNear(logits.data() + vocab_ * static_cast<int64_t>(row), ref_.logits.back(), "B");
+    b_done = true;
+    done += n;
+  }
+}
+
+TEST_P(DecoderTest, GreedyContinuationMatchesReference) {
+  const auto table = Table(9, 8);
+  std::vector<int32_t> seq = ref_.prompt;
+  std::vector<float> logits;
+  StepInput in{seq, 0, table, true};
+  ASSERT_TRUE(decoder_->Forward(std::span(&in, 1), &logits).ok());
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < ref_.greedy.size(); ++i) {
+    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    out.push_back(next);
+    seq.push_back(next);
+    StepInput step{std::span(seq).subspan(seq.size() - 1), static_cast<int64_t>(seq.size() - 1), table, true};
+    ASSERT_TRUE(decoder_->Forward(std::span(&step, 1), &logits).ok());
+  }
+  EXPECT_EQ(out, ref_.greedy);
+}
+
+TEST_P(DecoderTest, RefusesTokensAndTablesOutOfRange) {
+  const auto table = Table(0, 2);
+  std::vector<int32_t> bad = {static_cast<int32_t>(vocab_)};
+  std::vector<float> logits;
+  StepInput in{bad, 0, table, true};
+  EXPECT_EQ(decoder_->Forward(std::span(&in, 1), &logits).code(), StatusCode::kInvalidArgument);
+  std::vector<int32_t> nine(9, 1);
+  StepInput uncovered{nine, 0, table, true};  // 2 blocks of 4 cover 8 positions
+  EXPECT_EQ(decoder_->Forward(std::span(&uncovered, 1), &logits).code(), StatusCode::kInvalidArgument);
+  std::vector<int32_t> outside = {static_cast<int32_t>(kBlocks)};
+  std::vector<int32_t> one = {1};
+  StepInput far{one, 0, outside, true};
+  EXPECT_EQ(decoder_->Forward(std::span(&far, 1), &logits).code(), StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, DecoderTest, ::testing::Values("llama", "llama_bf16", "qwen2", "gpt2"));
+
+TEST(DecoderWeights, ShapeMismatchNamesTheTensor) {
+  const std::string dir = std::string(INFERD_LLM_FIXTURES) + "/llama";
+  auto config = ParseDecoderConfig(Read(dir + "/config.json"));
+  ASSERT_TRUE(config.ok());
+  config->intermediate_size += 1;
+  auto weights = LoadDecoderWeights(dir, *config);
+  ASSERT_FALSE(weights.ok());
+  EXPECT_NE(weights.status().message().find("mlp.gate_proj.weight"), std::string::npos) << weights.status().message();
+}
+
+}  // namespace
+}  // namespace inferd::llm
