@@ -14,7 +14,9 @@
 #include "llm/bpe_tokenizer.h"
 #include "llm/chat_template.h"
 #include "llm/decoder_config.h"
+#include "llm/generation_request.h"
 #include "llm/safetensors.h"
+#include "llm/stop_matcher.h"
 #include "llm/tokenizer.h"
 #include "llm/unicode_tables.h"
 
@@ -39,7 +41,7 @@ void CheckTokenizer(const inferd::llm::Tokenizer& t, std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 7) {
     case 0: {
       auto f = inferd::llm::SafetensorsFile::FromBytes(std::string(in));
       if (f.ok()) {
@@ -85,6 +87,37 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)inferd::llm::RenderChat(*inferd::llm::ChatTemplateFromName(name), messages, "<s>", "</s>");
       }
       (void)inferd::llm::DetectChatTemplate(in);
+      break;
+    }
+    case 5:
+      // A chat request's messages (the OpenAI route's JSON, carried to the scheduler).
+      (void)inferd::llm::ParseChatMessages(in);
+      break;
+    case 6: {
+      // Stop strings (before the first NUL, one per line) over text fed in pieces of 1-4 bytes:
+      // what is sent never contains a stop string, and with none found it is all the text.
+      const size_t nul = in.find('\0');
+      if (nul == std::string_view::npos) break;
+      std::vector<std::string> stops;
+      for (size_t pos = 0; pos < nul && stops.size() < 8;) {
+        size_t eol = in.find('\n', pos);
+        if (eol == std::string_view::npos || eol > nul) eol = nul;
+        if (eol > pos) stops.emplace_back(in.substr(pos, eol - pos));
+        pos = eol + 1;
+      }
+      inferd::llm::StopMatcher m(stops);
+      const std::string_view text = in.substr(nul + 1);
+      std::string sent;
+      for (size_t pos = 0; pos < text.size() && !m.stopped();) {
+        const size_t n = 1 + (static_cast<unsigned char>(text[pos]) % 4);
+        sent += m.Feed(text.substr(pos, n));
+        pos += n;
+      }
+      sent += m.Flush();
+      for (const auto& s : stops) {
+        if (sent.find(s) != std::string::npos) std::abort();
+      }
+      if (!m.stopped() && sent != text) std::abort();
       break;
     }
   }

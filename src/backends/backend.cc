@@ -64,6 +64,7 @@ Result<Backend*> BackendRegistry::ResolveSpec(ModelSpec* spec, const std::vector
     return b.status().WithPrefix(std::string("field '") + (spec->backend.empty() ? "platform" : "backend") + "'");
   }
   spec->backend = std::string((*b)->name());
+  spec->scheduler_kind = std::string((*b)->scheduler_kind());
   if (spec->platform.empty()) {
     const auto platforms = (*b)->platforms();
     if (!platforms.empty()) spec->platform = platforms.front();

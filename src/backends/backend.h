@@ -49,6 +49,10 @@
 //     front end cannot take parts (unary HTTP): the backend then answers with
 //     at most one response or an error. Senders are valid until
 //     ExecuteRequests returns.
+// 13. Scheduler kind (optional): a backend whose models need a scheduler
+//     other than the dynamic batcher names it in scheduler_kind()
+//     ("generative": backends/generative.h); ResolveSpec records it in the
+//     spec, and the SchedulerFactory builds that kind.
 // 11. LoadWithContext (optional) gets what the server offers a model besides
 //     its files: a RequestSubmitter to call other models (Triton's BLS) and
 //     the config rendered as JSON. The default forwards to Load.
@@ -115,6 +119,8 @@ class Backend {
   virtual std::vector<std::string> model_filenames() const { return {}; }
   // Contract 12.
   virtual bool supports_decoupled() const { return false; }
+  // Contract 13: "" for the default.
+  virtual std::string_view scheduler_kind() const { return ""; }
   // The interface version this backend was compiled against (inline: the
   // value comes from the header the backend saw).
   virtual int interface_version() const { return kBackendInterfaceVersion; }

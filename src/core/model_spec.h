@@ -89,6 +89,8 @@ struct ModelSpec {
   std::string name;
   std::string platform;  // e.g. "pytorch_libtorch"
   std::string backend;   // resolved backend name: "pytorch", "identity"
+  // The scheduler the backend's models need ("" = the default; backend.h contract 13).
+  std::string scheduler_kind;
   int max_batch_size = 0;
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;  // empty (auto-completed) = whatever the model returns

@@ -2,6 +2,7 @@
 
 #include "scheduler/dynamic_batcher.h"
 #include "scheduler/ensemble_scheduler.h"
+#include "scheduler/generative_scheduler.h"
 
 namespace inferd {
 
@@ -16,6 +17,7 @@ SchedulerFactory SchedulerFactory::WithBuiltins() {
     return std::unique_ptr<Scheduler>(new DynamicBatcher(std::move(o), *c.spec, std::move(c.instances)));
   });
   f.Register("ensemble", MakeEnsembleScheduler);
+  f.Register("generative", MakeGenerativeScheduler);
   return f;
 }
 
@@ -31,6 +33,9 @@ Result<std::unique_ptr<Scheduler>> SchedulerFactory::Create(SchedulerContext con
   return it->second(std::move(context));
 }
 
-std::string SchedulerKind(const ModelSpec& spec) { return spec.ensemble ? "ensemble" : "dynamic"; }
+std::string SchedulerKind(const ModelSpec& spec) {
+  if (spec.ensemble) return "ensemble";
+  return spec.scheduler_kind.empty() ? "dynamic" : spec.scheduler_kind;
+}
 
 }  // namespace inferd

@@ -1,0 +1,560 @@
+#include "scheduler/generative_scheduler.h"
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_map>
+
+#include "llm/block_pool.h"
+#include "llm/generation_request.h"
+#include "llm/sampling.h"
+#include "llm/stop_matcher.h"
+#include "llm/unicode_tables.h"
+#include "scheduler/scheduler_factory.h"
+
+namespace inferd {
+namespace {
+
+uint64_t Ns(Duration d) { return static_cast<uint64_t>(std::max<int64_t>(0, d.count())); }
+
+Result<int64_t> IntParam(const ModelSpec& spec, const char* name, int64_t lo, int64_t hi, int64_t fallback) {
+  auto it = spec.parameters.find(name);
+  if (it == spec.parameters.end()) return fallback;
+  int64_t v = 0;
+  const auto& s = it->second;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) {
+    return Status::InvalidArgument("parameter '" + std::string(name) + "' must be an integer in [" +
+                                   std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return v;
+}
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  out->push_back('"');
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(c);
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
+      out->append(buf);
+    } else {
+      out->push_back(c);
+    }
+  }
+  out->push_back('"');
+}
+
+Tensor BytesTensor(const char* name, std::string_view value) {
+  auto buf = std::make_shared<std::string>();
+  AppendBytesElement(buf.get(), value);
+  return Tensor::Own(name, DataType::kBytes, {1}, std::move(buf));
+}
+
+}  // namespace
+
+Result<GenerativeOptions> GenerativeOptions::FromSpec(const ModelSpec& spec, size_t default_max_queue) {
+  GenerativeOptions o;
+  INFERD_ASSIGN_OR_RETURN(int64_t bs, IntParam(spec, "kv_block_size", 1, 1024, o.block_size));
+  o.block_size = static_cast<int32_t>(bs);
+  INFERD_ASSIGN_OR_RETURN(o.kv_cache_bytes, IntParam(spec, "kv_cache_bytes", 1, int64_t{1} << 44, o.kv_cache_bytes));
+  INFERD_ASSIGN_OR_RETURN(int64_t seqs, IntParam(spec, "max_num_seqs", 1, 4096, o.max_num_seqs));
+  o.max_num_seqs = static_cast<int32_t>(seqs);
+  INFERD_ASSIGN_OR_RETURN(int64_t tokens, IntParam(spec, "max_num_batched_tokens", 1, 1 << 20, o.max_batched_tokens));
+  o.max_batched_tokens = static_cast<int32_t>(tokens);
+  INFERD_ASSIGN_OR_RETURN(o.max_model_len, IntParam(spec, "max_model_len", 0, int64_t{1} << 24, 0));
+  INFERD_ASSIGN_OR_RETURN(int64_t threads, IntParam(spec, "INTRA_OP_THREAD_COUNT", 1, 256, 1));
+  o.intra_op_threads = static_cast<int>(threads);
+  if (auto it = spec.parameters.find("enable_prefix_caching"); it != spec.parameters.end()) {
+    if (it->second != "true" && it->second != "false") {
+      return Status::InvalidArgument("parameter 'enable_prefix_caching' must be true or false");
+    }
+    o.prefix_caching = it->second == "true";
+  }
+  if (auto it = spec.parameters.find("scheduling"); it != spec.parameters.end()) {
+    if (it->second != "continuous" && it->second != "static") {
+      return Status::InvalidArgument("parameter 'scheduling' must be continuous or static");
+    }
+    o.static_batching = it->second == "static";
+  }
+  o.max_queue = spec.batching.queue.max_queue_size > 0 ? spec.batching.queue.max_queue_size : default_max_queue;
+  return o;
+}
+
+// One request on its way through generation.
+struct GenerativeScheduler::Sequence {
+  std::unique_ptr<PendingRequest> pending;
+  llm::GenerationRequest gen;
+  std::vector<int32_t> tokens;  // prompt, then generated
+  size_t prompt_len = 0;
+  size_t computed = 0;  // tokens whose keys and values are in the cache
+  std::vector<int32_t> blocks;
+  size_t registered = 0;  // leading full blocks registered in the prefix cache
+  int64_t max_tokens = 0;
+  size_t generated = 0;
+  size_t cached_tokens = 0;  // prompt tokens found in the prefix cache at first admission
+  bool admitted_once = false;
+  std::unique_ptr<llm::Sampler> sampler;
+  std::unordered_map<int32_t, int32_t> counts;
+  std::unique_ptr<llm::IncrementalDecoder> detok;
+  std::unique_ptr<llm::StopMatcher> stop;
+  std::string text;      // everything sent or to send (non-streaming answers)
+  std::string logprobs;  // JSON objects of this part's tokens, comma-separated
+  std::string all_logprobs;
+  TimePoint first_token{};
+  bool streaming = false;
+  bool finished = false;
+  std::string finish_reason;
+};
+
+Result<std::unique_ptr<GenerativeScheduler>> GenerativeScheduler::Create(GenerativeOptions options,
+                                                                         const ModelSpec& spec,
+                                                                         std::unique_ptr<ModelInstance> instance,
+                                                                         Clock* clock,
+                                                                         std::shared_ptr<ModelStats> stats) {
+  if (dynamic_cast<GenerativeInstance*>(instance.get()) == nullptr) {
+    return Status::InvalidArgument("model '" + spec.name + "' has no generative instance");
+  }
+  std::unique_ptr<GenerativeScheduler> s(
+      new GenerativeScheduler(std::move(options), spec, std::move(instance), clock, std::move(stats)));
+  llm::DecoderModel& d = s->model_->decoder();
+  s->max_model_len_ = s->options_.max_model_len > 0 ? std::min(s->options_.max_model_len, d.config().max_positions)
+                                                    : d.config().max_positions;
+  const int64_t per_block = d.CacheBytesPerBlock(s->options_.block_size);
+  const int64_t blocks = s->options_.kv_cache_bytes / std::max<int64_t>(1, per_block);
+  const int64_t one_sequence = (s->max_model_len_ + s->options_.block_size - 1) / s->options_.block_size;
+  if (blocks < 1) {
+    return Status::InvalidArgument("kv_cache_bytes " + std::to_string(s->options_.kv_cache_bytes) +
+                                   " holds no KV block (one takes " + std::to_string(per_block) + " bytes)");
+  }
+  // More blocks than every sequence at full length could use is waste.
+  s->num_blocks_ = static_cast<int32_t>(std::min<int64_t>({blocks, one_sequence * s->options_.max_num_seqs, 1 << 24}));
+  // A budget smaller than one full-length sequence caps the context.
+  s->max_model_len_ = std::min<int64_t>(s->max_model_len_, int64_t{s->num_blocks_} * s->options_.block_size);
+  s->loop_ = std::thread([p = s.get()] { p->Loop(); });
+  return s;
+}
+
+GenerativeScheduler::GenerativeScheduler(GenerativeOptions options, const ModelSpec& spec,
+                                         std::unique_ptr<ModelInstance> instance, Clock* clock,
+                                         std::shared_ptr<ModelStats> stats)
+    : options_(std::move(options)),
+      spec_(spec),
+      instance_(std::move(instance)),
+      model_(dynamic_cast<GenerativeInstance*>(instance_.get())),
+      clock_(clock),
+      stats_(std::move(stats)) {}
+
+GenerativeScheduler::~GenerativeScheduler() { Shutdown(); }
+
+size_t GenerativeScheduler::QueueSize() const { return queued_.load(std::memory_order_relaxed); }
+
+Status GenerativeScheduler::Admission() const {
+  if (queued_.load(std::memory_order_relaxed) >= options_.max_queue) {
+    return Status::Unavailable("model '" + spec_.name + "' has " + std::to_string(options_.max_queue) +
+                               " requests waiting; retry later");
+  }
+  return Status::OK();
+}
+
+Status GenerativeScheduler::Enqueue(std::unique_ptr<PendingRequest>& pending) {
+  INFERD_RETURN_IF_ERROR(Admission());
+  INFERD_ASSIGN_OR_RETURN(llm::GenerationRequest gen, llm::ParseGenerationRequest(*pending->request));
+  const GenerativeModelInfo& info = model_->info();
+  const llm::Tokenizer& tok = *info.tokenizer;
+  auto seq = std::make_unique<Sequence>();
+  if (gen.has_prompt_ids) {
+    const int64_t vocab = model_->decoder().config().vocab_size;
+    for (int32_t id : gen.prompt_ids) {
+      if (id < 0 || id >= vocab) {
+        return Status::InvalidArgument("input_ids holds token " + std::to_string(id) + ", outside the vocabulary of " +
+                                       std::to_string(vocab));
+      }
+    }
+    seq->tokens = gen.prompt_ids;
+  } else {
+    std::string prompt = gen.prompt;
+    bool special = false;
+    if (!gen.messages.empty()) {
+      INFERD_ASSIGN_OR_RETURN(prompt, llm::RenderChat(info.chat_template, gen.messages, info.bos_text, info.eos_text));
+      special = true;  // the template's own tokens (<|im_start|>) are tokens
+    }
+    if (info.add_bos && info.bos_id >= 0 && !(special && !info.bos_text.empty() && prompt.starts_with(info.bos_text))) {
+      seq->tokens.push_back(info.bos_id);
+    }
+    const auto ids = tok.Encode(prompt, special);
+    seq->tokens.insert(seq->tokens.end(), ids.begin(), ids.end());
+  }
+  if (seq->tokens.empty()) return Status::InvalidArgument("the prompt is empty");
+  const int64_t prompt_len = static_cast<int64_t>(seq->tokens.size());
+  const int64_t wanted = gen.max_tokens.value_or(std::max<int64_t>(1, max_model_len_ - prompt_len));
+  if (prompt_len + wanted > max_model_len_) {
+    return Status::InvalidArgument("This model's maximum context length is " + std::to_string(max_model_len_) +
+                                   " tokens. However, you requested " + std::to_string(prompt_len + wanted) +
+                                   " tokens (" + std::to_string(prompt_len) + " in the prompt, " +
+                                   std::to_string(wanted) +
+                                   " in the completion). Please reduce the prompt or max_tokens.");
+  }
+  seq->prompt_len = static_cast<size_t>(prompt_len);
+  seq->max_tokens = wanted;
+  seq->sampler = std::make_unique<llm::Sampler>(gen.sampling.seed);
+  seq->detok = std::make_unique<llm::IncrementalDecoder>(
+      &tok, std::span<const int32_t>(seq->tokens).subspan(seq->tokens.size() - std::min<size_t>(seq->tokens.size(), 5)),
+      gen.skip_special_tokens);
+  seq->stop = std::make_unique<llm::StopMatcher>(gen.stop);
+  seq->streaming = static_cast<bool>(pending->partial);
+  seq->gen = std::move(gen);
+  {
+    MutexLock l(&mu_);
+    if (stopping_) return Status::Unavailable("model '" + spec_.name + "' is shutting down");
+    seq->pending = std::move(pending);
+    incoming_.push_back(std::move(seq));
+    queued_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (stats_) stats_->AddPending(1);
+  cv_.NotifyOne();
+  return Status::OK();
+}
+
+void GenerativeScheduler::Shutdown() {
+  {
+    MutexLock l(&mu_);
+    if (stopping_ && !loop_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.NotifyAll();
+  if (loop_.joinable()) loop_.join();
+}
+
+// The loop's state and steps, apart from the locking around the queue.
+class GenerativeStepper {
+ public:
+  using Sequence = GenerativeScheduler::Sequence;
+
+  GenerativeStepper(const GenerativeOptions& o, GenerativeInstance* model, int32_t num_blocks, int64_t max_model_len,
+                    Clock* clock, ModelStats* stats, GenerativeCounters* counters)
+      : o_(o),
+        model_(model),
+        pool_(num_blocks, o.block_size, o.prefix_caching),
+        max_model_len_(max_model_len),
+        clock_(clock),
+        stats_(stats),
+        counters_(counters) {}
+
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+  void Add(std::unique_ptr<Sequence> s) { waiting_.push_back(std::move(s)); }
+
+  // One iteration: schedule, run, sample, answer.
+  void Step() {
+    DropCancelled();
+    std::vector<std::pair<Sequence*, size_t>> batch;  // sequence, tokens to run
+    int64_t budget = o_.max_batched_tokens;
+    // Running sequences first, in admission order.
+    for (size_t i = 0; i < running_.size() && budget > 0;) {
+      Sequence* s = running_[i].get();
+      const size_t n = std::min<size_t>(s->tokens.size() - s->computed, static_cast<size_t>(budget));
+      if (!Reserve(s, s->computed + n, /*may_preempt=*/true)) {
+        if (i >= running_.size() || running_[i].get() != s) continue;  // s itself was preempted
+        ++i;
+        continue;
+      }
+      batch.emplace_back(s, n);
+      budget -= static_cast<int64_t>(n);
+      ++i;
+    }
+    // Then waiting ones (continuous: whenever there is room; static: only
+    // when no batch runs, all that fit, to completion).
+    const bool admit = !o_.static_batching || running_.empty();
+    while (admit && !waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < o_.max_num_seqs) {
+      Sequence* s = waiting_.front().get();
+      if (s->blocks.empty()) {
+        s->blocks = pool_.MatchPrefix(s->tokens);
+        s->computed = s->blocks.size() * static_cast<size_t>(o_.block_size);
+        s->registered = s->blocks.size();
+        if (!s->admitted_once) {
+          s->cached_tokens = s->computed;
+          counters_->prefix_queried_tokens += s->prompt_len;
+          counters_->prefix_hit_tokens += s->computed;
+        }
+      }
+      const size_t n = std::min<size_t>(s->tokens.size() - s->computed, static_cast<size_t>(budget));
+      if (!Reserve(s, s->computed + n, /*may_preempt=*/false)) {
+        pool_.Release(s->blocks);
+        s->blocks.clear();
+        s->computed = 0;
+        s->registered = 0;
+        break;
+      }
+      s->admitted_once = true;
+      batch.emplace_back(s, n);
+      budget -= static_cast<int64_t>(n);
+      running_.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+    }
+    Publish();
+    if (batch.empty()) return;
+    Run(batch);
+    Publish();
+  }
+
+  // At shutdown: everything left is answered UNAVAILABLE.
+  void AbortAll(const Status& why) {
+    for (auto& s : running_) Finish(*s, why);
+    for (auto& s : waiting_) Finish(*s, why);
+    running_.clear();
+    waiting_.clear();
+  }
+
+ private:
+  // Blocks for positions [0, end); preempts the most recently admitted
+  // running sequences (never `s` unless it is the last) when may_preempt.
+  bool Reserve(Sequence* s, size_t end, bool may_preempt) {
+    const size_t bs = static_cast<size_t>(o_.block_size);
+    while (s->blocks.size() * bs < end) {
+      auto b = pool_.Allocate();
+      if (b) {
+        s->blocks.push_back(*b);
+        continue;
+      }
+      if (!may_preempt || running_.empty()) return false;
+      Sequence* victim = running_.back().get();
+      Preempt();
+      if (victim == s) return false;
+    }
+    return true;
+  }
+
+  void Preempt() {
+    std::unique_ptr<Sequence> v = std::move(running_.back());
+    running_.pop_back();
+    pool_.Release(v->blocks);
+    v->blocks.clear();
+    v->computed = 0;
+    v->registered = 0;
+    counters_->preemptions++;
+    waiting_.push_front(std::move(v));  // ahead of new arrivals
+  }
+
+  void DropCancelled() {
+    auto gone = [&](std::deque<std::unique_ptr<Sequence>>& q) {
+      for (auto it = q.begin(); it != q.end();) {
+        if ((*it)->pending->request->cancelled()) {
+          pool_.Release((*it)->blocks);
+          Finish(**it, Status::Cancelled("the client cancelled the request"));
+          it = q.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    };
+    gone(running_);
+    gone(waiting_);
+  }
+
+  void Publish() {
+    counters_->running = static_cast<int64_t>(running_.size());
+    counters_->waiting = static_cast<int64_t>(waiting_.size());
+    counters_->kv_usage = pool_.usage();
+  }
+
+  void Run(const std::vector<std::pair<Sequence*, size_t>>& batch) {
+    std::vector<llm::StepInput> inputs;
+    inputs.reserve(batch.size());
+    for (const auto& [s, n] : batch) {
+      inputs.push_back({std::span<const int32_t>(s->tokens).subspan(s->computed, n), static_cast<int64_t>(s->computed),
+                        s->blocks, s->computed + n == s->tokens.size()});
+    }
+    std::vector<float> logits;
+    const Status st = model_->decoder().Forward(inputs, &logits);
+    const int64_t vocab = model_->decoder().config().vocab_size;
+    size_t row = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      Sequence* s = batch[i].first;
+      if (!st.ok()) {
+        s->finished = true;
+        s->finish_reason = "error";
+        continue;
+      }
+      s->computed += batch[i].second;
+      const size_t full = s->computed / static_cast<size_t>(o_.block_size);
+      for (; s->registered < full; ++s->registered) pool_.Register(s->blocks, s->registered, s->tokens);
+      if (!inputs[i].want_logits) continue;
+      Advance(*s, std::span<float>(logits.data() + static_cast<int64_t>(row) * vocab, static_cast<size_t>(vocab)));
+      ++row;
+    }
+    // Answer and release the finished ones.
+    for (auto it = running_.begin(); it != running_.end();) {
+      if (!(*it)->finished) {
+        ++it;
+        continue;
+      }
+      pool_.Release((*it)->blocks);
+      (*it)->blocks.clear();
+      Finish(**it, st.ok() ? Status::OK() : st);
+      it = running_.erase(it);
+    }
+  }
+
+  // Samples the next token of `s` and sends what became final.
+  void Advance(Sequence& s, std::span<float> logits) {
+    const GenerativeModelInfo& info = model_->info();
+    const llm::SampledToken t = s.sampler->Sample(logits, s.gen.sampling, s.counts);
+    const TimePoint now = clock_->Now();
+    if (s.generated == 0) s.first_token = now;
+    ++s.generated;
+    ++s.counts[t.token];
+    counters_->generation_tokens++;
+    const bool can_stop = static_cast<int64_t>(s.generated) > s.gen.min_tokens;
+    const bool is_end = can_stop && !s.gen.ignore_eos &&
+                        std::find(info.end_ids.begin(), info.end_ids.end(), t.token) != info.end_ids.end();
+    const bool is_stop_id = can_stop && std::find(s.gen.stop_token_ids.begin(), s.gen.stop_token_ids.end(), t.token) !=
+                                            s.gen.stop_token_ids.end();
+    std::string delta;
+    if (is_end || is_stop_id) {
+      s.finished = true;
+      s.finish_reason = "stop";
+      delta = s.stop->Feed(s.detok->Flush());
+      delta += s.stop->Flush();
+    } else {
+      s.tokens.push_back(t.token);
+      delta = s.stop->Feed(s.detok->Push(t.token));
+      if (s.stop->stopped()) {
+        s.finished = true;
+        s.finish_reason = "stop";
+      } else if (static_cast<int64_t>(s.generated) >= s.max_tokens ||
+                 static_cast<int64_t>(s.tokens.size()) >= max_model_len_) {
+        s.finished = true;
+        s.finish_reason = "length";
+        delta += s.stop->Feed(s.detok->Flush());
+        delta += s.stop->Flush();
+      }
+    }
+    if (s.gen.sampling.logprobs >= 0 && !(is_end || is_stop_id)) AppendLogprobs(s, t);
+    s.text += delta;
+    if (s.streaming && !s.finished && (!delta.empty() || !s.logprobs.empty())) {
+      InferResponse part = Answer(s, delta, /*final=*/false);
+      s.logprobs.clear();
+      if (!s.pending->partial(std::move(part))) {
+        s.finished = true;  // the client is gone
+        s.finish_reason = "cancelled";
+      }
+    }
+    if (s.streaming) s.text = s.finished ? delta : "";
+  }
+
+  void AppendLogprobs(Sequence& s, const llm::SampledToken& t) {
+    const llm::Tokenizer& tok = *model_->info().tokenizer;
+    auto entry = [&](int32_t id, float lp, std::string* out) {
+      const std::string raw = tok.Decode(std::span<const int32_t>(&id, 1), false);
+      out->append("{\"token\":");
+      AppendJsonString(out, llm::SanitizeUtf8(raw));
+      out->append(",\"token_id\":" + std::to_string(id) + ",\"logprob\":" + std::to_string(lp) + ",\"bytes\":[");
+      for (size_t i = 0; i < raw.size(); ++i) {
+        if (i) out->push_back(',');
+        out->append(std::to_string(static_cast<unsigned char>(raw[i])));
+      }
+      out->push_back(']');
+    };
+    std::string one;
+    entry(t.token, t.logprob, &one);
+    one.append(",\"top_logprobs\":[");
+    for (size_t i = 0; i < t.top.size(); ++i) {
+      if (i) one.push_back(',');
+      entry(t.top[i].first, t.top[i].second, &one);
+      one.push_back('}');
+    }
+    one.append("]}");
+    for (std::string* target : {&s.logprobs, &s.all_logprobs}) {
+      if (!target->empty()) target->push_back(',');
+      target->append(one);
+    }
+  }
+
+  InferResponse Answer(Sequence& s, std::string_view text, bool final) {
+    InferResponse r;
+    r.model_name = s.pending->request->model_name;
+    r.id = s.pending->request->id;
+    r.outputs.push_back(BytesTensor("text_output", text));
+    if (s.gen.sampling.logprobs >= 0) {
+      const std::string& lp = s.streaming ? s.logprobs : s.all_logprobs;
+      r.outputs.push_back(BytesTensor("logprobs", "[" + lp + "]"));
+    }
+    if (final) {
+      r.parameters["finish_reason"] = s.finish_reason;
+      r.parameters["prompt_tokens"] = static_cast<int64_t>(s.prompt_len);
+      r.parameters["completion_tokens"] = static_cast<int64_t>(s.generated);
+      r.parameters["cached_tokens"] = static_cast<int64_t>(s.cached_tokens);
+    }
+    return r;
+  }
+
+  void Finish(Sequence& s, const Status& status) {
+    const TimePoint now = clock_->Now();
+    const uint64_t total = Ns(now - s.pending->arrival);
+    counters_->prompt_tokens += s.prompt_len;
+    if (stats_) stats_->AddPending(-1);
+    if (!status.ok() || s.finish_reason == "cancelled" || s.finish_reason == "error") {
+      const Status why = !status.ok() ? status : Status::Cancelled("the client went away");
+      if (stats_) {
+        stats_->RecordFailure(
+            why.code() == StatusCode::kCancelled ? FailureReason::kCancelled : FailureReason::kBackend, total);
+      }
+      s.pending->callback(why);
+      return;
+    }
+    InferResponse r = Answer(s, s.text, /*final=*/true);
+    if (stats_) {
+      stats_->RecordSuccess(total, Ns(s.first_token - s.pending->arrival), 0, total, 0,
+                            static_cast<uint64_t>(now.time_since_epoch().count() / 1000000));
+    }
+    s.pending->callback(std::move(r));
+  }
+
+  const GenerativeOptions& o_;
+  GenerativeInstance* model_;
+  llm::BlockPool pool_;
+  int64_t max_model_len_;
+  Clock* clock_;
+  ModelStats* stats_;
+  GenerativeCounters* counters_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::deque<std::unique_ptr<Sequence>> running_;
+};
+
+void GenerativeScheduler::Loop() {
+  instance_->OnWorkerThreadStart();
+  GenerativeStepper stepper(options_, model_, num_blocks_, max_model_len_, clock_, stats_.get(), &counters_);
+  Status alloc = model_->decoder().AllocateCache(num_blocks_, options_.block_size);
+  while (true) {
+    {
+      MutexLock l(&mu_);
+      while (incoming_.empty() && stepper.idle() && !stopping_) cv_.Wait(&mu_);
+      while (!incoming_.empty()) {
+        stepper.Add(std::move(incoming_.front()));
+        incoming_.pop_front();
+        queued_.fetch_sub(1, std::memory_order_relaxed);
+      }
+      if (stopping_ && stepper.idle()) break;
+    }
+    if (!alloc.ok()) {
+      stepper.AbortAll(alloc);
+      continue;
+    }
+    stepper.Step();
+  }
+}
+
+Result<std::unique_ptr<Scheduler>> MakeGenerativeScheduler(SchedulerContext c) {
+  if (c.instances.size() != 1) {
+    return Status::InvalidArgument("model '" + c.spec->name +
+                                   "': a generative model runs one instance (instance_group count 1)");
+  }
+  INFERD_ASSIGN_OR_RETURN(GenerativeOptions o, GenerativeOptions::FromSpec(*c.spec, c.default_max_queue_size));
+  INFERD_ASSIGN_OR_RETURN(auto s, GenerativeScheduler::Create(std::move(o), *c.spec, std::move(c.instances[0]), c.clock,
+                                                              std::move(c.stats)));
+  return std::unique_ptr<Scheduler>(std::move(s));
+}
+
+}  // namespace inferd

@@ -1,0 +1,328 @@
+// The generative scheduler over a fake decoder whose next token is a hash of
+// the whole context as read back from the KV slots its block tables name: any
+// mistake in paging, prefix sharing, chunking or preemption changes the text.
+#include "scheduler/generative_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+
+#include "core/mutex.h"
+#include "llm/tokenizer.h"
+
+namespace inferd {
+namespace {
+
+constexpr int32_t kVocab = 258;  // bytes, then EOS (256) and an unused id
+constexpr int32_t kEos = 256;
+
+// One token per byte.
+class ByteTokenizer final : public llm::Tokenizer {
+ public:
+  std::vector<int32_t> Encode(std::string_view text, bool) const override {
+    std::vector<int32_t> out;
+    for (unsigned char c : text) out.push_back(c);
+    return out;
+  }
+  std::string Decode(std::span<const int32_t> ids, bool skip_special) const override {
+    std::string out;
+    for (int32_t id : ids) {
+      if (id < 256)
+        out.push_back(static_cast<char>(id));
+      else if (!skip_special)
+        out += "<eos>";
+    }
+    return out;
+  }
+  std::optional<int32_t> TokenId(std::string_view) const override { return std::nullopt; }
+  bool IsSpecial(int32_t id) const override { return id >= 256; }
+  int64_t vocab_size() const override { return kVocab; }
+};
+
+// The next token of a context: printable letters mostly, EOS when the hash says so.
+int32_t NextToken(const std::vector<int32_t>& context, int eos_every) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t t : context) h = (h ^ static_cast<uint32_t>(t)) * 1099511628211ull;
+  if (eos_every > 0 && h % static_cast<uint64_t>(eos_every) == 0) return kEos;
+  return static_cast<int32_t>('a' + h % 26);
+}
+
+class FakeDecoder final : public llm::DecoderModel {
+ public:
+  explicit FakeDecoder(int eos_every) : eos_every_(eos_every) {
+    config_.vocab_size = kVocab;
+    config_.max_positions = 512;
+  }
+  const llm::DecoderConfig& config() const override { return config_; }
+  int64_t CacheBytesPerBlock(int64_t block_size) const override { return block_size * 100; }
+  Status AllocateCache(int64_t num_blocks, int64_t block_size) override {
+    slots_.assign(static_cast<size_t>(num_blocks * block_size), -1);
+    block_size_ = block_size;
+    return Status::OK();
+  }
+  Status Forward(std::span<const llm::StepInput> batch, std::vector<float>* logits) override {
+    logits->clear();
+    ++steps;
+    max_batch = std::max(max_batch, batch.size());
+    for (const auto& in : batch) {
+      auto slot = [&](int64_t p) {
+        return static_cast<size_t>(in.blocks[static_cast<size_t>(p / block_size_)] * block_size_ + p % block_size_);
+      };
+      for (size_t i = 0; i < in.tokens.size(); ++i) slots_[slot(in.position + static_cast<int64_t>(i))] = in.tokens[i];
+      if (!in.want_logits) continue;
+      std::vector<int32_t> context;
+      const int64_t end = in.position + static_cast<int64_t>(in.tokens.size());
+      for (int64_t p = 0; p < end; ++p) context.push_back(slots_[slot(p)]);
+      std::vector<float> row(kVocab, 0.0f);
+      row[static_cast<size_t>(NextToken(context, eos_every_))] = 10.0f;
+      logits->insert(logits->end(), row.begin(), row.end());
+    }
+    return Status::OK();
+  }
+  size_t steps = 0;
+  size_t max_batch = 0;
+
+ private:
+  llm::DecoderConfig config_;
+  int eos_every_;
+  std::vector<int32_t> slots_;
+  int64_t block_size_ = 1;
+};
+
+class FakeInstance final : public GenerativeInstance {
+ public:
+  explicit FakeInstance(int eos_every) : decoder_(eos_every) {
+    info_.tokenizer = std::make_shared<ByteTokenizer>();
+    info_.end_ids = {kEos};
+  }
+  llm::DecoderModel& decoder() override { return decoder_; }
+  const GenerativeModelInfo& info() const override { return info_; }
+  FakeDecoder decoder_;
+
+ private:
+  GenerativeModelInfo info_;
+};
+
+// What greedy generation must give: the fake's tokens run without any cache.
+std::string Reference(const std::string& prompt, int max_tokens, int eos_every, std::string* finish) {
+  std::vector<int32_t> ctx(prompt.begin(), prompt.end());
+  std::string out;
+  *finish = "length";
+  for (int i = 0; i < max_tokens; ++i) {
+    const int32_t t = NextToken(ctx, eos_every);
+    if (t == kEos) {
+      *finish = "stop";
+      break;
+    }
+    ctx.push_back(t);
+    out.push_back(static_cast<char>(t));
+  }
+  return out;
+}
+
+struct Outcome {
+  bool done = false;
+  Result<InferResponse> final = Status::Internal("not answered");
+  std::string streamed;
+  int parts = 0;
+};
+
+class GenerativeSchedulerTest : public ::testing::Test {
+ protected:
+  void Start(GenerativeOptions o, int eos_every = 0) {
+    auto inst = std::make_unique<FakeInstance>(eos_every);
+    fake_ = inst.get();
+    spec_.name = "chat";
+    auto s = GenerativeScheduler::Create(o, spec_, std::move(inst), &clock_, nullptr);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    scheduler_ = std::move(*s);
+  }
+
+  // Enqueues a prompt; the outcome is filled in when it is answered.
+  Status Submit(const std::string& prompt, Parameters params, Outcome* out, bool stream = false,
+                std::function<bool(int)> keep_streaming = nullptr) {
+    auto r = std::make_unique<InferRequest>();
+    r->model_name = "chat";
+    auto buf = std::make_shared<std::string>();
+    AppendBytesElement(buf.get(), prompt);
+    r->inputs.push_back(Tensor::Own("text_input", DataType::kBytes, {1}, buf));
+    r->parameters = std::move(params);
+    auto p = std::make_unique<PendingRequest>();
+    p->request = std::move(r);
+    p->arrival = clock_.Now();
+    p->callback = [this, out](Result<InferResponse> res) {
+      MutexLock l(&mu_);
+      out->final = std::move(res);
+      out->done = true;
+      cv_.NotifyAll();
+    };
+    if (stream) {
+      p->partial = [this, out, keep_streaming](InferResponse part) {
+        MutexLock l(&mu_);
+        auto elems = SplitBytesElements(part.outputs[0].bytes());
+        out->streamed += std::string((*elems)[0]);
+        ++out->parts;
+        return keep_streaming ? keep_streaming(out->parts) : true;
+      };
+    }
+    return scheduler_->Enqueue(p);
+  }
+
+  void WaitAll(std::vector<Outcome>& outs) {
+    MutexLock l(&mu_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto all = [&] { return std::all_of(outs.begin(), outs.end(), [](const Outcome& o) { return o.done; }); };
+    while (!all() && std::chrono::steady_clock::now() < deadline) cv_.WaitForReal(&mu_, std::chrono::milliseconds(100));
+    ASSERT_TRUE(all()) << "generation did not finish within 30 s";
+  }
+
+  static std::string Text(const InferResponse& r) {
+    auto elems = SplitBytesElements(r.outputs[0].bytes());
+    return std::string((*elems)[0]);
+  }
+  static std::string Param(const InferResponse& r, const char* name) {
+    const auto& v = r.parameters.at(name);
+    if (const auto* s = std::get_if<std::string>(&v)) return *s;
+    return std::to_string(std::get<int64_t>(v));
+  }
+
+  SteadyClock clock_;
+  ModelSpec spec_;
+  FakeInstance* fake_ = nullptr;
+  std::unique_ptr<GenerativeScheduler> scheduler_;
+  Mutex mu_;
+  CondVar cv_;
+};
+
+Parameters Greedy(int64_t max_tokens) { return {{"max_tokens", max_tokens}, {"temperature", 0.0}}; }
+
+TEST_F(GenerativeSchedulerTest, ManyConcurrentRequestsMatchTheirSoloRuns) {
+  GenerativeOptions o;
+  o.block_size = 4;
+  o.kv_cache_bytes = 4 * 100 * 40;  // 40 blocks: far fewer than 24 requests need at once, so some are preempted
+  o.max_batched_tokens = 64;
+  o.max_num_seqs = 16;
+  Start(o, /*eos_every=*/37);
+  std::vector<Outcome> outs(24);
+  std::vector<std::string> prompts;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    prompts.push_back("prompt number " + std::to_string(i) + std::string(i * 3, 'x'));
+    ASSERT_TRUE(Submit(prompts[i], Greedy(20 + static_cast<int64_t>(i)), &outs[i]).ok());
+  }
+  WaitAll(outs);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    ASSERT_TRUE(outs[i].final.ok()) << outs[i].final.status().ToString();
+    std::string finish;
+    EXPECT_EQ(Text(*outs[i].final), Reference(prompts[i], 20 + static_cast<int>(i), 37, &finish)) << i;
+    EXPECT_EQ(Param(*outs[i].final, "finish_reason"), finish) << i;
+    EXPECT_EQ(Param(*outs[i].final, "prompt_tokens"), std::to_string(prompts[i].size()));
+  }
+  EXPECT_GT(scheduler_->counters().preemptions.load(), 0u);
+  EXPECT_GT(fake_->decoder_.max_batch, 1u);
+  EXPECT_EQ(scheduler_->counters().kv_usage.load(), 0.0);  // every block back once idle
+}
+
+TEST_F(GenerativeSchedulerTest, PrefixCacheServesTheSharedPromptAndGivesTheSameText) {
+  GenerativeOptions o;
+  o.block_size = 4;
+  Start(o);
+  const std::string system(64, 's');
+  std::vector<Outcome> first(1), second(1);
+  ASSERT_TRUE(Submit(system + " first question", Greedy(8), &first[0]).ok());
+  WaitAll(first);
+  ASSERT_TRUE(Submit(system + " first question", Greedy(8), &second[0]).ok());
+  WaitAll(second);
+  ASSERT_TRUE(second[0].final.ok());
+  EXPECT_EQ(Text(*second[0].final), Text(*first[0].final));
+  EXPECT_EQ(Param(*first[0].final, "cached_tokens"), "0");
+  EXPECT_GE(std::stoi(Param(*second[0].final, "cached_tokens")), 64);
+  EXPECT_GT(scheduler_->counters().prefix_hit_tokens.load(), 0u);
+}
+
+TEST_F(GenerativeSchedulerTest, StreamedPartsAddUpToTheWholeText) {
+  GenerativeOptions o;
+  Start(o);
+  std::vector<Outcome> outs(2);
+  ASSERT_TRUE(Submit("hello", Greedy(12), &outs[0], /*stream=*/true).ok());
+  ASSERT_TRUE(Submit("hello", Greedy(12), &outs[1]).ok());
+  WaitAll(outs);
+  ASSERT_TRUE(outs[0].final.ok() && outs[1].final.ok());
+  EXPECT_EQ(outs[0].streamed + Text(*outs[0].final), Text(*outs[1].final));
+  EXPECT_GE(outs[0].parts, 10);
+}
+
+TEST_F(GenerativeSchedulerTest, AClientThatGoesAwayFreesItsBlocks) {
+  GenerativeOptions o;
+  o.block_size = 4;
+  Start(o);
+  std::vector<Outcome> outs(1);
+  ASSERT_TRUE(Submit("tell me a long story", Greedy(200), &outs[0], true, [](int parts) { return parts < 3; }).ok());
+  WaitAll(outs);
+  EXPECT_EQ(outs[0].final.status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(outs[0].parts, 3);
+  EXPECT_EQ(scheduler_->counters().kv_usage.load(), 0.0);
+}
+
+TEST_F(GenerativeSchedulerTest, StopStringsSpanningTokensCutTheText) {
+  GenerativeOptions o;
+  Start(o);
+  std::string finish;
+  const std::string full = Reference("abc", 30, 0, &finish);
+  const std::string stop = full.substr(10, 3);  // three tokens
+  const std::string want = full.substr(0, full.find(stop));
+  std::vector<Outcome> outs(2);
+  ASSERT_TRUE(Submit("abc", {{"max_tokens", int64_t{30}}, {"temperature", 0.0}, {"stop", stop}}, &outs[0], true).ok());
+  ASSERT_TRUE(
+      Submit("abc", {{"max_tokens", int64_t{30}}, {"temperature", 0.0}, {"stop", "[\"" + stop + "\"]"}}, &outs[1])
+          .ok());
+  WaitAll(outs);
+  ASSERT_TRUE(outs[0].final.ok() && outs[1].final.ok());
+  EXPECT_EQ(outs[0].streamed + Text(*outs[0].final), want);
+  EXPECT_EQ(Text(*outs[1].final), want);
+  EXPECT_EQ(Param(*outs[1].final, "finish_reason"), "stop");
+}
+
+TEST_F(GenerativeSchedulerTest, StaticBatchingGivesTheSameTexts) {
+  GenerativeOptions o;
+  o.static_batching = true;
+  Start(o, 11);
+  std::vector<Outcome> outs(6);
+  for (size_t i = 0; i < outs.size(); ++i) ASSERT_TRUE(Submit("q" + std::to_string(i), Greedy(15), &outs[i]).ok());
+  WaitAll(outs);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    std::string finish;
+    ASSERT_TRUE(outs[i].final.ok());
+    EXPECT_EQ(Text(*outs[i].final), Reference("q" + std::to_string(i), 15, 11, &finish));
+  }
+}
+
+TEST_F(GenerativeSchedulerTest, InvalidRequestsAreRefusedAtOnce) {
+  GenerativeOptions o;
+  o.max_model_len = 32;
+  Start(o);
+  Outcome out;
+  Status s = Submit(std::string(30, 'x'), Greedy(10), &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("maximum context length is 32"), std::string::npos) << s.message();
+  EXPECT_EQ(Submit("hi", {{"temperature", 3.0}}, &out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Submit("hi", {{"top_p", 0.0}}, &out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Submit("hi", {{"max_tokens", int64_t{0}}}, &out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Submit("hi", {{"stop", int64_t{3}}}, &out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Submit("", Greedy(1), &out).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(GenerativeSchedulerTest, SeededSamplingIsReproducible) {
+  GenerativeOptions o;
+  Start(o);
+  std::vector<Outcome> outs(2);
+  Parameters p = {{"max_tokens", int64_t{10}}, {"temperature", 1.0}, {"seed", int64_t{7}}};
+  ASSERT_TRUE(Submit("x", p, &outs[0]).ok());
+  ASSERT_TRUE(Submit("x", p, &outs[1]).ok());
+  WaitAll(outs);
+  ASSERT_TRUE(outs[0].final.ok() && outs[1].final.ok());
+  EXPECT_EQ(Text(*outs[0].final), Text(*outs[1].final));
+}
+
+}  // namespace
+}  // namespace inferd
