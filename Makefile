@@ -39,7 +39,7 @@ build: deps
 install: build
 	cmake --install build --prefix $(PREFIX)
 
-$(EXAMPLES)/.stamp: scripts/make_examples.py
+$(EXAMPLES)/.stamp: scripts/make_examples.py scripts/make_chat_model.py
 	rm -rf $(EXAMPLES)
 	$(PY) scripts/make_examples.py $(EXAMPLES)
 	touch $@

@@ -61,7 +61,7 @@ def main():
     work = tempfile.mkdtemp(prefix="inferd-batch-bench-")
     repo = os.path.join(work, "repo")
     subprocess.run([rb.PY,
-                    os.path.join(rb.ROOT, "scripts", "make_examples.py"), repo], check=True, stdout=subprocess.DEVNULL)
+                    os.path.join(rb.ROOT, "scripts", "make_examples.py"), repo, "--skip-chat"], check=True, stdout=subprocess.DEVNULL)
     rng = np.random.default_rng(1)
     s = rb.Suite(a, work)
     results = {}

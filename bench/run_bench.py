@@ -160,7 +160,7 @@ def main():
     t_start = time.time()
     work = tempfile.mkdtemp(prefix="inferd-bench-")
     repo = os.path.join(work, "repo")
-    subprocess.run([PY, os.path.join(ROOT, "scripts", "make_examples.py"), repo], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([PY, os.path.join(ROOT, "scripts", "make_examples.py"), repo, "--skip-chat"], check=True, stdout=subprocess.DEVNULL)
     repo_off = os.path.join(work, "repo-nobatch")
     strip_batching(repo, repo_off)
     # TorchScript modules as loaded, without freezing and optimize_for_inference (the default since issue 13).

@@ -20,11 +20,15 @@ Models (Triton layout):
   add_sub       Python backend: Triton's add/sub example model (model.py)
   digits_preprocess  Python backend: raw 0..16 grey levels (UINT8) to the
                 pixels digits was trained on
+  license_chat  generative: a small Llama-architecture chat model trained here on the licenses in
+                /usr/share/common-licenses, with a SentencePiece tokenizer (make_chat_model.py)
   digits_pipeline  an ensemble of three steps: digits_preprocess (Python) ->
                 digits (TorchScript) -> output rules (the digit, "unsure"
                 below 80% confidence, and the confidence)
 
-Usage: /usr/bin/python3 scripts/make_examples.py OUT_DIR
+Usage: /usr/bin/python3 scripts/make_examples.py OUT_DIR [--skip-chat]
+  --skip-chat  leaves out license_chat (its training takes minutes; the integration tests use their own
+               generative fixtures)
 Runs with Debian's python3-torch, python3-onnx, python3-sklearn and python3-xgboost only (no
 downloads).
 """
@@ -125,7 +129,7 @@ def train_digits():
     return model, acc
 
 
-def main(out):
+def main(out, skip_chat=False):
     # digits: trained classifier
     model, acc = train_digits()
     os.makedirs(os.path.join(out, "digits", "1"), exist_ok=True)
@@ -230,6 +234,12 @@ parameters { key: "rule:diagnosis"
 parameters { key: "rule:confidence" value: { string_value: "probabilities | argmax | score" } }
 """))
     print("breast_cancer_triage: written")
+
+    # license_chat: a generative chat model, trained here (a few minutes on 2 cores)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    if not skip_chat:
+        import make_chat_model
+        make_chat_model.main(out)
 
 
 ADD_SUB = """\
@@ -357,6 +367,6 @@ parameters { key: "nthread" value: { string_value: "1" } }
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--skip-chat"):
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(sys.argv[1], skip_chat=len(sys.argv) == 3)

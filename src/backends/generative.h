@@ -25,7 +25,8 @@ struct GenerativeModelInfo {
   std::string bos_text, eos_text;  // the texts chat templates use for BOS and EOS
   int32_t bos_id = -1;             // prepended to prompts when add_bos
   bool add_bos = false;
-  std::vector<int32_t> end_ids;  // tokens that end generation (EOS, the chat template's turn end)
+  std::vector<int32_t> end_ids;       // tokens that end generation (config.json's and generation_config.json's EOS)
+  std::vector<int32_t> chat_end_ids;  // also end a chat's answer (the template's turn end: <|im_end|>)
 };
 
 class GenerativeInstance : public ModelInstance {

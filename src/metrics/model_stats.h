@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "metrics/generative_stats.h"
 #include "metrics/histogram.h"
 
 namespace inferd {
@@ -36,6 +37,17 @@ class ModelStats {
 
   const std::string& model() const { return model_; }
   const std::string& version() const { return version_; }
+
+  // A generative model's own statistics: created by its scheduler (the
+  // first call), null for other models.
+  GenerativeStats* EnableGenerative() {
+    std::call_once(generative_once_, [this] { generative_.store(new GenerativeStats(), std::memory_order_release); });
+    return generative_.load(std::memory_order_acquire);
+  }
+  const GenerativeStats* generative() const { return generative_.load(std::memory_order_acquire); }
+  ~ModelStats() { delete generative_.load(); }
+  ModelStats(const ModelStats&) = delete;
+  ModelStats& operator=(const ModelStats&) = delete;
 
   // A request completed successfully; durations in nanoseconds.
   void RecordSuccess(uint64_t request_ns, uint64_t queue_ns, uint64_t input_ns, uint64_t infer_ns, uint64_t output_ns,
@@ -118,6 +130,8 @@ class ModelStats {
   const Histogram& batch_size() const { return batch_size_; }
 
  private:
+  std::once_flag generative_once_;
+  std::atomic<GenerativeStats*> generative_{nullptr};  // owned
   struct BatchAcc {
     DurationStat input, infer, output;
   };

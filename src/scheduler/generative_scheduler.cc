@@ -15,6 +15,7 @@ namespace inferd {
 namespace {
 
 uint64_t Ns(Duration d) { return static_cast<uint64_t>(std::max<int64_t>(0, d.count())); }
+double Seconds(Duration d) { return static_cast<double>(Ns(d)) / 1e9; }
 
 Result<int64_t> IntParam(const ModelSpec& spec, const char* name, int64_t lo, int64_t hi, int64_t fallback) {
   auto it = spec.parameters.find(name);
@@ -89,7 +90,8 @@ struct GenerativeScheduler::Sequence {
   llm::GenerationRequest gen;
   std::vector<int32_t> tokens;  // prompt, then generated
   size_t prompt_len = 0;
-  size_t computed = 0;  // tokens whose keys and values are in the cache
+  size_t computed = 0;           // tokens whose keys and values are in the cache
+  std::vector<int32_t> end_ids;  // tokens that end this request's generation
   std::vector<int32_t> blocks;
   size_t registered = 0;  // leading full blocks registered in the prefix cache
   int64_t max_tokens = 0;
@@ -104,6 +106,7 @@ struct GenerativeScheduler::Sequence {
   std::string logprobs;  // JSON objects of this part's tokens, comma-separated
   std::string all_logprobs;
   TimePoint first_token{};
+  TimePoint last_token{};
   bool streaming = false;
   bool finished = false;
   std::string finish_reason;
@@ -145,7 +148,14 @@ GenerativeScheduler::GenerativeScheduler(GenerativeOptions options, const ModelS
       instance_(std::move(instance)),
       model_(dynamic_cast<GenerativeInstance*>(instance_.get())),
       clock_(clock),
-      stats_(std::move(stats)) {}
+      stats_(std::move(stats)) {
+  if (stats_) {
+    gstats_ = stats_->EnableGenerative();
+  } else {
+    own_stats_ = std::make_unique<GenerativeStats>();
+    gstats_ = own_stats_.get();
+  }
+}
 
 GenerativeScheduler::~GenerativeScheduler() { Shutdown(); }
 
@@ -197,6 +207,9 @@ Status GenerativeScheduler::Enqueue(std::unique_ptr<PendingRequest>& pending) {
                                    std::to_string(wanted) +
                                    " in the completion). Please reduce the prompt or max_tokens.");
   }
+  seq->end_ids = info.end_ids;
+  if (!gen.messages.empty())
+    seq->end_ids.insert(seq->end_ids.end(), info.chat_end_ids.begin(), info.chat_end_ids.end());
   seq->prompt_len = static_cast<size_t>(prompt_len);
   seq->max_tokens = wanted;
   seq->sampler = std::make_unique<llm::Sampler>(gen.sampling.seed);
@@ -234,7 +247,7 @@ class GenerativeStepper {
   using Sequence = GenerativeScheduler::Sequence;
 
   GenerativeStepper(const GenerativeOptions& o, GenerativeInstance* model, int32_t num_blocks, int64_t max_model_len,
-                    Clock* clock, ModelStats* stats, GenerativeCounters* counters)
+                    Clock* clock, ModelStats* stats, GenerativeStats* counters)
       : o_(o),
         model_(model),
         pool_(num_blocks, o.block_size, o.prefix_caching),
@@ -338,19 +351,24 @@ class GenerativeStepper {
   }
 
   void DropCancelled() {
-    auto gone = [&](std::deque<std::unique_ptr<Sequence>>& q) {
+    std::vector<std::unique_ptr<Sequence>> gone;
+    auto drop = [&](std::deque<std::unique_ptr<Sequence>>& q) {
       for (auto it = q.begin(); it != q.end();) {
         if ((*it)->pending->request->cancelled()) {
           pool_.Release((*it)->blocks);
-          Finish(**it, Status::Cancelled("the client cancelled the request"));
+          (*it)->blocks.clear();
+          gone.push_back(std::move(*it));
           it = q.erase(it);
         } else {
           ++it;
         }
       }
     };
-    gone(running_);
-    gone(waiting_);
+    drop(running_);
+    drop(waiting_);
+    if (gone.empty()) return;
+    Publish();
+    for (auto& s : gone) Finish(*s, Status::Cancelled("the client cancelled the request"));
   }
 
   void Publish() {
@@ -384,7 +402,9 @@ class GenerativeStepper {
       Advance(*s, std::span<float>(logits.data() + static_cast<int64_t>(row) * vocab, static_cast<size_t>(vocab)));
       ++row;
     }
-    // Answer and release the finished ones.
+    // Release the finished ones, publish the gauges, then answer (a client
+    // that hears its answer sees the cache as it is without the request).
+    std::vector<std::unique_ptr<Sequence>> done;
     for (auto it = running_.begin(); it != running_.end();) {
       if (!(*it)->finished) {
         ++it;
@@ -392,23 +412,30 @@ class GenerativeStepper {
       }
       pool_.Release((*it)->blocks);
       (*it)->blocks.clear();
-      Finish(**it, st.ok() ? Status::OK() : st);
+      done.push_back(std::move(*it));
       it = running_.erase(it);
     }
+    Publish();
+    for (auto& s : done) Finish(*s, st.ok() ? Status::OK() : st);
   }
 
   // Samples the next token of `s` and sends what became final.
   void Advance(Sequence& s, std::span<float> logits) {
-    const GenerativeModelInfo& info = model_->info();
     const llm::SampledToken t = s.sampler->Sample(logits, s.gen.sampling, s.counts);
     const TimePoint now = clock_->Now();
-    if (s.generated == 0) s.first_token = now;
+    if (s.generated == 0) {
+      s.first_token = now;
+      counters_->time_to_first_token_s.Observe(Seconds(now - s.pending->arrival));
+    } else {
+      counters_->inter_token_latency_s.Observe(Seconds(now - s.last_token));
+    }
+    s.last_token = now;
     ++s.generated;
     ++s.counts[t.token];
     counters_->generation_tokens++;
     const bool can_stop = static_cast<int64_t>(s.generated) > s.gen.min_tokens;
-    const bool is_end = can_stop && !s.gen.ignore_eos &&
-                        std::find(info.end_ids.begin(), info.end_ids.end(), t.token) != info.end_ids.end();
+    const bool is_end =
+        can_stop && !s.gen.ignore_eos && std::find(s.end_ids.begin(), s.end_ids.end(), t.token) != s.end_ids.end();
     const bool is_stop_id = can_stop && std::find(s.gen.stop_token_ids.begin(), s.gen.stop_token_ids.end(), t.token) !=
                                             s.gen.stop_token_ids.end();
     std::string delta;
@@ -475,6 +502,7 @@ class GenerativeStepper {
   InferResponse Answer(Sequence& s, std::string_view text, bool final) {
     InferResponse r;
     r.model_name = s.pending->request->model_name;
+    r.model_version = s.pending->request->model_version;
     r.id = s.pending->request->id;
     r.outputs.push_back(BytesTensor("text_output", text));
     if (s.gen.sampling.logprobs >= 0) {
@@ -504,6 +532,7 @@ class GenerativeStepper {
       s.pending->callback(why);
       return;
     }
+    counters_->e2e_latency_s.Observe(Seconds(now - s.pending->arrival));
     InferResponse r = Answer(s, s.text, /*final=*/true);
     if (stats_) {
       stats_->RecordSuccess(total, Ns(s.first_token - s.pending->arrival), 0, total, 0,
@@ -518,14 +547,15 @@ class GenerativeStepper {
   int64_t max_model_len_;
   Clock* clock_;
   ModelStats* stats_;
-  GenerativeCounters* counters_;
+  GenerativeStats* counters_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::deque<std::unique_ptr<Sequence>> running_;
 };
 
 void GenerativeScheduler::Loop() {
   instance_->OnWorkerThreadStart();
-  GenerativeStepper stepper(options_, model_, num_blocks_, max_model_len_, clock_, stats_.get(), &counters_);
+  gstats_->kv_blocks = num_blocks_;
+  GenerativeStepper stepper(options_, model_, num_blocks_, max_model_len_, clock_, stats_.get(), gstats_);
   Status alloc = model_->decoder().AllocateCache(num_blocks_, options_.block_size);
   while (true) {
     {

@@ -30,6 +30,7 @@
 #include "core/clock.h"
 #include "core/model_spec.h"
 #include "core/mutex.h"
+#include "metrics/generative_stats.h"
 #include "metrics/model_stats.h"
 #include "scheduler/scheduler.h"
 
@@ -52,14 +53,6 @@ struct GenerativeOptions {
   static Result<GenerativeOptions> FromSpec(const ModelSpec& spec, size_t default_max_queue);
 };
 
-// Counters the metrics exporter reads (vLLM's names in docs/generative.md).
-struct GenerativeCounters {
-  std::atomic<uint64_t> prompt_tokens{0}, generation_tokens{0}, preemptions{0};
-  std::atomic<uint64_t> prefix_queried_tokens{0}, prefix_hit_tokens{0};
-  std::atomic<int64_t> running{0}, waiting{0};
-  std::atomic<double> kv_usage{0};
-};
-
 class GenerativeScheduler final : public Scheduler {
  public:
   // `instance` must be a GenerativeInstance. `spec` outlives the scheduler.
@@ -74,7 +67,8 @@ class GenerativeScheduler final : public Scheduler {
   Status Admission() const override;
   void Shutdown() override;
 
-  const GenerativeCounters& counters() const { return counters_; }
+  // What the scheduler records (also exported through ModelStats::generative()).
+  const GenerativeStats& counters() const { return *gstats_; }
   int32_t num_blocks() const { return num_blocks_; }
 
   struct Sequence;  // generative_scheduler.cc
@@ -92,7 +86,8 @@ class GenerativeScheduler final : public Scheduler {
   std::shared_ptr<ModelStats> stats_;
   int64_t max_model_len_ = 0;
   int32_t num_blocks_ = 0;
-  GenerativeCounters counters_;
+  std::unique_ptr<GenerativeStats> own_stats_;  // when no ModelStats was given
+  GenerativeStats* gstats_;
 
   mutable Mutex mu_;
   CondVar cv_;

@@ -62,6 +62,13 @@ class FakeDecoder final : public llm::DecoderModel {
     return Status::OK();
   }
   Status Forward(std::span<const llm::StepInput> batch, std::vector<float>* logits) override {
+    {
+      // The gate: a test holds steps until it has queued what it wants to run together.
+      MutexLock l(&gate_mu_);
+      ++entered_;
+      gate_cv_.NotifyAll();
+      while (!open_) gate_cv_.Wait(&gate_mu_);
+    }
     logits->clear();
     ++steps;
     max_batch = std::max(max_batch, batch.size());
@@ -83,7 +90,30 @@ class FakeDecoder final : public llm::DecoderModel {
   size_t steps = 0;
   size_t max_batch = 0;
 
+  void Close() {
+    MutexLock l(&gate_mu_);
+    open_ = false;
+  }
+  void Open() {
+    MutexLock l(&gate_mu_);
+    open_ = true;
+    gate_cv_.NotifyAll();
+  }
+  // Waits (at most 30 s) until a step is held at the gate.
+  bool WaitEntered() {
+    MutexLock l(&gate_mu_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (entered_ == 0 && std::chrono::steady_clock::now() < deadline) {
+      gate_cv_.WaitForReal(&gate_mu_, std::chrono::milliseconds(100));
+    }
+    return entered_ > 0;
+  }
+
  private:
+  Mutex gate_mu_;
+  CondVar gate_cv_;
+  bool open_ TSA_GUARDED_BY(gate_mu_) = true;
+  size_t entered_ TSA_GUARDED_BY(gate_mu_) = 0;
   llm::DecoderConfig config_;
   int eos_every_;
   std::vector<int32_t> slots_;
@@ -206,10 +236,14 @@ TEST_F(GenerativeSchedulerTest, ManyConcurrentRequestsMatchTheirSoloRuns) {
   Start(o, /*eos_every=*/37);
   std::vector<Outcome> outs(24);
   std::vector<std::string> prompts;
+  // The first request's step is held until every request is queued, so they all run together.
+  fake_->decoder_.Close();
   for (size_t i = 0; i < outs.size(); ++i) {
     prompts.push_back("prompt number " + std::to_string(i) + std::string(i * 3, 'x'));
     ASSERT_TRUE(Submit(prompts[i], Greedy(20 + static_cast<int64_t>(i)), &outs[i]).ok());
+    if (i == 0) ASSERT_TRUE(fake_->decoder_.WaitEntered());
   }
+  fake_->decoder_.Open();
   WaitAll(outs);
   for (size_t i = 0; i < outs.size(); ++i) {
     ASSERT_TRUE(outs[i].final.ok()) << outs[i].final.status().ToString();

@@ -32,6 +32,72 @@ struct CounterDef {
 
 }  // namespace
 
+namespace {
+
+// Generative models, under vLLM's names (model_name as vLLM labels it, plus model and version).
+void WriteGenerativeMetrics(PrometheusWriter& w, const std::vector<std::shared_ptr<ModelVersion>>& versions) {
+  std::vector<std::pair<Labels, const GenerativeStats*>> gen;
+  for (const auto& mv : versions) {
+    if (const GenerativeStats* g = mv->stats()->generative()) {
+      gen.emplace_back(Labels{{"model_name", mv->stats()->model()},
+                              {"model", mv->stats()->model()},
+                              {"version", mv->stats()->version()}},
+                       g);
+    }
+  }
+  if (gen.empty()) return;
+  struct Hist {
+    const char* name;
+    const char* help;
+    const Histogram GenerativeStats::*h;
+  };
+  static const Hist kHists[] = {
+      {"vllm:time_to_first_token_seconds", "Time to first token (s)", &GenerativeStats::time_to_first_token_s},
+      {"vllm:time_per_output_token_seconds", "Time between a request's consecutive output tokens (s)",
+       &GenerativeStats::inter_token_latency_s},
+      {"vllm:inter_token_latency_seconds", "Time between a request's consecutive output tokens (s)",
+       &GenerativeStats::inter_token_latency_s},
+      {"vllm:e2e_request_latency_seconds", "End-to-end latency of finished requests (s)",
+       &GenerativeStats::e2e_latency_s},
+  };
+  for (const Hist& h : kHists) {
+    w.Family(h.name, "histogram", h.help);
+    for (const auto& [l, g] : gen) w.HistogramSamples(h.name, l, (g->*h.h).Take());
+  }
+  struct Series {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*get)(const GenerativeStats&);
+  };
+  static const Series kSeries[] = {
+      {"vllm:prompt_tokens_total", "counter", "Prompt tokens of finished requests",
+       [](const GenerativeStats& g) { return static_cast<double>(g.prompt_tokens.load()); }},
+      {"vllm:generation_tokens_total", "counter", "Tokens generated",
+       [](const GenerativeStats& g) { return static_cast<double>(g.generation_tokens.load()); }},
+      {"vllm:num_requests_running", "gauge", "Requests in the running batch",
+       [](const GenerativeStats& g) { return static_cast<double>(g.running.load()); }},
+      {"vllm:num_requests_waiting", "gauge", "Requests waiting to be scheduled",
+       [](const GenerativeStats& g) { return static_cast<double>(g.waiting.load()); }},
+      {"vllm:kv_cache_usage_perc", "gauge", "Fraction of KV cache blocks in use (1 = full)",
+       [](const GenerativeStats& g) { return g.kv_usage.load(); }},
+      {"vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache",
+       [](const GenerativeStats& g) { return static_cast<double>(g.prefix_queried_tokens.load()); }},
+      {"vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache",
+       [](const GenerativeStats& g) { return static_cast<double>(g.prefix_hit_tokens.load()); }},
+      {"vllm:num_preemptions_total", "counter", "Sequences preempted (KV cache full; recomputed later)",
+       [](const GenerativeStats& g) { return static_cast<double>(g.preemptions.load()); }},
+      {"inferd_kv_cache_blocks", "gauge", "KV cache blocks the model's budget holds",
+       [](const GenerativeStats& g) { return static_cast<double>(g.kv_blocks.load()); }},
+  };
+  for (const Series& s : kSeries) {
+    w.Family(s.name, s.type, s.help);
+    for (const auto& [l, g] : gen) w.Sample(s.name, l, s.get(*g));
+  }
+}
+
+}  // namespace
+
 void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   const std::vector<std::shared_ptr<ModelVersion>> versions = manager_->ServingVersions();
   const auto [registered, loaded] = manager_->ModelCounts();
@@ -92,6 +158,8 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
     w.Family(h.name, "histogram", h.help);
     for (const auto& mv : versions) w.HistogramSamples(h.name, labels(*mv->stats()), ((*mv->stats()).*h.get)().Take());
   }
+
+  WriteGenerativeMetrics(w, versions);
 
   w.Family("inferd_models_registered", "gauge", "Models known to the server (loaded or not)");
   w.Sample("inferd_models_registered", {}, static_cast<double>(registered));

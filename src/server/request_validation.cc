@@ -63,14 +63,19 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
     ordered[idx] = std::move(t);
   }
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    if (!seen[i]) {
+    // Optional inputs may be left out of requests to models that do not
+    // batch (a batch concatenates every input, so each request needs all).
+    if (!seen[i] && !(spec.inputs[i].optional && spec.max_batch_size == 0)) {
       return Status::InvalidArgument("expected " + std::to_string(spec.inputs.size()) + " inputs but got " +
                                      std::to_string(r->inputs.size()) + " inputs for model '" + model +
                                      "': missing input '" + spec.inputs[i].name + "'");
     }
   }
   int64_t rows = 1;
+  bool first_input = true;
+  std::string first_name;
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    if (!seen[i]) continue;  // an optional input the request leaves out
     const TensorSpec& s = spec.inputs[i];
     const Tensor& t = ordered[i];
     if (t.dtype != s.dtype) {
@@ -91,15 +96,17 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
     }
     if (spec.max_batch_size > 0) {
       if (t.shape.empty()) return Status::InvalidArgument("input '" + t.name + "' needs a batch dimension");
-      if (i == 0)
+      if (first_input)
         rows = t.shape[0];
       else if (t.shape[0] != rows) {
-        return Status::InvalidArgument("inputs of model '" + model + "' disagree on the batch size: '" +
-                                       ordered[0].name + "' has " + std::to_string(rows) + ", '" + t.name + "' has " +
+        return Status::InvalidArgument("inputs of model '" + model + "' disagree on the batch size: '" + first_name +
+                                       "' has " + std::to_string(rows) + ", '" + t.name + "' has " +
                                        std::to_string(t.shape[0]));
       }
     }
     INFERD_RETURN_IF_ERROR(t.Validate());
+    if (first_input) first_name = t.name;
+    first_input = false;
   }
   if (spec.max_batch_size > 0) {
     if (rows < 1 || rows > spec.max_batch_size) {
@@ -117,7 +124,11 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
     }
   }
   INFERD_RETURN_IF_ERROR(CheckClassification(spec, r->outputs));
-  r->inputs = std::move(ordered);
+  // Spec order; optional inputs the request left out are not passed on.
+  r->inputs.clear();
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    if (seen[i]) r->inputs.push_back(std::move(ordered[i]));
+  }
   return rows;
 }
 

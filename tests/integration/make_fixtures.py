@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 
 import ensemble_fixtures
+import llm_fixtures
 import onnx_fixtures
 import python_fixtures
 import tree_fixtures
@@ -132,7 +133,7 @@ def main(repo, root):
     # The control state (labels) servers keep for this repository (inferd_client.state_dir).
     shutil.rmtree(os.path.abspath(repo).rstrip("/") + ".state", ignore_errors=True)
     os.makedirs(repo)
-    subprocess.check_call([sys.executable, os.path.join(root, "scripts", "make_examples.py"), repo],
+    subprocess.check_call([sys.executable, os.path.join(root, "scripts", "make_examples.py"), repo, "--skip-chat"],
                           stdout=subprocess.DEVNULL)
 
     torch.manual_seed(1)
@@ -240,6 +241,7 @@ output [ { name: "y" data_type: TYPE_FP32 dims: [ 5 ] } ]
     onnx_fixtures.make(repo)
     ensemble_fixtures.make(repo)
     python_fixtures.make(repo)
+    llm_fixtures.make(repo)
 
     save(Triple(), repo, "broken")
     write(os.path.join(repo, "broken", "config.pbtxt"), "platform: \"pytorch_libtorch\"\nmax_batch_sise: 4\n")

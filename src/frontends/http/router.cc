@@ -44,6 +44,7 @@ Handler MakeApiHandler(InferenceServer* server) {
       return respond(ErrorResponse(st));
     }
     if (!parts.empty() && parts[0] == "v2") return HandleV2(server, std::move(req), parts, std::move(respond));
+    if (HandleOpenAi(server, std::move(req), parts, respond)) return;
     if (!parts.empty() && parts[0] == "v1") return HandleV1(server, std::move(req), parts, std::move(respond));
     respond(ErrorResponse(Status::NotFound("no route for " + req.method + " " + req.path)));
   };

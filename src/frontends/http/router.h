@@ -18,6 +18,7 @@
 //   GET  /v1/models/{m}[/versions/{v}|/labels/{l}]            TF Serving status
 //   GET  /v1/models/{m}[/versions/{v}|/labels/{l}]/metadata
 //   POST /v1/models/{m}[/versions/{v}|/labels/{l}]:predict
+//   POST /v1/chat/completions | /v1/completions; GET /v1/models   (OpenAI-compatible; openai_handlers.cc)
 // Metrics port: GET /metrics
 //
 // Thread-safety: the returned handlers are thread-safe. `server` is not
@@ -43,6 +44,8 @@ bool HandleV2Traffic(InferenceServer* server, const Request& req, const std::vec
 // Batch jobs under /v2/jobs; false if not such a path.
 bool HandleV2Jobs(InferenceServer* server, const Request& req, const std::vector<std::string>& parts,
                   const Responder& respond);
+// The OpenAI routes; false (and `respond` untouched) if `parts` is not one of them.
+bool HandleOpenAi(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder& respond);
 void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond);
 // POST .../generate (one JSON answer) and .../generate_stream (server-sent events).
 void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,

@@ -1,0 +1,195 @@
+// The OpenAI-compatible routes (codec: frontends/codec/openai.h):
+//   POST /v1/chat/completions, POST /v1/completions   one JSON answer, or
+//        server-sent events with "stream": true (chunks, the usage chunk with
+//        stream_options.include_usage, then "data: [DONE]")
+//   GET  /v1/models                                   the ready generative models
+// `n` choices are n requests to the model (seeded ones with seed + i). Errors
+// are OpenAI's {"error": {...}}; after a stream has begun, an error is an
+// event with that object, then [DONE].
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <random>
+
+#include "frontends/codec/openai.h"
+#include "frontends/http/router.h"
+
+namespace inferd::http {
+namespace {
+
+constexpr const char* kEventStream = "text/event-stream; charset=utf-8";
+constexpr const char* kGenerativePlatform = "llm_decoder";
+
+Response OpenAiError(const Status& st) {
+  Response r;
+  r.status = HttpStatusOf(st);
+  if (st.code() == StatusCode::kCancelled) r.status = 499;  // the client went away; nobody reads it
+  r.body = openai::EncodeError(st);
+  return r;
+}
+
+Response Event(std::string_view json, bool more) {
+  Response r;
+  r.content_type = kEventStream;
+  r.headers.emplace_back("Cache-Control", "no-cache");
+  r.body.reserve(json.size() + 8);
+  r.body.append("data: ").append(json).append("\n\n");
+  r.more = more;
+  return r;
+}
+
+std::string NewId(openai::Endpoint e) {
+  static std::atomic<uint64_t> counter{std::random_device{}()};
+  uint64_t x = counter.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ull;  // splitmix64
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(x));
+  return std::string(e == openai::Endpoint::kChat ? "chatcmpl-" : "cmpl-") + buf;
+}
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The state one OpenAI call shares between its choices' callbacks.
+struct Call {
+  openai::Endpoint endpoint;
+  std::string id, model;
+  int64_t created = 0;
+  bool stream = false, include_usage = false, logprobs = false;
+  Responder respond;
+  std::shared_ptr<const Cancellation> cancellation;
+
+  Mutex mu;
+  int remaining TSA_GUARDED_BY(mu) = 0;
+  bool answered TSA_GUARDED_BY(mu) = false;  // the final respond() happened (unary, or an error before the stream)
+  bool started TSA_GUARDED_BY(mu) = false;   // a stream event was sent
+  std::vector<bool> first TSA_GUARDED_BY(mu);
+  std::vector<openai::Choice> choices TSA_GUARDED_BY(mu);
+  std::optional<Status> error TSA_GUARDED_BY(mu);
+  openai::Usage usage TSA_GUARDED_BY(mu);
+
+  bool Part(int index, const InferResponse& part) {
+    MutexLock l(&mu);
+    if (answered || error) return false;
+    openai::Choice c = openai::ChoiceFrom(part);
+    c.finish_reason.clear();
+    respond(Event(openai::EncodeChunk(endpoint, id, created, model, index, first[index], c, logprobs, include_usage),
+                  /*more=*/true));
+    first[index] = false;
+    started = true;
+    return !(cancellation && cancellation->cancelled());
+  }
+
+  void Final(int index, Result<InferResponse> r) {
+    MutexLock l(&mu);
+    --remaining;
+    if (answered) return;
+    if (!r.ok()) {
+      if (!error) error = r.status();
+      if (!started) {  // nothing sent yet: an ordinary HTTP error answers the call
+        answered = true;
+        return respond(OpenAiError(r.status()));
+      }
+      respond(Event(openai::EncodeError(r.status()), remaining > 0));
+      if (remaining == 0) respond(Event("[DONE]", false));
+      return;
+    }
+    openai::Choice c = openai::ChoiceFrom(*r);
+    usage.prompt_tokens = std::max(usage.prompt_tokens, c.prompt_tokens);  // one prompt, n choices
+    usage.cached_tokens = std::max(usage.cached_tokens, c.cached_tokens);
+    usage.completion_tokens += c.completion_tokens;
+    if (!stream) {
+      choices[index] = std::move(c);
+      if (remaining > 0) return;
+      answered = true;
+      return respond(JsonResponse(200, openai::EncodeResponse(endpoint, id, created, model, choices, logprobs, usage)));
+    }
+    if (!error) {
+      respond(Event(openai::EncodeChunk(endpoint, id, created, model, index, first[index], c, logprobs, include_usage),
+                    true));
+      first[index] = false;
+      started = true;
+    }
+    if (remaining > 0) return;
+    if (include_usage && !error) respond(Event(openai::EncodeUsageChunk(endpoint, id, created, model, usage), true));
+    respond(Event("[DONE]", false));
+  }
+};
+
+void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint, Responder respond) {
+  if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
+  auto parsed = openai::ParseRequest(endpoint, req.body ? std::string_view(*req.body) : std::string_view());
+  if (!parsed.ok()) return respond(OpenAiError(parsed.status()));
+  auto md = server->GetModelMetadata(parsed->model, "");
+  if (!md.ok()) {
+    if (md.status().code() == StatusCode::kNotFound) {
+      return respond(OpenAiError(Status::NotFound("The model `" + parsed->model + "` does not exist.")));
+    }
+    return respond(OpenAiError(md.status()));
+  }
+  if (md->platform != kGenerativePlatform) {
+    return respond(OpenAiError(Status::InvalidArgument("The model `" + parsed->model +
+                                                       "` is not a generative model (platform " + md->platform + ")")));
+  }
+  if (Status st = server->Admit(parsed->model, ""); !st.ok()) return respond(OpenAiError(st));
+  parsed->request->cancellation = req.cancellation;
+  if (const std::string* key = req.Header("inferd-sticky-key")) parsed->request->sticky_key = *key;
+  auto call = std::make_shared<Call>();
+  call->endpoint = endpoint;
+  call->id = NewId(endpoint);
+  call->model = parsed->model;
+  call->created = UnixNow();
+  call->stream = parsed->stream;
+  call->include_usage = parsed->include_usage;
+  call->logprobs = parsed->logprobs;
+  call->respond = std::move(respond);
+  call->cancellation = req.cancellation;
+  {
+    MutexLock l(&call->mu);
+    call->remaining = parsed->n;
+    call->first.assign(static_cast<size_t>(parsed->n), true);
+    call->choices.resize(static_cast<size_t>(parsed->n));
+  }
+  for (int i = 0; i < parsed->n; ++i) {
+    ResponseSink sink;
+    if (parsed->stream) sink.partial = [call, i](InferResponse part) { return call->Part(i, part); };
+    sink.final = [call, i](Result<InferResponse> r) { call->Final(i, std::move(r)); };
+    server->InferAsync(openai::ChoiceRequest(*parsed, i), std::move(sink));
+  }
+}
+
+void ListModels(InferenceServer* server, const Request& req, const Responder& respond) {
+  if (!IsGet(req)) return respond(MethodNotAllowed(req, kAllowGet));
+  auto index = server->RepositoryIndex(/*ready_only=*/true);
+  if (!index.ok()) return respond(OpenAiError(index.status()));
+  std::vector<std::string> names;
+  for (const auto& e : *index) {
+    if (!names.empty() && names.back() == e.name) continue;
+    auto md = server->GetModelMetadata(e.name, "");
+    if (md.ok() && md->platform == kGenerativePlatform) names.push_back(e.name);
+  }
+  respond(JsonResponse(200, openai::EncodeModelList(names, UnixNow())));
+}
+
+}  // namespace
+
+bool HandleOpenAi(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder& respond) {
+  if (parts.size() == 3 && parts[0] == "v1" && parts[1] == "chat" && parts[2] == "completions") {
+    Complete(server, std::move(req), openai::Endpoint::kChat, std::move(respond));
+    return true;
+  }
+  if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "completions") {
+    Complete(server, std::move(req), openai::Endpoint::kCompletions, std::move(respond));
+    return true;
+  }
+  if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "models") {
+    ListModels(server, req, respond);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace inferd::http

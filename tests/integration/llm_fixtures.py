@@ -1,0 +1,115 @@
+"""Generative model fixtures for the integration suite: `tiny_chat`, a Llama-shaped decoder with random weights
+and a SentencePiece tokenizer (trained by python3-sentencepiece on the GPL's text, with ChatML's tokens), in the
+Hugging Face layout; copies with a tiny KV budget (preemption) and static batching. `Reference` runs the same
+weights through the independent float64 reference (src/backends/llm/testdata/reference.py)."""
+import json
+import os
+import shutil
+import sys
+
+import sentencepiece as spm
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "src", "backends", "llm", "testdata"))
+import reference  # noqa: E402
+
+CONFIG = {"model_type": "llama", "vocab_size": 400, "hidden_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+          "max_position_embeddings": 1024, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+          "tie_word_embeddings": False, "hidden_act": "silu", "bos_token_id": 1, "eos_token_id": 2}
+# Bytes of KV cache per 16-position block: layers * (K, V) * 16 * kv_heads * head_dim * 4.
+BLOCK_BYTES = 2 * 2 * 16 * 2 * 16 * 4
+
+
+def config_pbtxt(name, **params):
+    out = 'name: "%s"\nbackend: "llm"\n' % name
+    for k, v in sorted(dict({"chat_template": "chatml", "kv_block_size": "16"}, **params).items()):
+        out += 'parameters { key: "%s" value: { string_value: "%s" } }\n' % (k, v)
+    return out
+
+
+def make(repo):
+    d = os.path.join(repo, "tiny_chat", "1")
+    os.makedirs(d, exist_ok=True)
+    text = open("/usr/share/common-licenses/GPL-3", encoding="utf-8").read()
+    corpus = os.path.join(d, "corpus.txt")
+    with open(corpus, "w") as f:
+        f.write(text)
+    spm.SentencePieceTrainer.train(input=corpus, model_prefix=os.path.join(d, "tokenizer"), vocab_size=CONFIG["vocab_size"],
+                                   model_type="bpe", byte_fallback=True, character_coverage=1.0, bos_id=1, eos_id=2,
+                                   unk_id=0, pad_id=-1, user_defined_symbols=["<|im_start|>", "<|im_end|>"],
+                                   minloglevel=2, num_threads=1)
+    os.remove(corpus)
+    os.remove(os.path.join(d, "tokenizer.vocab"))
+    g = torch.Generator().manual_seed(7)
+    weights = {}
+    for n, shape in reference.llama_shapes(CONFIG, False).items():
+        if n.endswith("norm.weight") or n.endswith("layernorm.weight"):
+            weights[n] = 1.0 + 0.1 * torch.randn(shape, generator=g)
+        else:
+            weights[n] = 0.3 * torch.randn(shape, generator=g)
+    reference.write_safetensors(os.path.join(d, "model.safetensors"), weights, "F32")
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(CONFIG, f, indent=1)
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": True}, f)
+    with open(os.path.join(repo, "tiny_chat", "config.pbtxt"), "w") as f:
+        f.write(config_pbtxt("tiny_chat", kv_cache_bytes=str(BLOCK_BYTES * 256), max_num_seqs="32"))
+    # A KV budget of 12 blocks (192 positions): concurrent requests must preempt one another.
+    copy(repo, "tiny_chat_small_kv", kv_cache_bytes=str(BLOCK_BYTES * 12))
+    copy(repo, "tiny_chat_static", kv_cache_bytes=str(BLOCK_BYTES * 256), scheduling="static")
+    copy(repo, "tiny_chat_no_prefix", kv_cache_bytes=str(BLOCK_BYTES * 256), enable_prefix_caching="false")
+
+
+def copy(repo, name, **params):
+    shutil.rmtree(os.path.join(repo, name), ignore_errors=True)
+    shutil.copytree(os.path.join(repo, "tiny_chat", "1"), os.path.join(repo, name, "1"))
+    with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
+        f.write(config_pbtxt(name, **params))
+
+
+class Reference:
+    """Greedy generation with the float64 reference and the model's own tokenizer."""
+
+    def __init__(self, repo):
+        d = os.path.join(repo, "tiny_chat", "1")
+        self.sp = spm.SentencePieceProcessor(model_file=os.path.join(d, "tokenizer.model"))
+        self.W = {k: v.to(torch.float64) for k, v in load_safetensors(os.path.join(d, "model.safetensors")).items()}
+
+    def prompt_ids(self, text):
+        return [1] + self.sp.encode(text)
+
+    def chat_ids(self, messages):
+        text = "".join("<|im_start|>%s\n%s<|im_end|>\n" % (m["role"], m["content"]) for m in messages)
+        return self.prompt_ids(text + "<|im_start|>assistant\n")
+
+    def greedy(self, ids, max_tokens, stop_ids=(2,)):
+        """The generated ids (the stop id left out) and the finish reason."""
+        ids, out = list(ids), []
+        for _ in range(max_tokens):
+            nxt = int(torch.argmax(reference.llama_logits(self.W, CONFIG, ids)[-1]))
+            if nxt in stop_ids:
+                return out, "stop"
+            ids.append(nxt)
+            out.append(nxt)
+        return out, "length"
+
+    def text(self, prompt_ids, out_ids):
+        """The text of out_ids as the server streams it: decoded after the prompt, without special pieces."""
+        return self.sp.decode(prompt_ids[-5:] + out_ids)[len(self.sp.decode(prompt_ids[-5:])):]
+
+
+def load_safetensors(path):
+    import struct
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        b, end = e["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(raw[8 + n + b:8 + n + end]), dtype=torch.float32).reshape(e["shape"])
+    return out

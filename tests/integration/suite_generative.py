@@ -1,0 +1,306 @@
+"""Integration suite: generative models (run by run_tests.py).
+
+`tiny_chat` (llm_fixtures.py) is a Llama-shaped decoder with random weights and a SentencePiece tokenizer; every
+greedy answer is compared token for token with the independent float64 reference run here on the same weights,
+through KServe's generate extension and the OpenAI-compatible routes, alone and under concurrency, with the KV
+cache small enough to force preemption, with prefix caching off and with static batching."""
+import http.client
+import json
+import os
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common as C  # noqa: E402
+import inferd_client as ic  # noqa: E402
+import llm_fixtures  # noqa: E402
+
+REF = None
+SERVER = None
+PROMPTS = ["The GNU General Public License", "Everyone is permitted to copy", "0. Definitions.",
+           "You may convey verbatim copies", "free software", "x", "This License", "Preamble"]
+
+
+def setUpModule():
+    global REF, SERVER
+    C.REPO = os.path.join(C.ARGS.workdir, "repository")
+    REF = llm_fixtures.Reference(C.REPO)
+    SERVER = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_chat",
+                       "--load-model", "tiny_chat_small_kv", "--load-model", "tiny_chat_static",
+                       "--load-model", "tiny_chat_no_prefix", "--load-model", "mlp")
+
+
+def tearDownModule():
+    if SERVER:
+        rc = SERVER.stop()
+        assert rc == 0, "".join(SERVER.log[-30:])
+
+
+_expected = {}
+
+
+def expected(prompt, max_tokens, chat=False):
+    """(text, finish_reason, completion_tokens) greedy generation must give."""
+    key = (prompt if not chat else json.dumps(prompt), max_tokens, chat)
+    if key not in _expected:
+        ids = REF.chat_ids(prompt) if chat else REF.prompt_ids(prompt)
+        stops = (2, REF.sp.piece_to_id("<|im_end|>")) if chat else (2,)
+        out, finish = REF.greedy(ids, max_tokens, stops)
+        _expected[key] = (REF.text(ids, out), finish, len(out) + (1 if finish == "stop" else 0))
+    return _expected[key]
+
+
+def sse(body):
+    """The data payloads of a server-sent event stream."""
+    events = []
+    for block in body.decode().split("\n\n"):
+        if block.strip():
+            assert block.startswith("data: "), block
+            events.append(block[len("data: "):])
+    return events
+
+
+def post(path, obj, timeout=120):
+    c = http.client.HTTPConnection("127.0.0.1", SERVER.port, timeout=timeout)
+    c.request("POST", path, json.dumps(obj), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+
+
+def chat_stream_text(events):
+    text, finish = "", None
+    for e in events[:-1]:
+        chunk = json.loads(e)
+        for ch in chunk["choices"]:
+            text += ch["delta"].get("content") or ""
+            finish = ch["finish_reason"] or finish
+    return text, finish
+
+
+class Generative(unittest.TestCase):
+    def test_generate_extension_matches_the_reference(self):
+        for prompt in PROMPTS[:4]:
+            status, body = SERVER.post_json("/v2/models/tiny_chat/generate",
+                                            {"text_input": prompt, "parameters": {"max_tokens": 24, "temperature": 0}})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["text_output"], expected(prompt, 24)[0], prompt)
+            self.assertEqual(body["model_name"], "tiny_chat")
+
+    def test_generate_stream_parts_add_up(self):
+        status, hdrs, data = post("/v2/models/tiny_chat/generate_stream",
+                                  {"text_input": PROMPTS[0], "parameters": {"max_tokens": 24, "temperature": 0}})
+        self.assertEqual(status, 200)
+        self.assertIn("text/event-stream", hdrs["content-type"])
+        events = [json.loads(e) for e in sse(data)]
+        self.assertGreater(len(events), 3)
+        self.assertEqual("".join(e["text_output"] for e in events), expected(PROMPTS[0], 24)[0])
+
+    def test_completions_match_the_reference_with_usage(self):
+        status, body = SERVER.post_json("/v1/completions", {"model": "tiny_chat", "prompt": PROMPTS[1], "max_tokens": 20,
+                                                            "temperature": 0})
+        self.assertEqual(status, 200, body)
+        text, finish, n = expected(PROMPTS[1], 20)
+        self.assertEqual(body["object"], "text_completion")
+        self.assertTrue(body["id"].startswith("cmpl-"))
+        self.assertEqual(body["choices"][0]["text"], text)
+        self.assertEqual(body["choices"][0]["finish_reason"], finish)
+        self.assertEqual(body["usage"]["prompt_tokens"], len(REF.prompt_ids(PROMPTS[1])))
+        self.assertEqual(body["usage"]["completion_tokens"], n)
+        self.assertEqual(body["usage"]["total_tokens"], body["usage"]["prompt_tokens"] + n)
+
+    def test_chat_completion_streamed_and_not(self):
+        messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is free software?"}]
+        status, body = SERVER.post_json("/v1/chat/completions", {"model": "tiny_chat", "messages": messages,
+                                                                 "max_tokens": 30, "temperature": 0})
+        self.assertEqual(status, 200, body)
+        text, finish, n = expected(messages, 30, chat=True)
+        self.assertEqual(body["object"], "chat.completion")
+        self.assertEqual(body["choices"][0]["message"], {"role": "assistant", "content": text})
+        self.assertEqual(body["choices"][0]["finish_reason"], finish)
+        status, hdrs, data = post("/v1/chat/completions", {"model": "tiny_chat", "messages": messages, "max_tokens": 30,
+                                                           "temperature": 0, "stream": True,
+                                                           "stream_options": {"include_usage": True}})
+        self.assertEqual(status, 200)
+        events = sse(data)
+        self.assertEqual(events[-1], "[DONE]")
+        first = json.loads(events[0])
+        self.assertEqual(first["object"], "chat.completion.chunk")
+        self.assertEqual(first["choices"][0]["delta"]["role"], "assistant")
+        usage = json.loads(events[-2])
+        self.assertEqual(usage["choices"], [])
+        self.assertEqual(usage["usage"]["completion_tokens"], n)
+        got, got_finish = chat_stream_text(events[:-1])
+        self.assertEqual(got, text)
+        self.assertEqual(got_finish, finish)
+        for e in events[:-2]:
+            self.assertIsNone(json.loads(e)["usage"])
+
+    def test_many_concurrent_clients_get_their_solo_answers(self):
+        models = ["tiny_chat", "tiny_chat_small_kv", "tiny_chat_static", "tiny_chat_no_prefix"]
+        results, errors = {}, []
+
+        def one(i):
+            try:
+                prompt = PROMPTS[i % len(PROMPTS)]
+                model = models[i % len(models)]
+                body = {"model": model, "prompt": prompt, "max_tokens": 16 + i % 5, "temperature": 0}
+                if i % 2:
+                    body["stream"] = True
+                    status, _, data = post("/v1/completions", body)
+                    events = sse(data)
+                    text = "".join(json.loads(e)["choices"][0]["text"] for e in events[:-1])
+                else:
+                    status, _, data = post("/v1/completions", body)
+                    text = json.loads(data)["choices"][0]["text"]
+                results[i] = (status, text, prompt, 16 + i % 5)
+            except Exception as e:  # noqa: BLE001
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(32)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        self.assertEqual(errors, [])
+        self.assertEqual(len(results), 32)
+        for i, (status, text, prompt, n) in results.items():
+            self.assertEqual(status, 200)
+            self.assertEqual(text, expected(prompt, n)[0], (i, prompt))
+
+    def test_a_full_kv_cache_preempts_instead_of_failing(self):
+        # 12 blocks of 16 positions; eight requests of ~90 positions (6 blocks) each cannot all run at once.
+        before = self.metric("vllm:num_preemptions_total", "tiny_chat_small_kv")
+        results, errors = {}, []
+
+        def one(i):
+            try:
+                status, body = SERVER.post_json("/v1/completions", {"model": "tiny_chat_small_kv", "prompt": PROMPTS[i],
+                                                                    "max_tokens": 80, "temperature": 0})
+                results[i] = (status, body)
+            except Exception as e:  # noqa: BLE001
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        self.assertEqual(errors, [])
+        for i, (status, body) in sorted(results.items()):
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["choices"][0]["text"], expected(PROMPTS[i], 80)[0], PROMPTS[i])
+        self.assertGreater(self.metric("vllm:num_preemptions_total", "tiny_chat_small_kv"), before)
+
+    def test_prefix_cache_serves_the_next_turn(self):
+        history = [{"role": "user", "content": "Tell me about the GNU General Public License and copying it."}]
+        status, first = SERVER.post_json("/v1/chat/completions", {"model": "tiny_chat", "messages": history,
+                                                                  "max_tokens": 12, "temperature": 0})
+        self.assertEqual(status, 200, first)
+        history += [first["choices"][0]["message"], {"role": "user", "content": "And then?"}]
+        status, second = SERVER.post_json("/v1/chat/completions", {"model": "tiny_chat", "messages": history,
+                                                                   "max_tokens": 12, "temperature": 0})
+        self.assertEqual(status, 200, second)
+        self.assertGreaterEqual(second["usage"]["prompt_tokens_details"]["cached_tokens"], 16)
+        self.assertEqual(second["choices"][0]["message"]["content"], expected(history, 12, chat=True)[0])
+
+    def test_a_client_that_disconnects_frees_its_blocks(self):
+        c = http.client.HTTPConnection("127.0.0.1", SERVER.port, timeout=60)
+        c.request("POST", "/v1/completions", json.dumps({"model": "tiny_chat_no_prefix", "prompt": "x", "max_tokens": 900,
+                                                         "temperature": 1.0, "ignore_eos": True, "stream": True}))
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        r.fp.readline()  # the first event has arrived: the request holds KV blocks
+        C.wait_until(self, "blocks in use", lambda: self.metric("vllm:kv_cache_usage_perc", "tiny_chat_no_prefix") > 0)
+        c.sock.close()
+        c.close()
+        C.wait_until(self, "the blocks freed", lambda: self.metric("vllm:kv_cache_usage_perc", "tiny_chat_no_prefix") == 0
+                     and self.metric("vllm:num_requests_running", "tiny_chat_no_prefix") == 0)
+
+    def test_stop_strings_spanning_tokens(self):
+        text = expected(PROMPTS[0], 24)[0]
+        stop = text[6:10]
+        status, body = SERVER.post_json("/v1/completions", {"model": "tiny_chat", "prompt": PROMPTS[0], "max_tokens": 24,
+                                                            "temperature": 0, "stop": [stop]})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["choices"][0]["text"], text[:text.find(stop)])
+        self.assertEqual(body["choices"][0]["finish_reason"], "stop")
+
+    def test_seeded_sampling_repeats_and_n_choices(self):
+        req = {"model": "tiny_chat", "prompt": "free", "max_tokens": 10, "temperature": 1.0, "seed": 5, "n": 3}
+        s1, a = SERVER.post_json("/v1/completions", req)
+        s2, b = SERVER.post_json("/v1/completions", req)
+        self.assertEqual((s1, s2), (200, 200))
+        self.assertEqual([c["text"] for c in a["choices"]], [c["text"] for c in b["choices"]])
+        self.assertEqual([c["index"] for c in a["choices"]], [0, 1, 2])
+        self.assertEqual(a["usage"]["completion_tokens"], 30)
+
+    def test_logprobs(self):
+        status, body = SERVER.post_json("/v1/chat/completions", {
+            "model": "tiny_chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "temperature": 0,
+            "logprobs": True, "top_logprobs": 3})
+        self.assertEqual(status, 200, body)
+        content = body["choices"][0]["logprobs"]["content"]
+        self.assertEqual(len(content), 4)
+        for entry in content:
+            self.assertLessEqual(entry["logprob"], 0.0)
+            self.assertEqual(len(entry["top_logprobs"]), 3)
+            self.assertEqual(entry["top_logprobs"][0]["logprob"], entry["logprob"])  # greedy takes the top one
+
+    def test_models_list(self):
+        status, body = SERVER.get_json("/v1/models")
+        self.assertEqual(status, 200)
+        self.assertEqual(body["object"], "list")
+        self.assertIn("tiny_chat", [m["id"] for m in body["data"]])
+
+    def test_invalid_requests_get_openai_errors(self):
+        cases = [
+            ({"model": "nope", "prompt": "x"}, 404, "does not exist"),
+            ({"model": "tiny_chat", "prompt": "x", "max_tokens": 5000}, 400, "maximum context length"),
+            ({"model": "tiny_chat", "prompt": "x", "temperature": 5}, 400, "temperature"),
+            ({"model": "tiny_chat", "prompt": "x", "top_p": 0}, 400, "top_p"),
+            ({"model": "tiny_chat", "prompt": "x", "n": 0}, 400, "'n'"),
+            ({"model": "tiny_chat"}, 400, "prompt"),
+            ({"model": "tiny_chat", "prompt": "x", "tools": [{"type": "function"}]}, 400, "tools"),
+        ]
+        for body, code, needle in cases:
+            status, answer = SERVER.post_json("/v1/completions", body)
+            self.assertEqual(status, code, (body, answer))
+            self.assertIn(needle, answer["error"]["message"], body)
+            self.assertIn("type", answer["error"])
+        chats = [
+            ({"model": "tiny_chat", "messages": "hi"}, 400, "messages"),
+            ({"model": "tiny_chat", "messages": []}, 400, "messages"),
+            ({"model": "tiny_chat", "messages": [{"role": "robot", "content": "x"}]}, 400, "role"),
+            ({"model": "tiny_chat", "messages": [{"content": "x"}]}, 400, "role"),
+            ({"model": "tiny_chat", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400, "image_url"),
+        ]
+        for body, code, needle in chats:
+            status, answer = SERVER.post_json("/v1/chat/completions", body)
+            self.assertEqual(status, code, (body, answer))
+            self.assertIn(needle, answer["error"]["message"], body)
+        status, _, data = SERVER.request("POST", "/v1/chat/completions", b"{not json")
+        self.assertEqual(status, 400)
+        self.assertIn("error", json.loads(data))
+        # A model that is not generative.
+        status, answer = SERVER.post_json("/v1/completions", {"model": "mlp", "prompt": "x"})
+        self.assertEqual(status, 400, answer)
+        self.assertIn("not a generative model", answer["error"]["message"])
+
+    def test_metrics_use_vllm_names(self):
+        SERVER.post_json("/v1/completions", {"model": "tiny_chat", "prompt": "x", "max_tokens": 3})
+        text = SERVER.metrics()
+        for name in ["vllm:time_to_first_token_seconds_bucket", "vllm:time_per_output_token_seconds_count",
+                     "vllm:e2e_request_latency_seconds_sum", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+                     "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+                     "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "vllm:num_preemptions_total"]:
+            self.assertIn(name + "{", text)
+        self.assertGreater(self.metric("vllm:generation_tokens_total", "tiny_chat"), 0)
+
+    def metric(self, name, model):
+        for line in SERVER.metrics().splitlines():
+            if line.startswith(name + "{") and 'model="%s"' % model in line:
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
