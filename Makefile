@@ -12,6 +12,7 @@
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
 #   make bench-pipelines  ensembles vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min)
 #   make bench-batch  batch jobs: rows/s vs the in-process best batch, online p99 while jobs run (~3 min)
+#   make bench-generative  LLM serving: continuous vs static batching, prefix caching, decode vs a torch loop (~6 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
 SHELL := /bin/bash
@@ -25,7 +26,7 @@ EXAMPLES := examples/repository
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache bench-shadow bench-batch format clean
+.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-generative format clean
 
 all: build
 
@@ -62,10 +63,10 @@ check: deps
 	  ctest --test-dir build-asan --output-on-failure
 
 # The lock annotations (TSA_GUARDED_BY, TSA_REQUIRES...) checked by clang; a
-# violation fails the build. The TorchScript and ONNX backends are left out:
+# violation fails the build. The TorchScript, ONNX and llm backends are left out:
 # libtorch 1.13's headers do not compile with clang in C++20 mode (and they take no locks).
 thread-safety: deps
-	CXX=clang++ cmake -S . -B build-tsa -G Ninja -DCMAKE_BUILD_TYPE=Debug -DINFERD_BACKEND_PYTORCH=OFF \
+	CXX=clang++ cmake -S . -B build-tsa -G Ninja -DCMAKE_BUILD_TYPE=Debug -DINFERD_BACKEND_PYTORCH=OFF -DINFERD_BACKEND_LLM=OFF \
 	  -DINFERD_BACKEND_ONNX=OFF -DINFERD_JEMALLOC=OFF
 	cmake --build build-tsa -j $(JOBS)
 
@@ -125,6 +126,9 @@ bench-shadow: build
 # Issue 16's batch targets: job rows/s vs in-process best batch (resnet18, tiny_mlp), online p99 during jobs (~3 min).
 bench-batch: build
 	$(PY) bench/batch_bench.py --inferd build/src/inferd
+
+bench-generative: build
+	$(PY) bench/generative_bench.py --inferd build/src/inferd
 
 # Goodput under 10x overload (docs/benchmarks.md).
 bench-overload: build

@@ -24,6 +24,7 @@ PACKAGES=(
   python3-torch python3-sklearn python3-numpy   # example models, fixtures, reference outputs (/usr/bin/python3)
   python3-grpcio python3-protobuf         # the gRPC integration tests' client (stubs made by protoc at test time)
   curl
+  nodejs npm                              # the official OpenAI SDK as a test client (tests/integration/openai_sdk)
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(python3-fastapi python3-uvicorn python3-matplotlib nginx-light nodejs)
@@ -40,12 +41,22 @@ ort_baseline() {
   npm install --prefix "$dir" --ignore-scripts --no-audit --no-fund --no-save onnxruntime-node@1.16.3
 }
 
+# The official OpenAI Node SDK, the generative suite's compatibility client (no install scripts run).
+openai_sdk() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/integration/openai_sdk"
+  [ -d "$dir/node_modules/openai" ] && return 0
+  echo "setup: npm install openai (test client)"
+  npm install --prefix "$dir" --ignore-scripts --no-audit --no-fund --no-save
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
+  openai_sdk
   if [ "${1:-}" = "--bench" ]; then ort_baseline; fi
   exit 0
 fi
@@ -55,4 +66,5 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+openai_sdk
 if [ "${1:-}" = "--bench" ]; then ort_baseline; fi

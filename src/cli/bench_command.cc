@@ -10,6 +10,7 @@
 
 #include "backends/backend.h"
 #include "bench/chain_sender.h"
+#include "bench/generative_load.h"
 #include "bench/http_client.h"
 #include "bench/in_process.h"
 #include "bench/load_generator.h"
@@ -49,7 +50,82 @@ struct BenchFlags {
   std::string then_model;  // --then: post each answer's outputs to this model (back-to-back baseline)
   std::string then_map;
   std::vector<std::string> request_parameters;  // name:value:type
+  // --generative: streamed completions from an OpenAI-compatible server (bench/generative_load.h).
+  bool generative = false;
+  std::string endpoint = "chat";
+  int num_prompts = 64;
+  int turns = 1;
+  std::string prompt_words = "64";   // mean[:spread]
+  std::string output_tokens = "64";  // mean[:spread]
+  std::string system_prompt;
+  double slo_ttft_ms = 0, slo_tpot_ms = 0;
 };
+
+// "mean" or "mean:spread".
+bool ParseLength(const std::string& s, int* mean, int* spread) {
+  const size_t colon = s.find(':');
+  try {
+    *mean = std::stoi(s.substr(0, colon));
+    *spread = colon == std::string::npos ? 0 : std::stoi(s.substr(colon + 1));
+  } catch (...) {
+    return false;
+  }
+  return *mean >= 1 && *spread >= 0 && *spread < *mean;
+}
+
+int BenchGenerative(const BenchFlags& f) {
+  bench::GenerativeLoadOptions o;
+  auto url = bench::ParseUrl(f.url);
+  if (!url.ok()) {
+    std::cerr << url.status().message() << "\n";
+    return 2;
+  }
+  o.host = url->first;
+  o.port = url->second;
+  o.model = f.model;
+  o.chat = f.endpoint == "chat";
+  if (f.endpoint != "chat" && f.endpoint != "completions") {
+    std::cerr << "--endpoint must be chat or completions\n";
+    return 2;
+  }
+  try {
+    o.concurrency = std::stoi(f.concurrency);
+    o.request_rate = f.request_rate.empty() ? 0 : std::stod(f.request_rate);
+  } catch (...) {
+    std::cerr << "--generative takes one --concurrency and one --request-rate value\n";
+    return 2;
+  }
+  o.num_requests = f.num_prompts;
+  o.turns = f.turns;
+  if (!ParseLength(f.prompt_words, &o.prompt_words, &o.prompt_spread) ||
+      !ParseLength(f.output_tokens, &o.output_tokens, &o.output_spread)) {
+    std::cerr << "--prompt-words and --output-tokens take mean or mean:spread (spread below the mean)\n";
+    return 2;
+  }
+  o.system_prompt = f.system_prompt;
+  o.slo_ttft_ms = f.slo_ttft_ms;
+  o.slo_tpot_ms = f.slo_tpot_ms;
+  o.seed = f.seed;
+  auto r = bench::RunGenerativeLoad(o);
+  if (!r.ok()) {
+    std::cerr << "bench failed: " << r.status().message() << "\n";
+    return 1;
+  }
+  std::cout << bench::RenderGenerativeReport(*r, f.label);
+  if (!f.output.empty()) {
+    std::ofstream out(f.output);
+    out << bench::GenerativeReportJson(*r, f.label) << "\n";
+    if (!out) {
+      std::cerr << "cannot write " << f.output << "\n";
+      return 1;
+    }
+  }
+  if (r->requests == 0) {
+    std::cerr << "bench failed: no request succeeded: " << r->first_error << "\n";
+    return 1;
+  }
+  return r->failures == 0 ? 0 : 1;
+}
 
 Result<std::vector<double>> ParseList(const std::string& s) {
   std::vector<double> out;
@@ -206,6 +282,7 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
 }
 
 int Bench(const BenchFlags& f) {
+  if (f.generative) return BenchGenerative(f);
   if (!f.output.empty()) {
     if (auto fmt = OutputFormat(f.output, f.output_format); !fmt.ok()) {  // before measuring for minutes
       std::cerr << fmt.status().message() << "\n";
@@ -316,6 +393,21 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--model-repository", f->repository, "With --in-process: the repository holding the model");
   cmd->add_option("--batch-sizes", f->batch_sizes, "With --in-process: batch sizes to measure")->capture_default_str();
   cmd->add_option("--threads", f->threads, "With --in-process: intra-op threads")->capture_default_str();
+  cmd->add_flag("--generative", f->generative,
+                "Generative mode: stream completions from an OpenAI-compatible server (TTFT, TPOT, ITL, tokens/s)");
+  cmd->add_option("--endpoint", f->endpoint, "With --generative: chat | completions")->capture_default_str();
+  cmd->add_option("--num-prompts", f->num_prompts, "With --generative: requests (conversations)")
+      ->capture_default_str();
+  cmd->add_option("--turns", f->turns, "With --generative: requests per conversation (history resent each turn)")
+      ->capture_default_str();
+  cmd->add_option("--prompt-words", f->prompt_words, "With --generative: prompt length in words, mean[:spread]")
+      ->capture_default_str();
+  cmd->add_option("--output-tokens", f->output_tokens,
+                  "With --generative: output tokens, mean[:spread] (exact: ignore_eos)")
+      ->capture_default_str();
+  cmd->add_option("--system-prompt", f->system_prompt, "With --generative: a system message every conversation shares");
+  cmd->add_option("--slo-ttft-ms", f->slo_ttft_ms, "With --generative: goodput counts requests with TTFT within this");
+  cmd->add_option("--slo-tpot-ms", f->slo_tpot_ms, "With --generative: ... and TPOT within this");
   cmd->callback([f, run] { *run = [f] { return Bench(*f); }; });
 }
 

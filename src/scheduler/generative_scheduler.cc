@@ -136,6 +136,8 @@ Result<std::unique_ptr<GenerativeScheduler>> GenerativeScheduler::Create(Generat
   s->num_blocks_ = static_cast<int32_t>(std::min<int64_t>({blocks, one_sequence * s->options_.max_num_seqs, 1 << 24}));
   // A budget smaller than one full-length sequence caps the context.
   s->max_model_len_ = std::min<int64_t>(s->max_model_len_, int64_t{s->num_blocks_} * s->options_.block_size);
+  // The cache is allocated now, so a budget the machine cannot hold fails the load, not the first request.
+  INFERD_RETURN_IF_ERROR(d.AllocateCache(s->num_blocks_, s->options_.block_size));
   s->loop_ = std::thread([p = s.get()] { p->Loop(); });
   return s;
 }
@@ -310,14 +312,6 @@ class GenerativeStepper {
     if (batch.empty()) return;
     Run(batch);
     Publish();
-  }
-
-  // At shutdown: everything left is answered UNAVAILABLE.
-  void AbortAll(const Status& why) {
-    for (auto& s : running_) Finish(*s, why);
-    for (auto& s : waiting_) Finish(*s, why);
-    running_.clear();
-    waiting_.clear();
   }
 
  private:
@@ -556,7 +550,6 @@ void GenerativeScheduler::Loop() {
   instance_->OnWorkerThreadStart();
   gstats_->kv_blocks = num_blocks_;
   GenerativeStepper stepper(options_, model_, num_blocks_, max_model_len_, clock_, stats_.get(), gstats_);
-  Status alloc = model_->decoder().AllocateCache(num_blocks_, options_.block_size);
   while (true) {
     {
       MutexLock l(&mu_);
@@ -567,10 +560,6 @@ void GenerativeScheduler::Loop() {
         queued_.fetch_sub(1, std::memory_order_relaxed);
       }
       if (stopping_ && stepper.idle()) break;
-    }
-    if (!alloc.ok()) {
-      stepper.AbortAll(alloc);
-      continue;
     }
     stepper.Step();
   }

@@ -7,12 +7,14 @@ cache small enough to force preemption, with prefix caching off and with static 
 import http.client
 import json
 import os
+import subprocess
 import sys
 import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
+import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import llm_fixtures  # noqa: E402
 
@@ -97,6 +99,31 @@ class Generative(unittest.TestCase):
         events = [json.loads(e) for e in sse(data)]
         self.assertGreater(len(events), 3)
         self.assertEqual("".join(e["text_output"] for e in events), expected(PROMPTS[0], 24)[0])
+
+    def test_grpc_stream_infer_streams_tokens(self):
+        import grpc
+        s = C.stubs()
+        with grpc.insecure_channel("127.0.0.1:%d" % SERVER.grpc_port) as ch:
+            stub = s.pb_grpc.GRPCInferenceServiceStub(ch)
+            reqs = [gc.infer_request(s.pb, "tiny_chat", {"text_input": ([1], [p.encode()])}, id=str(i),
+                                     params={"max_tokens": 20, "temperature": 0.0,
+                                             "triton_enable_empty_final_response": True})
+                    for i, p in enumerate(PROMPTS[:3])]
+            text, parts, finals = {}, {}, {}
+            for r in stub.ModelStreamInfer(iter(reqs), timeout=120):
+                self.assertEqual(r.error_message, "")
+                rid = r.infer_response.id
+                out = gc.outputs_of(r.infer_response)
+                if "text_output" in out:
+                    text[rid] = text.get(rid, b"") + out["text_output"][0]
+                    parts[rid] = parts.get(rid, 0) + 1
+                if r.infer_response.parameters["triton_final_response"].bool_param:
+                    finals[rid] = r.infer_response.parameters["finish_reason"].string_param
+        for i, p in enumerate(PROMPTS[:3]):
+            want, finish, _ = expected(p, 20)
+            self.assertEqual(text[str(i)].decode(), want, p)
+            self.assertEqual(finals[str(i)], finish)
+            self.assertGreater(parts[str(i)], 3)
 
     def test_completions_match_the_reference_with_usage(self):
         status, body = SERVER.post_json("/v1/completions", {"model": "tiny_chat", "prompt": PROMPTS[1], "max_tokens": 20,
@@ -248,6 +275,30 @@ class Generative(unittest.TestCase):
             self.assertLessEqual(entry["logprob"], 0.0)
             self.assertEqual(len(entry["top_logprobs"]), 3)
             self.assertEqual(entry["top_logprobs"][0]["logprob"], entry["logprob"])  # greedy takes the top one
+
+    def test_the_official_openai_sdk_works_unchanged(self):
+        sdk = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai_sdk")
+        self.assertTrue(os.path.isdir(os.path.join(sdk, "node_modules", "openai")),
+                        "the OpenAI SDK is missing: scripts/setup.sh installs it")
+        question = "What is free software?"
+        r = subprocess.run(["node", os.path.join(sdk, "client.mjs"), "http://127.0.0.1:%d/v1" % SERVER.port, "tiny_chat",
+                            PROMPTS[0], question], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = json.loads(r.stdout)
+        self.assertIn("tiny_chat", got["models"])
+        messages = [{"role": "user", "content": question}]
+        text, finish, n = expected(messages, 20, chat=True)
+        self.assertEqual(got["chat"]["text"], text)
+        self.assertEqual(got["chat"]["finish"], finish)
+        self.assertEqual(got["chat"]["usage"]["completion_tokens"], n)
+        self.assertEqual(got["chat_stream"]["text"], text)
+        self.assertEqual(got["chat_stream"]["finish"], finish)
+        self.assertEqual(got["chat_stream"]["usage"]["completion_tokens"], n)
+        self.assertEqual(got["completion"]["text"], expected(PROMPTS[0], 16)[0])
+        self.assertEqual(got["completion_stream"], expected(PROMPTS[0], 16)[0])
+        self.assertEqual(got["not_found"]["status"], 404)
+        self.assertEqual(got["bad_request"]["status"], 400)
+        self.assertEqual(got["bad_request"]["type"], "invalid_request_error")
 
     def test_models_list(self):
         status, body = SERVER.get_json("/v1/models")

@@ -88,12 +88,14 @@ struct Call {
     --remaining;
     if (answered) return;
     if (!r.ok()) {
-      if (!error) error = r.status();
+      const bool first_error = !error;
+      if (first_error) error = r.status();
       if (!started) {  // nothing sent yet: an ordinary HTTP error answers the call
         answered = true;
         return respond(OpenAiError(r.status()));
       }
-      respond(Event(openai::EncodeError(r.status()), remaining > 0));
+      // In a stream: the first error as an event, then [DONE] once every choice has ended.
+      if (first_error) respond(Event(openai::EncodeError(r.status()), /*more=*/true));
       if (remaining == 0) respond(Event("[DONE]", false));
       return;
     }
