@@ -24,29 +24,35 @@ PACKAGES=(
   python3-torch python3-sklearn python3-numpy   # example models, fixtures, reference outputs (/usr/bin/python3)
   python3-grpcio python3-protobuf         # the gRPC integration tests' client (stubs made by protoc at test time)
   curl
-  nodejs npm                              # the official OpenAI SDK as a test client (tests/integration/openai_sdk)
+  nodejs                                  # the OpenAI SDK and LangChain as test clients (tests/integration/openai_sdk)
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(python3-fastapi python3-uvicorn python3-matplotlib nginx-light nodejs)
 fi
+# Debian packages npm apart from nodejs (a nodejs from elsewhere may bring its own npm and conflict with it).
+ensure_npm() {
+  if ! command -v npm > /dev/null; then
+    $([ "$(id -u)" -eq 0 ] || echo sudo) apt-get install -y -q --no-install-recommends npm
+  fi
+}
 # The ONNX Runtime baseline of `make bench-onnx`: the npm package bundles libonnxruntime (no install scripts run).
 ort_baseline() {
   local dir
   dir="$(cd "$(dirname "$0")/.." && pwd)/bench/baselines"
   [ -d "$dir/node_modules/onnxruntime-node" ] && return 0
-  if ! command -v npm > /dev/null; then  # Debian packages npm apart from nodejs
-    $([ "$(id -u)" -eq 0 ] || echo sudo) apt-get install -y -q --no-install-recommends npm
-  fi
+  ensure_npm
   echo "setup: npm install onnxruntime-node (bench baseline)"
   npm install --prefix "$dir" --ignore-scripts --no-audit --no-fund --no-save onnxruntime-node@1.16.3
 }
 
-# The official OpenAI Node SDK, the generative suite's compatibility client (no install scripts run).
+# The official OpenAI Node SDK and LangChain's ChatOpenAI, the generative suite's compatibility clients
+# (tests/integration/openai_sdk/package.json; no install scripts run).
 openai_sdk() {
   local dir
   dir="$(cd "$(dirname "$0")/.." && pwd)/tests/integration/openai_sdk"
-  [ -d "$dir/node_modules/openai" ] && return 0
-  echo "setup: npm install openai (test client)"
+  [ -d "$dir/node_modules/openai" ] && [ -d "$dir/node_modules/@langchain/openai" ] && return 0
+  ensure_npm
+  echo "setup: npm install openai @langchain/openai (test clients)"
   npm install --prefix "$dir" --ignore-scripts --no-audit --no-fund --no-save
 }
 

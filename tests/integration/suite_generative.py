@@ -300,6 +300,22 @@ class Generative(unittest.TestCase):
         self.assertEqual(got["bad_request"]["status"], 400)
         self.assertEqual(got["bad_request"]["type"], "invalid_request_error")
 
+    def test_langchain_chat_openai_works_unchanged(self):
+        sdk = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai_sdk")
+        self.assertTrue(os.path.isdir(os.path.join(sdk, "node_modules", "@langchain", "openai")),
+                        "LangChain is missing: scripts/setup.sh installs it")
+        question = "What is free software?"
+        r = subprocess.run(["node", os.path.join(sdk, "langchain_client.mjs"), "http://127.0.0.1:%d/v1" % SERVER.port,
+                            "tiny_chat", question], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = json.loads(r.stdout)
+        plain = expected([{"role": "user", "content": question}], 20, chat=True)[0]
+        brief = expected([{"role": "system", "content": "Be brief."}, {"role": "user", "content": question}], 20,
+                         chat=True)[0]
+        self.assertEqual(got["invoke"], plain)
+        self.assertEqual(got["stream"], plain)
+        self.assertEqual(got["batch"], [plain, brief])
+
     def test_models_list(self):
         status, body = SERVER.get_json("/v1/models")
         self.assertEqual(status, 200)
