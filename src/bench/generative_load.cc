@@ -260,7 +260,6 @@ Result<GenerativeReport> RunGenerativeLoad(const GenerativeLoadOptions& o) {
           << "Content-Length: " << json.size() << "\r\nConnection: close\r\n\r\n"
           << json;
       const std::string wire = req.str();
-      const auto sent = std::max(Clock::now(), c->due);
       const auto scheduled = c->due;
       Streamed s;
       Status st;
@@ -275,7 +274,6 @@ Result<GenerativeReport> RunGenerativeLoad(const GenerativeLoadOptions& o) {
         }
         ::close(*fd);
       }
-      (void)sent;
       const auto end = Clock::now();
       std::unique_lock<std::mutex> l(mu);
       if (!st.ok() || s.chunks.empty()) {

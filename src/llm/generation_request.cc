@@ -37,8 +37,7 @@ Result<bool> Bool(const Parameter& p, std::string_view name) {
   return Bad(name, "must be true or false");
 }
 
-Result<std::string_view> OneString(const InferRequest& r, const Tensor& t) {
-  (void)r;
+Result<std::string_view> OneString(const Tensor& t) {
   if (t.dtype != DataType::kBytes) return Bad(t.name, "must be BYTES");
   INFERD_ASSIGN_OR_RETURN(auto elems, SplitBytesElements(t.bytes()));
   if (elems.size() != 1) return Bad(t.name, "must hold exactly one string");
@@ -130,11 +129,11 @@ Result<GenerationRequest> ParseGenerationRequest(const InferRequest& request) {
   int sources = 0;
   for (const Tensor& t : request.inputs) {
     if (t.name == "text_input") {
-      INFERD_ASSIGN_OR_RETURN(std::string_view s, OneString(request, t));
+      INFERD_ASSIGN_OR_RETURN(std::string_view s, OneString(t));
       g.prompt.assign(s);
       ++sources;
     } else if (t.name == "messages") {
-      INFERD_ASSIGN_OR_RETURN(std::string_view s, OneString(request, t));
+      INFERD_ASSIGN_OR_RETURN(std::string_view s, OneString(t));
       INFERD_ASSIGN_OR_RETURN(g.messages, ParseChatMessages(s));
       ++sources;
     } else if (t.name == "input_ids") {

@@ -176,6 +176,9 @@ class LlmBackend final : public Backend {
                        std::to_string(config.hidden_size) + ", vocab " + std::to_string(config.vocab_size) +
                        ", context " + std::to_string(config.max_positions) + ", chat template " +
                        std::string(llm::ChatTemplateName(info->chat_template));
+    if (tok.has_jinja_template && !tok.chat_template && spec.parameters.count("chat_template") == 0) {
+      note += " (tokenizer_config.json's chat_template was not recognised; set the chat_template parameter)";
+    }
     return std::unique_ptr<LoadedModel>(
         std::make_unique<LlmModel>(std::move(weights), std::move(info), Threads(spec), std::move(note)));
   }

@@ -241,9 +241,8 @@ namespace {
 
 void AppendText(std::string* out, std::string_view s) { json::AppendEscaped(out, llm::SanitizeUtf8(s)); }
 
-void AppendHead(std::string* out, Endpoint e, const std::string& id, int64_t created, const std::string& model,
+void AppendHead(std::string* out, const std::string& id, int64_t created, const std::string& model,
                 const char* object) {
-  (void)e;
   out->append("{\"id\":");
   json::AppendEscaped(out, id);
   out->append(",\"object\":\"").append(object).append("\",\"created\":");
@@ -321,7 +320,7 @@ void AppendFinish(std::string* out, const std::string& reason) {
 std::string EncodeResponse(Endpoint e, const std::string& id, int64_t created, const std::string& model,
                            const std::vector<Choice>& choices, bool logprobs, const Usage& usage) {
   std::string out;
-  AppendHead(&out, e, id, created, model, e == Endpoint::kChat ? "chat.completion" : "text_completion");
+  AppendHead(&out, id, created, model, e == Endpoint::kChat ? "chat.completion" : "text_completion");
   out.append(",\"choices\":[");
   for (size_t i = 0; i < choices.size(); ++i) {
     if (i) out.push_back(',');
@@ -349,7 +348,7 @@ std::string EncodeResponse(Endpoint e, const std::string& id, int64_t created, c
 std::string EncodeChunk(Endpoint e, const std::string& id, int64_t created, const std::string& model, int index,
                         bool first, const Choice& part, bool logprobs, bool include_usage) {
   std::string out;
-  AppendHead(&out, e, id, created, model, e == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
+  AppendHead(&out, id, created, model, e == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
   out.append(",\"choices\":[{\"index\":");
   json::AppendNumber(&out, static_cast<int64_t>(index));
   if (e == Endpoint::kChat) {
@@ -378,7 +377,7 @@ std::string EncodeChunk(Endpoint e, const std::string& id, int64_t created, cons
 std::string EncodeUsageChunk(Endpoint e, const std::string& id, int64_t created, const std::string& model,
                              const Usage& usage) {
   std::string out;
-  AppendHead(&out, e, id, created, model, e == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
+  AppendHead(&out, id, created, model, e == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
   out.append(",\"choices\":[],\"usage\":");
   AppendUsage(&out, usage);
   out.append("}");

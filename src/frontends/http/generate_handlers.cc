@@ -11,21 +11,7 @@
 #include "frontends/http/router.h"
 
 namespace inferd::http {
-namespace {
-
-constexpr const char* kEventStream = "text/event-stream; charset=utf-8";
-
-Response Event(std::string json, bool more) {
-  Response r;
-  r.content_type = kEventStream;
-  r.headers.emplace_back("Cache-Control", "no-cache");
-  r.body.reserve(json.size() + 8);
-  r.body.append("data: ").append(json).append("\n\n");
-  r.more = more;
-  return r;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,
               Responder respond) {
@@ -53,21 +39,21 @@ void Generate(InferenceServer* server, Request&& req, const std::string& model, 
   ResponseSink sink;
   sink.partial = [respond, parts, cancellation = req.cancellation](InferResponse part) {
     parts->fetch_add(1, std::memory_order_relaxed);
-    respond(Event(generate::EncodeGenerateResponse(part), /*more=*/true));
+    respond(ServerSentEvent(generate::EncodeGenerateResponse(part), /*more=*/true));
     return !(cancellation && cancellation->cancelled());
   };
   sink.final = [respond = std::move(respond), parts](Result<InferResponse> r) {
     const bool begun = parts->load(std::memory_order_relaxed) > 0;
     if (!r.ok()) {
       if (!begun) return respond(ErrorResponse(r.status()));
-      return respond(Event(v2::EncodeError(r.status().message()), /*more=*/false));
+      return respond(ServerSentEvent(v2::EncodeError(r.status().message()), /*more=*/false));
     }
     if (begun && r->outputs.empty()) {  // the parts were the answer: end the stream
       Response end;
-      end.content_type = kEventStream;
+      end.content_type = std::string(kEventStreamType);
       return respond(std::move(end));
     }
-    respond(Event(generate::EncodeGenerateResponse(*r), /*more=*/false));
+    respond(ServerSentEvent(generate::EncodeGenerateResponse(*r), /*more=*/false));
   };
   server->InferAsync(std::move(*parsed), std::move(sink));
 }

@@ -53,6 +53,10 @@ struct Response {
 using Responder = std::function<void(Response)>;
 using Handler = std::function<void(Request&&, Responder)>;
 
+// One server-sent event `data: <payload>\n\n` (text/event-stream, no-cache); `more` as in Response.
+Response ServerSentEvent(std::string_view payload, bool more);
+inline constexpr std::string_view kEventStreamType = "text/event-stream; charset=utf-8";
+
 // Maps a Status to an HTTP status code (Triton's mapping: PROTOCOLS.md).
 int HttpStatusOf(const Status& st);
 // A JSON error response {"error": message} with the mapped status code.

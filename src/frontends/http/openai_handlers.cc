@@ -17,7 +17,6 @@
 namespace inferd::http {
 namespace {
 
-constexpr const char* kEventStream = "text/event-stream; charset=utf-8";
 constexpr const char* kGenerativePlatform = "llm_decoder";
 
 Response OpenAiError(const Status& st) {
@@ -25,16 +24,6 @@ Response OpenAiError(const Status& st) {
   r.status = HttpStatusOf(st);
   if (st.code() == StatusCode::kCancelled) r.status = 499;  // the client went away; nobody reads it
   r.body = openai::EncodeError(st);
-  return r;
-}
-
-Response Event(std::string_view json, bool more) {
-  Response r;
-  r.content_type = kEventStream;
-  r.headers.emplace_back("Cache-Control", "no-cache");
-  r.body.reserve(json.size() + 8);
-  r.body.append("data: ").append(json).append("\n\n");
-  r.more = more;
   return r;
 }
 
@@ -76,8 +65,9 @@ struct Call {
     if (answered || error) return false;
     openai::Choice c = openai::ChoiceFrom(part);
     c.finish_reason.clear();
-    respond(Event(openai::EncodeChunk(endpoint, id, created, model, index, first[index], c, logprobs, include_usage),
-                  /*more=*/true));
+    respond(ServerSentEvent(
+        openai::EncodeChunk(endpoint, id, created, model, index, first[index], c, logprobs, include_usage),
+        /*more=*/true));
     first[index] = false;
     started = true;
     return !(cancellation && cancellation->cancelled());
@@ -95,8 +85,8 @@ struct Call {
         return respond(OpenAiError(r.status()));
       }
       // In a stream: the first error as an event, then [DONE] once every choice has ended.
-      if (first_error) respond(Event(openai::EncodeError(r.status()), /*more=*/true));
-      if (remaining == 0) respond(Event("[DONE]", false));
+      if (first_error) respond(ServerSentEvent(openai::EncodeError(r.status()), /*more=*/true));
+      if (remaining == 0) respond(ServerSentEvent("[DONE]", false));
       return;
     }
     openai::Choice c = openai::ChoiceFrom(*r);
@@ -110,14 +100,15 @@ struct Call {
       return respond(JsonResponse(200, openai::EncodeResponse(endpoint, id, created, model, choices, logprobs, usage)));
     }
     if (!error) {
-      respond(Event(openai::EncodeChunk(endpoint, id, created, model, index, first[index], c, logprobs, include_usage),
-                    true));
+      respond(ServerSentEvent(
+          openai::EncodeChunk(endpoint, id, created, model, index, first[index], c, logprobs, include_usage), true));
       first[index] = false;
       started = true;
     }
     if (remaining > 0) return;
-    if (include_usage && !error) respond(Event(openai::EncodeUsageChunk(endpoint, id, created, model, usage), true));
-    respond(Event("[DONE]", false));
+    if (include_usage && !error)
+      respond(ServerSentEvent(openai::EncodeUsageChunk(endpoint, id, created, model, usage), true));
+    respond(ServerSentEvent("[DONE]", false));
   }
 };
 

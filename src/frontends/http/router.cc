@@ -27,6 +27,16 @@ std::vector<std::string> SplitPath(const std::string& path) {
   return parts;
 }
 
+Response ServerSentEvent(std::string_view payload, bool more) {
+  Response r;
+  r.content_type = std::string(kEventStreamType);
+  r.headers.emplace_back("Cache-Control", "no-cache");
+  r.body.reserve(payload.size() + 8);
+  r.body.append("data: ").append(payload).append("\n\n");
+  r.more = more;
+  return r;
+}
+
 Response JsonResponse(int status, std::string body) {
   Response r;
   r.status = status;
