@@ -127,6 +127,11 @@ bench-shadow: build
 bench-batch: build
 	$(PY) bench/batch_bench.py --inferd build/src/inferd
 
+# Issue 18's targets: adaptive vs the best fixed delay (resnet18, tiny_mlp; Poisson at 3 rates), sequence
+# bucketing vs equal-shape batching on variable-length text (~15 min).
+bench-batching: build
+	$(PY) bench/batching_bench.py --inferd build/src/inferd
+
 bench-generative: build
 	$(PY) bench/generative_bench.py --inferd build/src/inferd
 

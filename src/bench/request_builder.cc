@@ -3,10 +3,12 @@
 #include <rapidjson/document.h>
 
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <sstream>
 
+#include "core/number_text.h"
 #include "frontends/codec/json_tensor.h"
 #include "frontends/codec/json_writer.h"
 
@@ -45,10 +47,10 @@ Result<ModelDesc> ParseModelMetadata(const std::string& json) {
 
 namespace {
 
-Shape Concrete(const ModelDesc& m, const InputDesc& in, int batch) {
+Shape Concrete(const ModelDesc& m, const InputDesc& in, int batch, int64_t length) {
   Shape s = in.shape;
   for (size_t i = 0; i < s.size(); ++i)
-    if (s[i] < 0) s[i] = (i == 0 && m.batched) ? batch : 1;
+    if (s[i] < 0) s[i] = (i == 0 && m.batched) ? batch : length;
   return s;
 }
 
@@ -63,13 +65,47 @@ void Fill(std::string* buf, int64_t n, std::mt19937_64& rng, double lo, double h
 
 }  // namespace
 
-std::vector<Tensor> RandomInputs(const ModelDesc& model, int batch_size, uint64_t seed) {
+Result<std::pair<int64_t, int64_t>> ParseLengthRange(const std::string& text) {
+  const size_t dash = text.find('-');
+  int64_t lo = 0, hi = 0;
+  try {
+    size_t used = 0;
+    lo = std::stoll(text.substr(0, dash), &used);
+    if (used != (dash == std::string::npos ? text.size() : dash)) throw std::invalid_argument("");
+    hi = lo;
+    if (dash != std::string::npos) {
+      hi = std::stoll(text.substr(dash + 1), &used);
+      if (used != text.size() - dash - 1) throw std::invalid_argument("");
+    }
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("'" + text + "' is not a length or a range LO-HI");
+  }
+  if (lo < 1 || hi < lo || hi > (1 << 24))
+    return Status::InvalidArgument("lengths '" + text + "' must be 1 <= LO <= HI");
+  return std::make_pair(lo, hi);
+}
+
+std::vector<Tensor> RandomInputs(const ModelDesc& model, int batch_size, uint64_t seed, const RandomOptions& options) {
   std::mt19937_64 rng(seed);
   std::vector<Tensor> out;
+  const double ilo = options.int_lo, ihi = options.int_hi;
   for (const auto& in : model.inputs) {
-    Shape shape = Concrete(model, in, batch_size);
+    Shape shape = Concrete(model, in, batch_size, options.length);
     const int64_t n = ElementCount(shape);
     std::string buf;
+    if (auto c = options.constants.find(in.name); c != options.constants.end()) {
+      // One value everywhere (a mask of ones).
+      std::string one;
+      const double v = c->second;
+      const bool is_int = std::fabs(v) < 9e18 && v == static_cast<double>(static_cast<int64_t>(v));
+      if (!AppendNumber(&one, in.dtype, is_int, is_int ? static_cast<int64_t>(v) : 0, v))
+        one.assign(DataTypeByteSize(in.dtype), '\0');
+      for (int64_t k = 0; k < n; ++k) buf.append(one);
+      out.push_back(
+          Tensor::Copy(in.name, in.dtype, shape,
+                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(buf.data()), buf.size())));
+      continue;
+    }
     switch (in.dtype) {
       case DataType::kBool:
         Fill<uint8_t>(&buf, n, rng, 0, 2);
@@ -93,10 +129,10 @@ std::vector<Tensor> RandomInputs(const ModelDesc& model, int batch_size, uint64_
         Fill<int16_t>(&buf, n, rng, -50, 50);
         break;
       case DataType::kInt32:
-        Fill<int32_t>(&buf, n, rng, -50, 50);
+        Fill<int32_t>(&buf, n, rng, ilo, ihi);
         break;
       case DataType::kInt64:
-        Fill<int64_t>(&buf, n, rng, -50, 50);
+        Fill<int64_t>(&buf, n, rng, ilo, ihi);
         break;
       case DataType::kFp64:
         Fill<double>(&buf, n, rng, 0, 1);
@@ -143,7 +179,7 @@ Result<std::vector<std::vector<Tensor>>> InputsFromFile(const std::string& path,
       auto it = entry.FindMember(in.name.c_str());
       if (it == entry.MemberEnd()) return Status::InvalidArgument(path + ": an entry lacks input '" + in.name + "'");
       const rapidjson::Value* values = &it->value;
-      Shape shape = Concrete(model, in, 1);
+      Shape shape = Concrete(model, in, 1, 1);
       if (values->IsObject()) {
         if (!values->HasMember("content") || !values->HasMember("shape")) {
           return Status::InvalidArgument(path + ": objects need 'content' and 'shape'");

@@ -3,6 +3,7 @@
 // data file, in one of the wire protocols inferd speaks.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,9 +37,20 @@ struct PreparedRequest {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+// How random inputs are drawn (`inferd bench` flags).
+struct RandomOptions {
+  int64_t length = 1;                       // variable dims other than the batch dim (--sequence-lengths)
+  double int_lo = -50, int_hi = 50;         // integer inputs: uniform in [lo, hi) (--int-range)
+  std::map<std::string, double> constants;  // inputs filled with one value (--constant-input, e.g. a mask)
+};
+
 // Concrete input tensors: variable dims become `batch_size` (first dim of a
-// batched model) or 1; values are random (seeded).
-std::vector<Tensor> RandomInputs(const ModelDesc& model, int batch_size, uint64_t seed);
+// batched model) or options.length; values are random (seeded).
+std::vector<Tensor> RandomInputs(const ModelDesc& model, int batch_size, uint64_t seed,
+                                 const RandomOptions& options = {});
+
+// "LO-HI" (lengths drawn uniformly in [LO, HI]) or "N" (all N); LO >= 1.
+Result<std::pair<int64_t, int64_t>> ParseLengthRange(const std::string& text);
 
 // Reads a perf_analyzer-style file {"data": [{"name": [flat values] |
 // {"content": [...], "shape": [...]}}, ...]}: one input set per entry.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <sstream>
 
 #include "backends/backend.h"
@@ -33,6 +34,10 @@ struct BenchFlags {
   std::string request_rate;
   int batch_size = 1;
   std::string input_data;
+  std::string sequence_lengths;              // "LO-HI": mixed-length requests
+  int request_count = 64;                    // with --sequence-lengths: distinct requests
+  std::string int_range = "-50:50";          // integer inputs' random values
+  std::vector<std::string> constant_inputs;  // NAME=VALUE
   double warmup_s = 1.0;
   double window_s = 2.0;
   int max_windows = 10;
@@ -202,6 +207,30 @@ Status WriteOutput(const std::string& path, const std::string& format, const std
   return f ? Status::OK() : Status::Internal("write to '" + path + "' failed");
 }
 
+// --int-range and --constant-input.
+Result<bench::RandomOptions> RandomOptionsFromFlags(const BenchFlags& f) {
+  bench::RandomOptions o;
+  const size_t colon = f.int_range.find(':');
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument("");
+    o.int_lo = std::stod(f.int_range.substr(0, colon));
+    o.int_hi = std::stod(f.int_range.substr(colon + 1));
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("--int-range '" + f.int_range + "' is not LO:HI");
+  }
+  if (!(o.int_lo < o.int_hi)) return Status::InvalidArgument("--int-range needs LO < HI");
+  for (const std::string& c : f.constant_inputs) {
+    const size_t eq = c.find('=');
+    try {
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument("");
+      o.constants[c.substr(0, eq)] = std::stod(c.substr(eq + 1));
+    } catch (const std::exception&) {
+      return Status::InvalidArgument("--constant-input '" + c + "' is not NAME=VALUE");
+    }
+  }
+  return o;
+}
+
 Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
   INFERD_ASSIGN_OR_RETURN(auto target, bench::ParseUrl(f.url));
   INFERD_ASSIGN_OR_RETURN(auto meta_target, bench::ParseUrl(f.metadata_url.empty() ? f.url : f.metadata_url));
@@ -219,7 +248,19 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
   if (!f.input_data.empty()) {
     INFERD_ASSIGN_OR_RETURN(input_sets, bench::InputsFromFile(f.input_data, model));
   } else {
-    for (int i = 0; i < 4; ++i) input_sets.push_back(bench::RandomInputs(model, f.batch_size, f.seed + i));
+    INFERD_ASSIGN_OR_RETURN(bench::RandomOptions ro, RandomOptionsFromFlags(f));
+    std::pair<int64_t, int64_t> lengths{1, 1};
+    int sets = 4;
+    if (!f.sequence_lengths.empty()) {
+      INFERD_ASSIGN_OR_RETURN(lengths, bench::ParseLengthRange(f.sequence_lengths));
+      sets = f.request_count;
+    }
+    std::mt19937_64 rng(f.seed);
+    std::uniform_int_distribution<int64_t> length(lengths.first, lengths.second);
+    for (int i = 0; i < sets; ++i) {
+      ro.length = length(rng);
+      input_sets.push_back(bench::RandomInputs(model, f.batch_size, f.seed + static_cast<uint64_t>(i), ro));
+    }
   }
   bench::LoadOptions lo;
   lo.make_sender = grpc ? grpcfe::GrpcSenderFactory(f.grpc_url) : bench::HttpSenderFactory(target.first, target.second);
@@ -368,6 +409,14 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--input-data", f->input_data,
                   "JSON file {\"data\": [{input: values | {content, shape}}, ...]} instead of random data");
+  cmd->add_option("--sequence-lengths", f->sequence_lengths,
+                  "Mixed-length requests: variable dims (other than the batch dim) drawn uniformly in LO-HI");
+  cmd->add_option("--request-count", f->request_count, "With --sequence-lengths: distinct requests, sent in turn")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--int-range", f->int_range, "Random integer inputs: uniform in LO:HI (e.g. token ids 1:30000)")
+      ->capture_default_str();
+  cmd->add_option("--constant-input", f->constant_inputs, "NAME=VALUE: that input filled with VALUE (e.g. mask=1)");
   cmd->add_option("--warmup-s", f->warmup_s, "Warm-up before measuring")->capture_default_str();
   cmd->add_option("--window-s", f->window_s, "Measurement window")->capture_default_str();
   cmd->add_option("--max-windows", f->max_windows, "Windows before giving up on stability")->capture_default_str();

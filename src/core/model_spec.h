@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/batching_spec.h"
 #include "core/datatype.h"
 #include "core/feature_spec.h"
 #include "core/output_rule.h"
@@ -51,6 +52,9 @@ struct BatchingSpec {
   uint32_t default_priority_level = 0;
   QueuePolicySpec queue;
   bool preserve_ordering = false;
+  // Parameters "batching.*" (core/batching_spec.h, docs/batching.md).
+  AdaptiveBatchingSpec adaptive;
+  std::optional<PaddingSpec> padding;
 };
 
 struct VersionPolicySpec {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "metrics/batching_stats.h"
 #include "metrics/generative_stats.h"
 #include "metrics/histogram.h"
 
@@ -45,7 +46,17 @@ class ModelStats {
     return generative_.load(std::memory_order_acquire);
   }
   const GenerativeStats* generative() const { return generative_.load(std::memory_order_acquire); }
-  ~ModelStats() { delete generative_.load(); }
+  // Adaptive batching's estimates and padding's counters: created by the
+  // dynamic batcher of a model that uses either (the first call), else null.
+  BatchingStats* EnableBatching() {
+    std::call_once(batching_once_, [this] { batching_.store(new BatchingStats(), std::memory_order_release); });
+    return batching_.load(std::memory_order_acquire);
+  }
+  const BatchingStats* batching() const { return batching_.load(std::memory_order_acquire); }
+  ~ModelStats() {
+    delete generative_.load();
+    delete batching_.load();
+  }
   ModelStats(const ModelStats&) = delete;
   ModelStats& operator=(const ModelStats&) = delete;
 
@@ -132,6 +143,8 @@ class ModelStats {
  private:
   std::once_flag generative_once_;
   std::atomic<GenerativeStats*> generative_{nullptr};  // owned
+  std::once_flag batching_once_;
+  std::atomic<BatchingStats*> batching_{nullptr};  // owned
   struct BatchAcc {
     DurationStat input, infer, output;
   };

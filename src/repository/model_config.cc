@@ -284,6 +284,12 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     s.precomputed = std::move(*precomputed);
   }
   {
+    auto batching = ParseBatchingParameters(s.parameters, s);
+    if (!batching.ok()) return Status::InvalidArgument(std::string(source) + ": " + batching.status().message());
+    s.batching.adaptive = batching->adaptive;
+    s.batching.padding = std::move(batching->padding);
+  }
+  {
     auto features = ParseFeatureSpec(s.parameters, s);
     if (!features.ok()) return Status::InvalidArgument(std::string(source) + ": " + features.status().message());
     s.features = std::move(*features);

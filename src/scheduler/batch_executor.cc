@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "core/padding.h"
 #include "scheduler/durations.h"
 
 namespace inferd {
@@ -25,15 +28,46 @@ void ApplyReshape(const ModelSpec& spec, const TensorSpec& in, int64_t rows, Ten
   t->shape = std::move(s);
 }
 
+// A padded input of the batch: each request's part padded along the input's
+// variable dimension to the bucket of the longest (batching.pad_inputs).
+Result<Tensor> PadInput(const PaddingSpec& padding, const PaddedInput& pad, const std::vector<const Tensor*>& parts,
+                        const std::string& name, ModelStats* stats) {
+  int64_t longest = 0;
+  bool equal = true;
+  uint64_t real = 0;
+  for (const Tensor* t : parts) {
+    if (pad.axis >= t->shape.size()) return Status::InvalidArgument("input '" + name + "' has no dimension to pad");
+    if (t->shape[pad.axis] != parts.front()->shape[pad.axis]) equal = false;
+    longest = std::max(longest, t->shape[pad.axis]);
+    real += static_cast<uint64_t>(t->element_count());
+  }
+  const int64_t length = padding.PaddedLength(longest);
+  Result<Tensor> t =
+      equal && length == longest ? ConcatRows(parts, name) : PadConcat(parts, pad.axis, length, pad.pad_bytes, name);
+  if (t.ok() && stats && !pad.mask) {
+    BatchingStats* b = stats->EnableBatching();
+    b->real_elements.fetch_add(real, std::memory_order_relaxed);
+    b->padded_elements.fetch_add(static_cast<uint64_t>(t->element_count()), std::memory_order_relaxed);
+  }
+  return t;
+}
+
 // Builds the backend's input tensors for the batch.
 Result<std::vector<Tensor>> GatherInputs(const ModelSpec& spec,
-                                         const std::vector<std::unique_ptr<PendingRequest>>& batch,
-                                         int64_t total_rows) {
+                                         const std::vector<std::unique_ptr<PendingRequest>>& batch, int64_t total_rows,
+                                         ModelStats* stats) {
   std::vector<Tensor> inputs;
   inputs.reserve(spec.inputs.size());
   std::vector<const Tensor*> parts(batch.size());
+  const std::optional<PaddingSpec>& padding = spec.batching.padding;
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     for (size_t r = 0; r < batch.size(); ++r) parts[r] = &batch[r]->request->inputs[i];
+    const PaddedInput* pad = padding ? padding->Find(i) : nullptr;
+    if (pad) {
+      INFERD_ASSIGN_OR_RETURN(Tensor t, PadInput(*padding, *pad, parts, spec.inputs[i].name, stats));
+      inputs.push_back(std::move(t));
+      continue;
+    }
     INFERD_ASSIGN_OR_RETURN(Tensor t, ConcatRows(parts, spec.inputs[i].name));
     ApplyReshape(spec, spec.inputs[i], total_rows, &t);
     inputs.push_back(std::move(t));
@@ -80,7 +114,8 @@ namespace {
 // `require_requested`: every output the request names must be there (a
 // decoupled model's parts, and its empty final answer, need not hold them).
 Result<InferResponse> BuildResponse(const ModelSpec& spec, const PendingRequest& p, const std::vector<Tensor>& outputs,
-                                    bool slice, int64_t offset, bool require_requested = true) {
+                                    bool slice, int64_t offset, bool require_requested = true,
+                                    int64_t padded_length = 0) {
   InferResponse resp;
   resp.model_name = p.request->model_name;
   resp.model_version = p.request->model_version;
@@ -91,6 +126,12 @@ Result<InferResponse> BuildResponse(const ModelSpec& spec, const PendingRequest&
     Tensor piece = o;
     if (slice) {
       INFERD_ASSIGN_OR_RETURN(piece, o.SliceRows(offset, p.rows));
+    }
+    if (padded_length > p.length && piece.shape.size() > 1 && piece.shape[1] == padded_length) {
+      const auto& unpad = spec.batching.padding->unpad_outputs;
+      if (std::find(unpad.begin(), unpad.end(), o.name) != unpad.end()) {
+        INFERD_ASSIGN_OR_RETURN(piece, CutAxis(piece, 1, p.length));
+      }
     }
     const TensorSpec* os = spec.FindOutput(o.name);
     if (os && os->reshape && ElementCount(os->dims) > 0) {
@@ -209,7 +250,7 @@ void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<st
     results = RunPerRequest(instance, spec, batch, stats, clock);
     infer_end = clock.Now();
   } else {
-    auto inputs = GatherInputs(spec, batch, total_rows);
+    auto inputs = GatherInputs(spec, batch, total_rows, stats);
     if (!inputs.ok()) return fail_all(inputs.status(), FailureReason::kOther);
     infer_start = clock.Now();
     auto outputs = instance.Execute(*inputs);
@@ -225,9 +266,14 @@ void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<st
     // Slice per request. Responses are built before any callback so output
     // time is measured for the whole batch.
     results.reserve(batch.size());
-    int64_t offset = 0;
+    int64_t offset = 0, padded_length = 0;  // padded models: what the outputs' sequence dimension may hold
+    if (spec.batching.padding) {
+      int64_t longest = 0;
+      for (const auto& p : batch) longest = std::max(longest, p->length);
+      padded_length = spec.batching.padding->PaddedLength(longest);
+    }
     for (auto& p : batch) {
-      results.push_back(BuildResponse(spec, *p, *outputs, batch.size() > 1, offset));
+      results.push_back(BuildResponse(spec, *p, *outputs, batch.size() > 1, offset, true, padded_length));
       offset += p->rows;
     }
   }

@@ -14,6 +14,8 @@ BatchPolicy BatchPolicy::FromSpec(const ModelSpec& spec, size_t default_max_queu
   p.default_priority_level = spec.batching.default_priority_level;
   p.queue = spec.batching.queue;
   if (!spec.batching.dynamic) p.queue.allow_timeout_override = true;  // nothing to override: honour requests
+  p.adaptive = spec.batching.adaptive;
+  if (p.dynamic) p.padding = spec.batching.padding;
   p.max_queue_size = spec.batching.queue.max_queue_size > 0 ? spec.batching.queue.max_queue_size
                                                             : std::max<size_t>(1, default_max_queue_size);
   return p;
@@ -24,6 +26,10 @@ BatchQueue::BatchQueue(BatchPolicy policy) : policy_(std::move(policy)) {
   const size_t levels = std::max<uint32_t>(1, policy_.priority_levels) + 1;
   normal_.resize(levels);
   delayed_.resize(levels);
+  if (policy_.adaptive.enabled && policy_.dynamic) {
+    adaptive_ =
+        std::make_unique<AdaptiveBatching>(policy_.adaptive, policy_.max_batch_size, policy_.padding.has_value());
+  }
 }
 
 Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
@@ -57,6 +63,14 @@ Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
   }
   p->level = level;
   p->enqueued = now;
+  if (policy_.padding) {
+    const PaddedInput& first = policy_.padding->inputs.front();
+    const auto& inputs = p->request->inputs;
+    p->length = first.input < inputs.size() && first.axis < inputs[first.input].shape.size()
+                    ? inputs[first.input].shape[first.axis]
+                    : 0;
+  }
+  if (adaptive_) adaptive_->OnArrival(now, policy_.padding ? policy_.padding->Group(p->length) : 0, p->rows);
   p->deadline.reset();
   if (timeout_us > 0) {
     p->deadline = now + std::chrono::microseconds(timeout_us);
@@ -123,15 +137,106 @@ std::vector<BatchQueue::Queue*> BatchQueue::Order() {
   return order;
 }
 
-bool BatchQueue::Compatible(const PendingRequest& a, const PendingRequest& b) {
+bool BatchQueue::Compatible(const PendingRequest& a, const PendingRequest& b) const {
   const auto& x = a.request->inputs;
   const auto& y = b.request->inputs;
   if (x.size() != y.size()) return false;
   for (size_t i = 0; i < x.size(); ++i) {
     if (x[i].name != y[i].name || x[i].dtype != y[i].dtype || x[i].shape.size() != y[i].shape.size()) return false;
-    if (!std::equal(x[i].shape.begin() + 1, x[i].shape.end(), y[i].shape.begin() + 1)) return false;
+    const PaddedInput* padded = policy_.padding ? policy_.padding->Find(i) : nullptr;
+    for (size_t k = 1; k < x[i].shape.size(); ++k) {
+      if (padded && k == padded->axis) continue;  // padded to a common length
+      if (x[i].shape[k] != y[i].shape[k]) return false;
+    }
   }
   return true;
+}
+
+void BatchQueue::RecordExecution(int64_t rows, int64_t length, Duration took) {
+  if (adaptive_) adaptive_->OnExecution(rows, length, took);
+}
+
+BatchQueue::Candidate BatchQueue::Prefix(const std::vector<Queue*>& order) const {
+  Candidate c;
+  const PendingRequest* head = order.front()->front().get();
+  c.oldest = head->enqueued;
+  const int64_t max_rows = policy_.max_batch_size;
+  int64_t rows = 0;
+  for (Queue* q : order) {
+    for (size_t i = 0; i < q->size(); ++i) {
+      const PendingRequest* p = (*q)[i].get();
+      if ((p != head && !Compatible(*head, *p)) || (rows + p->rows > max_rows && !c.cumulative.empty())) {
+        c.closed = true;
+        return c;
+      }
+      rows += p->rows;
+      c.picks.emplace_back(q, i);
+      c.cumulative.push_back(rows);
+      if (rows >= max_rows) {
+        c.closed = true;
+        return c;
+      }
+    }
+  }
+  return c;
+}
+
+std::vector<BatchQueue::Candidate> BatchQueue::Groups(const std::vector<Queue*>& order) const {
+  const PaddingSpec& padding = *policy_.padding;
+  const PendingRequest* head = order.front()->front().get();
+  const int64_t max_rows = policy_.max_batch_size;
+  const size_t scan = std::max<size_t>(64, 4 * static_cast<size_t>(max_rows));
+  std::vector<Candidate> groups;  // in order of their first request: the head's first
+  size_t seen = 0;
+  for (Queue* q : order) {
+    for (size_t i = 0; i < q->size() && seen < scan; ++i, ++seen) {
+      const PendingRequest* p = (*q)[i].get();
+      if (p != head && !Compatible(*head, *p)) continue;  // its turn comes when it leads the queue
+      const int64_t group = padding.Group(p->length);
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const Candidate& g) { return g.group == group; });
+      if (it == groups.end()) {
+        it = groups.insert(groups.end(), Candidate{});
+        it->group = group;
+        it->oldest = p->enqueued;
+      }
+      Candidate& g = *it;
+      if (g.closed) continue;
+      const int64_t rows = g.cumulative.empty() ? 0 : g.cumulative.back();
+      if (rows + p->rows > max_rows && !g.cumulative.empty()) {
+        g.closed = true;
+        continue;
+      }
+      g.picks.emplace_back(q, i);
+      g.cumulative.push_back(rows + p->rows);
+      g.max_length = std::max(g.max_length, p->length);
+      if (rows + p->rows >= max_rows) g.closed = true;
+    }
+  }
+  return groups;
+}
+
+size_t BatchQueue::PreferredPrefix(const Candidate& c) const {
+  const auto& preferred = policy_.preferred_batch_sizes;
+  for (auto it = preferred.rbegin(); it != preferred.rend(); ++it) {
+    auto pos = std::find(c.cumulative.begin(), c.cumulative.end(), static_cast<int64_t>(*it));
+    if (pos != c.cumulative.end()) return static_cast<size_t>(pos - c.cumulative.begin()) + 1;
+  }
+  return c.cumulative.size();
+}
+
+void BatchQueue::Take(Candidate& c, size_t count, Decision* d) {
+  int64_t max_length = 0;
+  std::vector<Queue*> touched;
+  for (size_t k = 0; k < count && k < c.picks.size(); ++k) {
+    auto& [q, i] = c.picks[k];
+    std::unique_ptr<PendingRequest>& slot = (*q)[i];
+    max_length = std::max(max_length, slot->length);
+    Forget(*slot);
+    d->batch.push_back(std::move(slot));
+    if (std::find(touched.begin(), touched.end(), q) == touched.end()) touched.push_back(q);
+  }
+  for (Queue* q : touched) q->erase(std::remove(q->begin(), q->end(), nullptr), q->end());
+  d->padded_length = policy_.padding ? policy_.padding->PaddedLength(max_length) : 1;
 }
 
 BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
@@ -146,68 +251,53 @@ BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
   if (size_ == 0) return d;
   std::vector<Queue*> order = Order();
 
-  auto pop = [&](size_t count) {
-    for (Queue* q : order) {
-      while (count > 0 && !q->empty()) {
-        Forget(*q->front());
-        d.batch.push_back(std::move(q->front()));
-        q->pop_front();
-        --count;
-      }
-    }
-  };
-
   if (!policy_.dynamic) {
-    pop(1);
+    Candidate one;
+    one.picks.emplace_back(order.front(), 0);
+    one.cumulative.push_back(order.front()->front()->rows);
+    Take(one, 1, &d);
     return d;
   }
 
-  // The longest compatible prefix that fits in max_batch_size.
-  const PendingRequest* head = order.front()->front().get();
-  const int64_t max_rows = policy_.max_batch_size;
-  std::vector<int64_t> cumulative;  // rows after each request of the prefix
-  int64_t rows = 0;
-  bool closed = false;
-  for (Queue* q : order) {
-    for (const auto& p : *q) {
-      if (p.get() != head && !Compatible(*head, *p))
-        closed = true;
-      else if (rows + p->rows > max_rows && !cumulative.empty())
-        closed = true;
-      if (closed) break;
-      rows += p->rows;
-      cumulative.push_back(rows);
-      if (rows >= max_rows) closed = true;
-      if (closed) break;
-    }
-    if (closed) break;
-  }
-
-  const auto& preferred = policy_.preferred_batch_sizes;
-  auto largest_preferred_prefix = [&]() -> size_t {
-    for (auto it = preferred.rbegin(); it != preferred.rend(); ++it) {
-      auto pos = std::find(cumulative.begin(), cumulative.end(), static_cast<int64_t>(*it));
-      if (pos != cumulative.end()) return static_cast<size_t>(pos - cumulative.begin()) + 1;
-    }
-    return cumulative.size();
-  };
+  std::vector<Candidate> groups;
+  if (policy_.padding)
+    groups = Groups(order);
+  else
+    groups.push_back(Prefix(order));
+  Candidate& head = groups.front();
+  const int64_t rows = head.cumulative.back();
 
   // Triton's rule: when a batch goes out, it is the largest prefix whose size
   // is a preferred size, if one can be formed; otherwise the whole prefix.
-  if (closed || flush || policy_.max_queue_delay.count() == 0) {
-    pop(largest_preferred_prefix());
+  const auto& preferred = policy_.preferred_batch_sizes;
+  const bool fixed_now = !adaptive_ && policy_.max_queue_delay.count() == 0;
+  if (head.closed || flush || fixed_now || (!preferred.empty() && rows >= preferred.back())) {
+    Take(head, PreferredPrefix(head), &d);
     return d;
   }
-  if (!preferred.empty() && rows >= preferred.back()) {
-    pop(largest_preferred_prefix());
-    return d;
+  // The head's batch may wait; a full batch of another group need not.
+  for (size_t g = 1; g < groups.size(); ++g) {
+    if (groups[g].closed) {
+      Take(groups[g], PreferredPrefix(groups[g]), &d);
+      return d;
+    }
   }
-  const TimePoint send_at = head->enqueued + policy_.max_queue_delay;
-  if (now >= send_at) {
-    pop(largest_preferred_prefix());
-    return d;
+  TimePoint wake;
+  if (adaptive_) {
+    const int64_t length = policy_.padding ? policy_.padding->PaddedLength(head.max_length) : 1;
+    std::optional<TimePoint> at = adaptive_->WaitUntil(now, head.oldest, head.group, rows, length);
+    if (!at) {
+      Take(head, PreferredPrefix(head), &d);
+      return d;
+    }
+    wake = *at;
+  } else {
+    wake = head.oldest + policy_.max_queue_delay;
+    if (now >= wake) {
+      Take(head, PreferredPrefix(head), &d);
+      return d;
+    }
   }
-  TimePoint wake = send_at;
   if (with_deadline_ > 0) {
     for (Queue* q : order)
       for (const auto& p : *q)

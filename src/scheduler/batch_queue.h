@@ -24,6 +24,16 @@
 //    with preferred [2] and 10 queued requests, batches of 2 go out).
 //  * The queue holds at most max_queue_size requests: Push answers
 //    UNAVAILABLE beyond that.
+//  * Padding (batching.pad_inputs, core/batching_spec.h): requests that
+//    differ only in their padded inputs' variable dimension are compatible.
+//    A batch holds requests of one group (the head's bucket, or every length
+//    without buckets), gathered from the first requests of the queue
+//    (4 x max_batch_size of them, at least 64) skipping the others, which
+//    keep their places. When the head's batch must wait and another group
+//    already fills a batch, that one goes out.
+//  * Adaptive batching (batching.mode adaptive, adaptive_batching.h): the
+//    wait for more requests is decided by AdaptiveBatching instead of
+//    max_queue_delay; RecordExecution feeds it the batches' costs.
 //  * Cancelled requests (InferRequest::cancelled) never run and take no
 //    batch room: a decision answers those within reach of the next batch
 //    (max_batch_size rows from the front) or past their queue timeout; a
@@ -42,6 +52,7 @@
 
 #include "core/model_spec.h"
 #include "core/status.h"
+#include "scheduler/adaptive_batching.h"
 #include "scheduler/pending_request.h"
 
 namespace inferd {
@@ -55,6 +66,8 @@ struct BatchPolicy {
   uint32_t default_priority_level = 0;
   QueuePolicySpec queue;
   size_t max_queue_size = 0;  // effective bound (> 0)
+  AdaptiveBatchingSpec adaptive;
+  std::optional<PaddingSpec> padding;
 
   // From a spec; `default_max_queue_size` applies where the config sets none.
   static BatchPolicy FromSpec(const ModelSpec& spec, size_t default_max_queue_size);
@@ -73,6 +86,7 @@ class BatchQueue {
     std::vector<std::unique_ptr<PendingRequest>> expired;    // fail these: timed out (REJECT)
     std::vector<std::unique_ptr<PendingRequest>> cancelled;  // fail these: their client gave up
     std::optional<TimePoint> wake_at;                        // when nothing is sent: when to call Next again
+    int64_t padded_length = 1;                               // padded models: the batch's padded length
   };
   // `flush` sends whatever is queued without waiting (shutdown).
   Decision Next(TimePoint now, bool flush = false);
@@ -85,6 +99,12 @@ class BatchQueue {
   bool empty() const { return size_ == 0 && purged_.empty(); }  // nothing left to run or answer
   const BatchPolicy& policy() const { return policy_; }
 
+  // A batch of `rows` rows padded to `length` (1 when not padded) ran for
+  // `took` (adaptive batching learns the model's cost from it).
+  void RecordExecution(int64_t rows, int64_t length, Duration took);
+  // Null unless batching.mode is adaptive.
+  const AdaptiveBatching* adaptive() const { return adaptive_.get(); }
+
  private:
   using Queue = std::deque<std::unique_ptr<PendingRequest>>;
   void Expire(TimePoint now, Decision* d);
@@ -94,7 +114,25 @@ class BatchQueue {
   // Bookkeeping for a request leaving the queue.
   void Forget(const PendingRequest& p);
   std::vector<Queue*> Order();
-  static bool Compatible(const PendingRequest& a, const PendingRequest& b);
+  bool Compatible(const PendingRequest& a, const PendingRequest& b) const;
+
+  // The requests a batch would take, in batch order.
+  struct Candidate {
+    std::vector<std::pair<Queue*, size_t>> picks;
+    std::vector<int64_t> cumulative;  // rows after each pick
+    bool closed = false;              // cannot grow: full, or the next request is incompatible
+    int64_t group = 0;
+    int64_t max_length = 0;
+    TimePoint oldest{};
+  };
+  // The compatible prefix from the head (no padding).
+  Candidate Prefix(const std::vector<Queue*>& order) const;
+  // Per group, from the front of the queue (padding); the head's first.
+  std::vector<Candidate> Groups(const std::vector<Queue*>& order) const;
+  // The largest prefix of `c` whose row count is a preferred batch size
+  // (Triton's rule), or all of it.
+  size_t PreferredPrefix(const Candidate& c) const;
+  void Take(Candidate& c, size_t count, Decision* d);
 
   BatchPolicy policy_;
   std::vector<Queue> normal_;   // per level
@@ -103,6 +141,7 @@ class BatchQueue {
   size_t with_deadline_ = 0;  // queued requests that have a deadline (Expire skips its scan at 0)
   std::vector<std::unique_ptr<PendingRequest>> purged_;  // cancelled, removed by Push; reported by Next
   bool may_purge_ = true;  // false after a full Push found nothing to purge, until the next decision
+  std::unique_ptr<AdaptiveBatching> adaptive_;  // batching.mode adaptive
 };
 
 }  // namespace inferd

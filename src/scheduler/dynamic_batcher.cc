@@ -7,6 +7,11 @@ namespace inferd {
 DynamicBatcher::DynamicBatcher(Options options, const ModelSpec& spec,
                                std::vector<std::unique_ptr<ModelInstance>> instances)
     : options_(std::move(options)), spec_(spec), instances_(std::move(instances)), queue_(options_.policy) {
+  if (options_.stats && (queue_.adaptive() || options_.policy.padding)) {
+    batching_stats_ = options_.stats->EnableBatching();
+    batching_stats_->adaptive.store(queue_.adaptive() != nullptr);
+    batching_stats_->padding.store(options_.policy.padding.has_value());
+  }
   workers_.reserve(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i)
     workers_.emplace_back([this, p = instances_[i].get(), i] { WorkerLoop(p, i); });
@@ -54,6 +59,21 @@ Status DynamicBatcher::WaitReady() {
   return warmup_status_;
 }
 
+void DynamicBatcher::PublishEstimates() {
+  const AdaptiveBatching* a = queue_.adaptive();
+  if (!batching_stats_ || !a) return;
+  const AdaptiveBatching::Estimates e = a->estimates(options_.clock->Now());
+  BatchingStats& s = *batching_stats_;
+  s.arrival_rows_per_s.store(e.arrival_rows_per_s, std::memory_order_relaxed);
+  s.cost_fixed_us.store(e.fixed_s * 1e6, std::memory_order_relaxed);
+  s.cost_per_row_us.store(e.per_row_s * 1e6, std::memory_order_relaxed);
+  s.cost_per_position_us.store(e.per_position_s * 1e6, std::memory_order_relaxed);
+  s.cost_fitted.store(e.fitted, std::memory_order_relaxed);
+  s.cost_samples.store(e.samples, std::memory_order_relaxed);
+  s.waits.store(e.waits, std::memory_order_relaxed);
+  s.wait_us_total.store(static_cast<uint64_t>(e.wait_s_total * 1e6), std::memory_order_relaxed);
+}
+
 void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {
   instance->OnWorkerThreadStart();
   Status warm = options_.warmup ? options_.warmup(*instance) : Status::OK();
@@ -77,11 +97,20 @@ void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {
         FailRequest(*p, Status::Cancelled("request cancelled by the client before it ran (model '" + spec_.name + "')"),
                     FailureReason::kCancelled, options_.stats.get(), clock);
       }
+      int64_t rows = 0;
+      for (const auto& p : d.batch) rows += p->rows;
+      const TimePoint started = clock.Now();
       ExecuteBatch(*instance, spec_, d.batch, options_.stats.get(), clock);
+      const Duration took = clock.Now() - started;
       lock.Lock();
+      if (rows > 0) {
+        queue_.RecordExecution(rows, d.padded_length, took);
+        PublishEstimates();
+      }
       continue;
     }
     if (stopping_ && queue_.empty()) return;
+    if (d.wake_at && queue_.adaptive()) PublishEstimates();
     if (d.wake_at)
       cv_.WaitUntil(&mu_, &clock, *d.wake_at);
     else

@@ -56,6 +56,8 @@ class DynamicBatcher final : public Scheduler {
 
  private:
   void WorkerLoop(ModelInstance* instance, size_t index);
+  // Copies adaptive batching's estimates into the model's BatchingStats.
+  void PublishEstimates() TSA_REQUIRES(mu_);
 
   Options options_;
   const ModelSpec& spec_;
@@ -68,6 +70,7 @@ class DynamicBatcher final : public Scheduler {
   bool stopping_ TSA_GUARDED_BY(mu_) = false;
   size_t warmed_up_ TSA_GUARDED_BY(mu_) = 0;  // workers done with warmup
   Status warmup_status_ TSA_GUARDED_BY(mu_);
+  BatchingStats* batching_stats_ = nullptr;  // owned by options_.stats; null when unused
   std::vector<std::thread> workers_;
   // queue_.Rejecting() as of the last Push or decision (read without mu_).
   std::atomic<bool> rejecting_{false};

@@ -21,6 +21,7 @@ struct PendingRequest {
   TimePoint enqueued{};               // set by the queue
   std::optional<TimePoint> deadline;  // queue timeout, if any
   uint32_t level = 0;                 // priority queue index (0 = highest)
+  int64_t length = 0;                 // padded models: positions along the first padded input's variable dim
 };
 
 }  // namespace inferd

@@ -240,6 +240,21 @@ Result<std::vector<ModelStatsSnapshot>> InferenceServer::GetStatistics(const std
     snap.cache_hit = Snap(s.cache_hit());
     snap.cache_miss = Snap(s.cache_miss());
     snap.batch_stats = s.batch_stats();
+    if (const BatchingStats* b = s.batching()) {
+      ModelStatsSnapshot::Batching& o = snap.batching.emplace();
+      o.adaptive = b->adaptive.load();
+      o.padding = b->padding.load();
+      o.arrival_rows_per_s = b->arrival_rows_per_s.load();
+      o.cost_fixed_us = b->cost_fixed_us.load();
+      o.cost_per_row_us = b->cost_per_row_us.load();
+      o.cost_per_position_us = b->cost_per_position_us.load();
+      o.cost_fitted = b->cost_fitted.load();
+      o.cost_samples = b->cost_samples.load();
+      o.waits = b->waits.load();
+      o.wait_us_total = b->wait_us_total.load();
+      o.padded_elements = b->padded_elements.load();
+      o.real_elements = b->real_elements.load();
+    }
     out.push_back(std::move(snap));
   }
   return out;

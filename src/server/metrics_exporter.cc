@@ -96,6 +96,51 @@ void WriteGenerativeMetrics(PrometheusWriter& w, const std::vector<std::shared_p
   }
 }
 
+// Adaptive batching's estimates and padding's counters, for the versions that use them.
+void WriteBatchingMetrics(PrometheusWriter& w, const std::vector<std::shared_ptr<ModelVersion>>& versions) {
+  struct Def {
+    const char* name;
+    const char* type;
+    const char* help;
+    bool padding;  // else adaptive
+    double (*get)(const BatchingStats&);
+  };
+  static const Def kDefs[] = {
+      {"inferd_batching_arrival_rate", "gauge", "Adaptive batching: estimated arrivals (rows per second)", false,
+       [](const BatchingStats& b) { return b.arrival_rows_per_s.load(); }},
+      {"inferd_batching_cost_fixed_us", "gauge", "Adaptive batching: fitted cost per batch (us)", false,
+       [](const BatchingStats& b) { return b.cost_fixed_us.load(); }},
+      {"inferd_batching_cost_per_row_us", "gauge", "Adaptive batching: fitted cost per row (us)", false,
+       [](const BatchingStats& b) { return b.cost_per_row_us.load(); }},
+      {"inferd_batching_cost_per_position_us", "gauge", "Adaptive batching: fitted cost per padded position (us)",
+       false, [](const BatchingStats& b) { return b.cost_per_position_us.load(); }},
+      {"inferd_batching_cost_fitted", "gauge",
+       "Adaptive batching: 1 once batch sizes varied enough to fit the cost (else no waiting)", false,
+       [](const BatchingStats& b) { return b.cost_fitted.load() ? 1.0 : 0.0; }},
+      {"inferd_batching_waits_total", "counter", "Adaptive batching: batches held back for more requests", false,
+       [](const BatchingStats& b) { return static_cast<double>(b.waits.load()); }},
+      {"inferd_batching_wait_us_total", "counter", "Adaptive batching: planned waits, summed (us)", false,
+       [](const BatchingStats& b) { return static_cast<double>(b.wait_us_total.load()); }},
+      {"inferd_padding_elements_total", "counter", "Padded inputs: elements sent to the model, padding included", true,
+       [](const BatchingStats& b) { return static_cast<double>(b.padded_elements.load()); }},
+      {"inferd_padding_real_elements_total", "counter", "Padded inputs: elements the requests carried", true,
+       [](const BatchingStats& b) { return static_cast<double>(b.real_elements.load()); }},
+  };
+  std::vector<std::pair<Labels, const BatchingStats*>> used;
+  for (const auto& mv : versions)
+    if (const BatchingStats* b = mv->stats()->batching())
+      used.emplace_back(Labels{{"model", mv->stats()->model()}, {"version", mv->stats()->version()}}, b);
+  if (used.empty()) return;
+  for (const Def& d : kDefs) {
+    bool any = false;
+    for (const auto& [l, b] : used) any = any || (d.padding ? b->padding.load() : b->adaptive.load());
+    if (!any) continue;
+    w.Family(d.name, d.type, d.help);
+    for (const auto& [l, b] : used)
+      if (d.padding ? b->padding.load() : b->adaptive.load()) w.Sample(d.name, l, d.get(*b));
+  }
+}
+
 }  // namespace
 
 void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
@@ -160,6 +205,7 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   }
 
   WriteGenerativeMetrics(w, versions);
+  WriteBatchingMetrics(w, versions);
 
   w.Family("inferd_models_registered", "gauge", "Models known to the server (loaded or not)");
   w.Sample("inferd_models_registered", {}, static_cast<double>(registered));

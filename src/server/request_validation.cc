@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/padding.h"
 #include "server/classification.h"
 
 namespace inferd {
@@ -62,10 +63,12 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
     seen[idx] = true;
     ordered[idx] = std::move(t);
   }
+  // A padded model's mask input may be left out: the server fills it in.
+  const PaddedInput* mask = spec.batching.padding ? spec.batching.padding->mask() : nullptr;
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     // Optional inputs may be left out of requests to models that do not
     // batch (a batch concatenates every input, so each request needs all).
-    if (!seen[i] && !(spec.inputs[i].optional && spec.max_batch_size == 0)) {
+    if (!seen[i] && !(spec.inputs[i].optional && spec.max_batch_size == 0) && !(mask && mask->input == i)) {
       return Status::InvalidArgument("expected " + std::to_string(spec.inputs.size()) + " inputs but got " +
                                      std::to_string(r->inputs.size()) + " inputs for model '" + model +
                                      "': missing input '" + spec.inputs[i].name + "'");
@@ -124,6 +127,28 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
     }
   }
   INFERD_RETURN_IF_ERROR(CheckClassification(spec, r->outputs));
+  if (spec.batching.padding) {
+    // A batch pads every padded input to one length: a request's must agree.
+    const PaddedInput& first = spec.batching.padding->inputs.front();
+    const int64_t length = ordered[first.input].shape[first.axis];
+    for (const PaddedInput& p : spec.batching.padding->inputs) {
+      if (!seen[p.input]) continue;
+      const int64_t l = ordered[p.input].shape[p.axis];
+      if (l != length) {
+        return Status::InvalidArgument("input '" + p.name + "' has " + std::to_string(l) + " positions but '" +
+                                       first.name + "' has " + std::to_string(length) + " (model '" + model +
+                                       "' pads them together: they must have the same length)");
+      }
+    }
+  }
+  if (mask && !seen[mask->input]) {
+    // Ones for every position of the request's own length (the first padded input's).
+    const PaddedInput& first = spec.batching.padding->inputs.front();
+    const Tensor& in = ordered[first.input];
+    ordered[mask->input] =
+        FilledTensor(mask->name, spec.inputs[mask->input].dtype, {rows, in.shape[first.axis]}, mask->one_bytes);
+    seen[mask->input] = true;
+  }
   // Spec order; optional inputs the request left out are not passed on.
   r->inputs.clear();
   for (size_t i = 0; i < ordered.size(); ++i) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,14 @@ struct ModelStatsSnapshot {
   DurationSnapshot success, fail, queue, compute_input, compute_infer, compute_output;
   DurationSnapshot cache_hit, cache_miss;
   std::vector<ModelStats::BatchStat> batch_stats;
+  // batching.mode adaptive / batching.pad_inputs (docs/batching.md); unset otherwise.
+  struct Batching {
+    bool adaptive = false, padding = false;
+    double arrival_rows_per_s = 0, cost_fixed_us = 0, cost_per_row_us = 0, cost_per_position_us = 0;
+    bool cost_fitted = false;
+    uint64_t cost_samples = 0, waits = 0, wait_us_total = 0, padded_elements = 0, real_elements = 0;
+  };
+  std::optional<Batching> batching;
 };
 
 }  // namespace inferd

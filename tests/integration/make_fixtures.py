@@ -16,6 +16,7 @@ import sys
 import torch
 import torch.nn as nn
 
+import bucketing_fixtures
 import ensemble_fixtures
 import llm_fixtures
 import onnx_fixtures
@@ -242,6 +243,7 @@ output [ { name: "y" data_type: TYPE_FP32 dims: [ 5 ] } ]
     ensemble_fixtures.make(repo)
     python_fixtures.make(repo)
     llm_fixtures.make(repo)
+    bucketing_fixtures.make(repo)
 
     save(Triple(), repo, "broken")
     write(os.path.join(repo, "broken", "config.pbtxt"), "platform: \"pytorch_libtorch\"\nmax_batch_sise: 4\n")

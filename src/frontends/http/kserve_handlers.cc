@@ -22,6 +22,38 @@ void AppendDuration(std::string* b, const char* key, const DurationSnapshot& d) 
   b->push_back('}');
 }
 
+// inferd's extension of a model's statistics: adaptive batching's estimates
+// and padding's counters (docs/batching.md).
+void AppendBatchingStats(std::string* b, const ModelStatsSnapshot::Batching& s) {
+  b->append(",\"batching\":{");
+  bool first = true;
+  auto num = [&](const char* name, double v) {
+    if (!first) b->push_back(',');
+    first = false;
+    b->push_back('"');
+    b->append(name);
+    b->append("\":");
+    json::AppendNumber(b, v);
+  };
+  if (s.adaptive) {
+    b->append("\"mode\":\"adaptive\"");
+    first = false;
+    num("arrival_rows_per_s", s.arrival_rows_per_s);
+    num("cost_fixed_us", s.cost_fixed_us);
+    num("cost_per_row_us", s.cost_per_row_us);
+    num("cost_per_position_us", s.cost_per_position_us);
+    b->append(s.cost_fitted ? ",\"cost_fitted\":true" : ",\"cost_fitted\":false");
+    num("cost_samples", static_cast<double>(s.cost_samples));
+    num("waits", static_cast<double>(s.waits));
+    num("wait_us_total", static_cast<double>(s.wait_us_total));
+  }
+  if (s.padding) {
+    num("padded_elements", static_cast<double>(s.padded_elements));
+    num("real_elements", static_cast<double>(s.real_elements));
+  }
+  b->push_back('}');
+}
+
 std::string StatsJson(const std::vector<ModelStatsSnapshot>& stats) {
   std::string b = "{\"model_stats\":[";
   for (size_t i = 0; i < stats.size(); ++i) {
@@ -67,7 +99,9 @@ std::string StatsJson(const std::vector<ModelStatsSnapshot>& stats) {
       AppendDuration(&b, "compute_output", {bs.count, bs.output_ns});
       b.push_back('}');
     }
-    b.append("]}");
+    b.push_back(']');
+    if (s.batching) AppendBatchingStats(&b, *s.batching);
+    b.push_back('}');
   }
   b.append("]}");
   return b;
