@@ -27,6 +27,9 @@ struct TensorSpec {
   Shape dims;                    // without the batch dimension; -1 = variable
   std::optional<Shape> reshape;  // shape the backend sees (without batch dim)
   bool optional = false;
+  // allow_ragged_batch (Triton's ragged batching): requests' shapes may differ;
+  // the backend gets the batch's elements concatenated as one 1-D tensor.
+  bool ragged = false;
   bool any_rank = false;  // auto-completed: rank unknown, any shape accepted
   // Auto-completed output whose datatype the model does not state: `dtype`
   // (FP32) is what metadata shows; answers carry the datatype produced.
@@ -55,6 +58,25 @@ struct BatchingSpec {
   // Parameters "batching.*" (core/batching_spec.h, docs/batching.md).
   AdaptiveBatchingSpec adaptive;
   std::optional<PaddingSpec> padding;
+};
+
+// batch_input: a tensor the server computes from the formed batch and gives
+// the backend after the config's inputs (Triton's ragged batching). Values
+// are per request, in batch order, over `source`'s elements (its batch
+// dimension excluded; requests to a model with ragged inputs have one row).
+struct BatchInputSpec {
+  enum class Kind {
+    kElementCount,                     // [n]: each request's element count
+    kAccumulatedElementCount,          // [n]: running sums
+    kAccumulatedElementCountWithZero,  // [n + 1]: 0, then the running sums
+    kMaxElementCountAsShape,           // [max element count], zeros: only its shape carries information
+    kItemShape,                        // [n, rank]: each request's shape (without the batch dimension)
+    kItemShapeFlatten,                 // [n * rank]
+  } kind = Kind::kElementCount;
+  std::string target;  // the input name the backend sees
+  DataType dtype = DataType::kInt32;
+  std::string source;       // a config input
+  size_t source_index = 0;  // its index in ModelSpec::inputs
 };
 
 struct VersionPolicySpec {
@@ -97,7 +119,8 @@ struct ModelSpec {
   std::string scheduler_kind;
   int max_batch_size = 0;
   std::vector<TensorSpec> inputs;
-  std::vector<TensorSpec> outputs;  // empty (auto-completed) = whatever the model returns
+  std::vector<TensorSpec> outputs;           // empty (auto-completed) = whatever the model returns
+  std::vector<BatchInputSpec> batch_inputs;  // config batch_input, in order
   BatchingSpec batching;
   int instance_count = 1;
   VersionPolicySpec version_policy;
@@ -120,6 +143,25 @@ struct ModelSpec {
   // Parameters "features.*": an input filled from Redis by an entity key
   // (core/feature_spec.h; features/).
   std::optional<FeatureSpec> features;
+
+  // The tensors a backend's Execute receives: `inputs` (ragged ones as 1-D),
+  // then one per batch input (dims [-1]).
+  std::vector<TensorSpec> BackendInputs() const {
+    std::vector<TensorSpec> all = inputs;
+    for (const auto& b : batch_inputs) {
+      TensorSpec t;
+      t.name = b.target;
+      t.dtype = b.dtype;
+      t.dims = {-1};
+      all.push_back(std::move(t));
+    }
+    return all;
+  }
+  bool HasRaggedInputs() const {
+    for (const auto& t : inputs)
+      if (t.ragged) return true;
+    return false;
+  }
 
   const TensorSpec* FindInput(std::string_view n) const {
     for (const auto& t : inputs)

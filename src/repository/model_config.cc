@@ -159,6 +159,11 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     INFERD_ASSIGN_OR_RETURN(TensorSpec t, ToTensorSpec(source, "input", in.name(), in.data_type(), in.dims(),
                                                        &in.reshape(), in.has_reshape()));
     t.optional = in.optional();
+    t.ragged = in.allow_ragged_batch();
+    if (t.ragged && c.max_batch_size() == 0)
+      return Bad(source, "input.allow_ragged_batch", "'" + in.name() + "': ragged batching needs max_batch_size > 0");
+    if (t.ragged && in.has_reshape())
+      return Bad(source, "input.allow_ragged_batch", "'" + in.name() + "': a ragged input cannot have a reshape");
     s.inputs.push_back(std::move(t));
   }
   for (int i = 0; i < c.output_size(); ++i) {
@@ -215,8 +220,48 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
   // them are refused; the others (optimization, rate_limiter, metric_tags,
   // model_metrics, runtime, cc_model_filenames, is_non_linear_format_io) are
   // accepted and not acted on.
-  if (c.batch_input_size() > 0 || c.batch_output_size() > 0) {
-    return Bad(source, c.batch_input_size() > 0 ? "batch_input" : "batch_output", "not supported by inferd yet");
+  if (c.batch_output_size() > 0) return Bad(source, "batch_output", "not supported by inferd yet");
+  for (const auto& bi : c.batch_input()) {
+    BatchInputSpec b;
+    if (s.max_batch_size == 0) return Bad(source, "batch_input", "needs max_batch_size > 0");
+    if (bi.target_name_size() != 1 || bi.source_input_size() != 1)
+      return Bad(source, "batch_input", "each entry needs exactly one target_name and one source_input");
+    b.target = bi.target_name(0);
+    b.source = bi.source_input(0);
+    switch (bi.kind()) {
+      case config::BatchInput::BATCH_ELEMENT_COUNT:
+        b.kind = BatchInputSpec::Kind::kElementCount;
+        break;
+      case config::BatchInput::BATCH_ACCUMULATED_ELEMENT_COUNT:
+        b.kind = BatchInputSpec::Kind::kAccumulatedElementCount;
+        break;
+      case config::BatchInput::BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO:
+        b.kind = BatchInputSpec::Kind::kAccumulatedElementCountWithZero;
+        break;
+      case config::BatchInput::BATCH_MAX_ELEMENT_COUNT_AS_SHAPE:
+        b.kind = BatchInputSpec::Kind::kMaxElementCountAsShape;
+        break;
+      case config::BatchInput::BATCH_ITEM_SHAPE:
+        b.kind = BatchInputSpec::Kind::kItemShape;
+        break;
+      case config::BatchInput::BATCH_ITEM_SHAPE_FLATTEN:
+        b.kind = BatchInputSpec::Kind::kItemShapeFlatten;
+        break;
+      default:
+        return Bad(source, "batch_input.kind", "unknown kind");
+    }
+    const DataType dt = static_cast<DataType>(bi.data_type());
+    if (dt != DataType::kInt32 && dt != DataType::kInt64 && dt != DataType::kFp32)
+      return Bad(source, "batch_input.data_type", "'" + b.target + "' must be TYPE_INT32, TYPE_INT64 or TYPE_FP32");
+    b.dtype = dt;
+    if (b.target.empty() || s.FindInput(b.target))
+      return Bad(source, "batch_input.target_name", "'" + b.target + "' must be a new name, not a config input");
+    for (const auto& other : s.batch_inputs)
+      if (other.target == b.target) return Bad(source, "batch_input.target_name", "'" + b.target + "' is used twice");
+    const TensorSpec* src = s.FindInput(b.source);
+    if (src == nullptr) return Bad(source, "batch_input.source_input", "'" + b.source + "' is not an input");
+    b.source_index = static_cast<size_t>(src - s.inputs.data());
+    s.batch_inputs.push_back(std::move(b));
   }
   // Decoupled (zero or more responses per request): the backend must answer
   // in parts (ModelVersion checks it at load).

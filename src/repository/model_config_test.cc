@@ -170,9 +170,25 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 2 ] } ]\n"
                 "parameters { key: \"rule:top\" value: { string_value: \"y | sigmoid\" } }",
                 "parameters.rule:top"},
+        BadCase{"max_batch_size: 4\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
+                "batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"n\" data_type: TYPE_INT32 "
+                "source_input: \"nope\" } ]",
+                "'nope' is not an input"},
+        BadCase{"max_batch_size: 4\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
+                "batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"x\" data_type: TYPE_INT32 "
+                "source_input: \"x\" } ]",
+                "must be a new name"},
+        BadCase{"max_batch_size: 4\ninput [ { name: \"x\" data_type: TYPE_FP32 dims: [ -1 ] } ]\n"
+                "batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"n\" data_type: TYPE_FP16 "
+                "source_input: \"x\" } ]",
+                "TYPE_INT32, TYPE_INT64 or TYPE_FP32"},
+        BadCase{"batch_output [ { target_name: \"y\" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: \"x\" } ]",
+                "batch_output"},
         BadCase{"batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: \"n\" data_type: TYPE_INT32 "
                 "source_input: \"x\" } ]",
-                "batch_input"},
+                "needs max_batch_size > 0"},
+        BadCase{"input [ { name: \"x\" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true } ]",
+                "ragged batching needs max_batch_size > 0"},
         BadCase{"model_operations { op_library_filename: \"libcustom.so\" }", "model_operations"},
         BadCase{"model_repository_agents { agents [ { name: \"checksum\" } ] }", "model_repository_agents"},
         BadCase{"sequence_batching { max_sequence_idle_microseconds: 5000000 direct { } "

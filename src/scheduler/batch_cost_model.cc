@@ -30,39 +30,59 @@ void BatchCostModel::Solve() {
     fitted_ = false;
     return;
   }
-  // Ridge-regularised normal equations, solved by Gaussian elimination with
-  // partial pivoting. The ridge keeps the system solvable when positions
-  // are proportional to rows (every request the same length).
-  const int n = positions_ ? 3 : 2;
-  double a[kN][kN + 1];
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) a[i][j] = xx_[i][j];
-    a[i][i] += 1e-6 * std::max(1.0, xx_[i][i]);
-    a[i][n] = xy_[i];
-  }
-  for (int c = 0; c < n; ++c) {
-    int p = c;
-    for (int r = c + 1; r < n; ++r)
-      if (std::fabs(a[r][c]) > std::fabs(a[p][c])) p = r;
-    if (std::fabs(a[p][c]) < 1e-300) {
-      fitted_ = false;
+  // Ridge-regularised normal equations over the active terms, solved by
+  // Gaussian elimination with partial pivoting; a term whose coefficient
+  // comes out negative (noise, or positions proportional to rows) leaves the
+  // fit and the rest is solved again: costs never fall with more work.
+  // The ridge keeps the system solvable when positions are proportional to rows.
+  std::array<bool, kN> active{true, true, positions_};
+  for (int round = 0; round < kN; ++round) {
+    int idx[kN], n = 0;
+    for (int i = 0; i < kN; ++i)
+      if (active[i]) idx[n++] = i;
+    if (n == 0) break;
+    double a[kN][kN + 1];
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) a[i][j] = xx_[idx[i]][idx[j]];
+      a[i][i] += 1e-6 * std::max(1.0, xx_[idx[i]][idx[i]]);
+      a[i][n] = xy_[idx[i]];
+    }
+    bool singular = false;
+    for (int c = 0; c < n && !singular; ++c) {
+      int p = c;
+      for (int r = c + 1; r < n; ++r)
+        if (std::fabs(a[r][c]) > std::fabs(a[p][c])) p = r;
+      if (std::fabs(a[p][c]) < 1e-300) {
+        singular = true;
+        break;
+      }
+      for (int k = 0; k <= n; ++k) std::swap(a[c][k], a[p][k]);
+      for (int r = 0; r < n; ++r) {
+        if (r == c) continue;
+        const double f = a[r][c] / a[c][c];
+        for (int k = c; k <= n; ++k) a[r][k] -= f * a[c][k];
+      }
+    }
+    if (singular) break;
+    std::array<double, kN> t{};
+    int most_negative = -1;
+    for (int i = 0; i < n; ++i) {
+      t[idx[i]] = a[i][n] / a[i][i];
+      if (!std::isfinite(t[idx[i]])) {
+        singular = true;
+        break;
+      }
+      if (t[idx[i]] < 0 && (most_negative < 0 || t[idx[i]] < t[most_negative])) most_negative = idx[i];
+    }
+    if (singular) break;
+    if (most_negative < 0) {
+      theta_ = t;
+      fitted_ = t[1] > 0 || t[2] > 0;  // a cost that grows with the batch
       return;
     }
-    for (int k = 0; k <= n; ++k) std::swap(a[c][k], a[p][k]);
-    for (int r = 0; r < n; ++r) {
-      if (r == c) continue;
-      const double f = a[r][c] / a[c][c];
-      for (int k = c; k <= n; ++k) a[r][k] -= f * a[c][k];
-    }
+    active[most_negative] = false;
   }
-  std::array<double, kN> t{};
-  for (int i = 0; i < n; ++i) t[i] = a[i][n] / a[i][i];
-  if (!std::isfinite(t[0]) || !std::isfinite(t[1]) || !std::isfinite(t[2])) {
-    fitted_ = false;
-    return;
-  }
-  theta_ = t;
-  fitted_ = true;
+  fitted_ = false;
 }
 
 double BatchCostModel::Predict(double rows, double positions) const {

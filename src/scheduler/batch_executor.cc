@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 
+#include "core/number_text.h"
 #include "core/padding.h"
 #include "scheduler/durations.h"
 
@@ -52,6 +54,81 @@ Result<Tensor> PadInput(const PaddingSpec& padding, const PaddedInput& pad, cons
   return t;
 }
 
+// A ragged input (allow_ragged_batch): every request's elements, concatenated
+// into one 1-D tensor, as Triton gives them to a backend.
+Result<Tensor> ConcatRagged(const std::vector<const Tensor*>& parts, const std::string& name) {
+  size_t bytes = 0;
+  int64_t elements = 0;
+  for (const Tensor* t : parts) {
+    if (t->dtype != parts.front()->dtype) return Status::InvalidArgument("input '" + name + "': datatypes differ");
+    bytes += t->byte_size;
+    elements += t->element_count();
+  }
+  std::byte* out = nullptr;
+  Tensor t = Tensor::Allocate(name, parts.front()->dtype, {elements}, bytes, &out);
+  for (const Tensor* p : parts) {
+    if (p->byte_size) std::memcpy(out, p->data, p->byte_size);
+    out += p->byte_size;
+  }
+  return t;
+}
+
+// A batch input (ModelSpec::batch_inputs), computed from the formed batch.
+Tensor MakeBatchInput(const BatchInputSpec& b, const std::vector<std::unique_ptr<PendingRequest>>& batch) {
+  using Kind = BatchInputSpec::Kind;
+  std::vector<double> values;
+  Shape shape;
+  const int64_t n = static_cast<int64_t>(batch.size());
+  auto count = [&](const PendingRequest& p) {
+    const Tensor& t = p.request->inputs[b.source_index];
+    return static_cast<double>(t.element_count() / std::max<int64_t>(1, p.rows));
+  };
+  switch (b.kind) {
+    case Kind::kElementCount:
+    case Kind::kAccumulatedElementCount:
+    case Kind::kAccumulatedElementCountWithZero: {
+      double sum = 0;
+      if (b.kind == Kind::kAccumulatedElementCountWithZero) values.push_back(0);
+      for (const auto& p : batch) {
+        sum += count(*p);
+        values.push_back(b.kind == Kind::kElementCount ? count(*p) : sum);
+      }
+      shape = {static_cast<int64_t>(values.size())};
+      break;
+    }
+    case Kind::kMaxElementCountAsShape: {
+      double most = 0;
+      for (const auto& p : batch) most = std::max(most, count(*p));
+      values.assign(static_cast<size_t>(most), 0.0);
+      shape = {static_cast<int64_t>(most)};
+      break;
+    }
+    case Kind::kItemShape:
+    case Kind::kItemShapeFlatten: {
+      int64_t rank = 0;
+      for (const auto& p : batch) {
+        const Shape& s = p->request->inputs[b.source_index].shape;
+        rank = static_cast<int64_t>(s.size()) - 1;
+        for (int64_t r = 0; r < p->rows; ++r)
+          for (size_t k = 1; k < s.size(); ++k) values.push_back(static_cast<double>(s[k]));
+      }
+      const int64_t items = rank > 0 ? static_cast<int64_t>(values.size()) / rank : n;
+      shape = b.kind == Kind::kItemShape ? Shape{items, rank} : Shape{static_cast<int64_t>(values.size())};
+      break;
+    }
+  }
+  std::string element;
+  std::string bytes;
+  bytes.reserve(values.size() * DataTypeByteSize(b.dtype));
+  for (double v : values) {
+    element.clear();
+    AppendNumber(&element, b.dtype, true, static_cast<int64_t>(v), v);
+    bytes += element;
+  }
+  return Tensor::Copy(b.target, b.dtype, std::move(shape),
+                      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+}
+
 // Builds the backend's input tensors for the batch.
 Result<std::vector<Tensor>> GatherInputs(const ModelSpec& spec,
                                          const std::vector<std::unique_ptr<PendingRequest>>& batch, int64_t total_rows,
@@ -62,6 +139,11 @@ Result<std::vector<Tensor>> GatherInputs(const ModelSpec& spec,
   const std::optional<PaddingSpec>& padding = spec.batching.padding;
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     for (size_t r = 0; r < batch.size(); ++r) parts[r] = &batch[r]->request->inputs[i];
+    if (spec.inputs[i].ragged) {
+      INFERD_ASSIGN_OR_RETURN(Tensor t, ConcatRagged(parts, spec.inputs[i].name));
+      inputs.push_back(std::move(t));
+      continue;
+    }
     const PaddedInput* pad = padding ? padding->Find(i) : nullptr;
     if (pad) {
       INFERD_ASSIGN_OR_RETURN(Tensor t, PadInput(*padding, *pad, parts, spec.inputs[i].name, stats));
@@ -72,6 +154,7 @@ Result<std::vector<Tensor>> GatherInputs(const ModelSpec& spec,
     ApplyReshape(spec, spec.inputs[i], total_rows, &t);
     inputs.push_back(std::move(t));
   }
+  for (const auto& b : spec.batch_inputs) inputs.push_back(MakeBatchInput(b, batch));
   return inputs;
 }
 

@@ -16,6 +16,7 @@ BatchPolicy BatchPolicy::FromSpec(const ModelSpec& spec, size_t default_max_queu
   if (!spec.batching.dynamic) p.queue.allow_timeout_override = true;  // nothing to override: honour requests
   p.adaptive = spec.batching.adaptive;
   if (p.dynamic) p.padding = spec.batching.padding;
+  for (const auto& in : spec.inputs) p.ragged.push_back(in.ragged);
   p.max_queue_size = spec.batching.queue.max_queue_size > 0 ? spec.batching.queue.max_queue_size
                                                             : std::max<size_t>(1, default_max_queue_size);
   return p;
@@ -142,7 +143,9 @@ bool BatchQueue::Compatible(const PendingRequest& a, const PendingRequest& b) co
   const auto& y = b.request->inputs;
   if (x.size() != y.size()) return false;
   for (size_t i = 0; i < x.size(); ++i) {
-    if (x[i].name != y[i].name || x[i].dtype != y[i].dtype || x[i].shape.size() != y[i].shape.size()) return false;
+    if (x[i].name != y[i].name || x[i].dtype != y[i].dtype) return false;
+    if (i < policy_.ragged.size() && policy_.ragged[i]) continue;  // concatenated whatever their shapes
+    if (x[i].shape.size() != y[i].shape.size()) return false;
     const PaddedInput* padded = policy_.padding ? policy_.padding->Find(i) : nullptr;
     for (size_t k = 1; k < x[i].shape.size(); ++k) {
       if (padded && k == padded->axis) continue;  // padded to a common length
@@ -191,7 +194,8 @@ std::vector<BatchQueue::Candidate> BatchQueue::Groups(const std::vector<Queue*>&
   for (Queue* q : order) {
     for (size_t i = 0; i < q->size() && seen < scan; ++i, ++seen) {
       const PendingRequest* p = (*q)[i].get();
-      if (p != head && !Compatible(*head, *p)) continue;  // its turn comes when it leads the queue
+      if (p != head && !Compatible(*head, *p)) continue;   // its turn comes when it leads the queue
+      if (p != head && p->request->cancelled()) continue;  // answered when a decision reaches it
       const int64_t group = padding.Group(p->length);
       auto it = std::find_if(groups.begin(), groups.end(), [&](const Candidate& g) { return g.group == group; });
       if (it == groups.end()) {

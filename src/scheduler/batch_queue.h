@@ -31,6 +31,7 @@
 //    (4 x max_batch_size of them, at least 64) skipping the others, which
 //    keep their places. When the head's batch must wait and another group
 //    already fills a batch, that one goes out.
+//  * Ragged inputs (allow_ragged_batch) need only equal datatypes.
 //  * Adaptive batching (batching.mode adaptive, adaptive_batching.h): the
 //    wait for more requests is decided by AdaptiveBatching instead of
 //    max_queue_delay; RecordExecution feeds it the batches' costs.
@@ -68,6 +69,7 @@ struct BatchPolicy {
   size_t max_queue_size = 0;  // effective bound (> 0)
   AdaptiveBatchingSpec adaptive;
   std::optional<PaddingSpec> padding;
+  std::vector<bool> ragged;  // per input (ModelSpec::inputs order): allow_ragged_batch
 
   // From a spec; `default_max_queue_size` applies where the config sets none.
   static BatchPolicy FromSpec(const ModelSpec& spec, size_t default_max_queue_size);

@@ -122,6 +122,26 @@ TEST(PaddedBatching, AFullBucketGoesWhileTheHeadsBucketWaits) {
   EXPECT_EQ(Lengths(q.Next(kT0 + microseconds(1000))), (std::vector<int64_t>{3}));
 }
 
+TEST(PaddedBatching, ACancelledRequestDeepInTheQueueIsNotGathered) {
+  const ModelSpec spec = Spec({16, 64});
+  BatchQueue q(BatchPolicy::FromSpec(spec, 100));
+  auto head = Request(spec, 3, 0);
+  ASSERT_TRUE(q.Push(head, kT0).ok());
+  for (int i = 0; i < 7; ++i) {  // another bucket, not full: more than a batch's reach of live rows
+    auto p = Request(spec, 50, 0);
+    ASSERT_TRUE(q.Push(p, kT0).ok());
+  }
+  auto flag = std::make_shared<Cancellation>();
+  auto gone = Request(spec, 4, 0);
+  gone->request->cancellation = flag;
+  ASSERT_TRUE(q.Push(gone, kT0).ok());
+  auto kept = Request(spec, 5, 0);
+  ASSERT_TRUE(q.Push(kept, kT0).ok());
+  flag->Cancel();
+  auto d = q.Next(kT0 + microseconds(1000));
+  EXPECT_EQ(Lengths(d), (std::vector<int64_t>{3, 5}));
+}
+
 // Answers y[b, i] = (x[b, i] * 2, mask[b, i]) and s[b] = sum of x over the
 // unmasked positions; records the padded inputs it saw.
 class PaddingInstance final : public ModelInstance {

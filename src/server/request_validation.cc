@@ -111,6 +111,11 @@ Result<int64_t> ValidateAndNormalize(const ModelSpec& spec, InferRequest* r) {
     if (first_input) first_name = t.name;
     first_input = false;
   }
+  if (spec.max_batch_size > 0 && rows != 1 && spec.HasRaggedInputs()) {
+    return Status::InvalidArgument("model '" + model +
+                                   "' batches ragged inputs: each request must have batch size 1, got " +
+                                   std::to_string(rows));
+  }
   if (spec.max_batch_size > 0) {
     if (rows < 1 || rows > spec.max_batch_size) {
       return Status::InvalidArgument("inference request batch-size must be <= " + std::to_string(spec.max_batch_size) +

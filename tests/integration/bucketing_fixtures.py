@@ -5,6 +5,9 @@ with its token ids padded in buckets and its mask filled in by the server.
   bucket_encoder_ts    TorchScript, batching.pad_inputs tokens, mask_input mask, buckets 16,32,64,128
   bucket_encoder_onnx  the same module exported to ONNX (opset 17, dynamic batch and length)
   bucket_encoder_adaptive  the TorchScript file with batching.mode adaptive as well
+  ragged_sum           Triton's ragged batching: x (allow_ragged_batch) arrives as the batch's elements in one 1-D
+                       tensor with the batch input offsets (BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO); answers each
+                       request's sum and length
 """
 import os
 
@@ -16,11 +19,10 @@ MAX_LEN = 128
 
 class SeqEncoder(nn.Module):
     """Token + position embeddings, post-norm encoder layers with a padding mask; every position's hidden
-    state and a [CLS] classifier (only the classifier with cls_only: the batching benchmark's text model)."""
+    state and a [CLS] classifier."""
 
-    def __init__(self, vocab=100, hidden=32, ff=64, layers=2, cls_only=False):
+    def __init__(self, vocab=100, hidden=32, ff=64, layers=2):
         super().__init__()
-        self.cls_only = cls_only
         self.embed = nn.Embedding(vocab, hidden)
         self.pos = nn.Parameter(torch.randn(MAX_LEN, hidden) * 0.1)
         layer = nn.TransformerEncoderLayer(hidden, 4, dim_feedforward=ff, dropout=0.0, activation="gelu",
@@ -31,9 +33,37 @@ class SeqEncoder(nn.Module):
     def forward(self, tokens, mask):
         x = self.embed(tokens) + self.pos[: tokens.shape[1]]
         x = self.encoder(x, src_key_padding_mask=mask == 0)
-        if self.cls_only:
-            return self.head(x[:, 0])
         return x, self.head(x[:, 0])
+
+
+class ClsEncoder(SeqEncoder):
+    """Only the [CLS] classifier (the batching benchmark's text model)."""
+
+    def forward(self, tokens, mask):
+        x = self.embed(tokens) + self.pos[: tokens.shape[1]]
+        x = self.encoder(x, src_key_padding_mask=mask == 0)
+        return self.head(x[:, 0])
+
+
+class RaggedSum(nn.Module):
+    def forward(self, x, offsets):
+        n = offsets.shape[0] - 1
+        out = torch.zeros(n, 2)
+        for i in range(n):
+            part = x[offsets[i]:offsets[i + 1]]
+            out[i, 0] = part.sum()
+            out[i, 1] = part.shape[0]
+        return out
+
+
+RAGGED_CONFIG = """platform: "pytorch_libtorch"
+max_batch_size: 8
+input [ { name: "x" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true } ]
+batch_input [ { kind: BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO target_name: "offsets" data_type: TYPE_INT64
+                source_input: "x" } ]
+output [ { name: "sum_and_length" data_type: TYPE_FP32 dims: [ 2 ] } ]
+dynamic_batching { max_queue_delay_microseconds: 20000 }
+"""
 
 
 def module():
@@ -76,3 +106,8 @@ def make(repo):
                       output_names=["hidden", "logits"], dynamic_axes=axes)
     with open(os.path.join(repo, "bucket_encoder_onnx", "config.pbtxt"), "w") as f:
         f.write(config("onnxruntime_onnx"))
+    d = os.path.join(repo, "ragged_sum", "1")
+    os.makedirs(d, exist_ok=True)
+    torch.jit.script(RaggedSum()).save(os.path.join(d, "model.pt"))
+    with open(os.path.join(repo, "ragged_sum", "config.pbtxt"), "w") as f:
+        f.write(RAGGED_CONFIG)

@@ -88,6 +88,31 @@ class Bucketing(unittest.TestCase):
                      "inferd_padding_elements_total"):
             self.assertTrue(re.search(r'^%s\{model="%s",version="1"\} ' % (name, model), metrics, re.M), name)
 
+    def test_ragged_inputs_batch_and_each_request_gets_its_own_answer(self):
+        model = "ragged_sum"
+        ragged = torch.jit.load(os.path.join(C.REPO, model, "1", "model.pt"))
+        rng = np.random.default_rng(5)
+        requests = [rng.standard_normal((1, int(n))).astype(np.float32) for n in rng.integers(1, 40, size=16)]
+        before = self.stats(model)["execution_count"]
+
+        def infer(x):
+            return C.SERVER.post_json("/v2/models/%s/infer" % model, ic.v2_json_request({"x": x}))
+
+        with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
+            answers = list(pool.map(infer, requests))
+        for x, (st, js) in zip(requests, answers):
+            self.assertEqual(st, 200, js)
+            out = js["outputs"][0]
+            self.assertEqual(out["shape"], [1, 2])
+            with torch.no_grad():  # the model alone on this request: its elements and offsets [0, n]
+                want = ragged(torch.from_numpy(x.reshape(-1)), torch.tensor([0, x.shape[1]])).numpy()
+            np.testing.assert_allclose(np.array(out["data"], np.float32).reshape(1, 2), want, atol=1e-5, rtol=0)
+        self.assertLess(self.stats(model)["execution_count"] - before, len(requests))
+        st, js = C.SERVER.post_json("/v2/models/%s/infer" % model,
+                                    ic.v2_json_request({"x": np.ones((2, 3), np.float32)}))
+        self.assertEqual(st, 400, js)
+        self.assertIn("batch size 1", js["error"])
+
     def test_padded_inputs_of_one_request_must_agree_in_length(self):
         tokens = np.ones((1, 7), np.int64)
         st, js = C.SERVER.post_json("/v2/models/bucket_encoder_ts/infer",

@@ -155,7 +155,7 @@ Result<std::vector<Tensor>> OnnxInstance::Execute(const std::vector<Tensor>& inp
 Status MatchSpec(const ModelSpec& spec, const OnnxModel& m, std::vector<size_t>* input_slot,
                  std::vector<size_t>* output_index) {
   const std::string what = "ONNX model '" + spec.name + "'";
-  for (const auto& in : spec.inputs) {
+  for (const auto& in : spec.BackendInputs()) {  // the config's inputs, then its batch inputs
     auto it = std::find_if(m.inputs.begin(), m.inputs.end(), [&](const IoInfo& g) { return g.name == in.name; });
     if (it == m.inputs.end()) {
       std::string names;

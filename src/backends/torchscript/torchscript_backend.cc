@@ -307,29 +307,33 @@ class TorchScriptBackend final : public Backend {
     }
     size_t required = 0;
     for (bool d : has_default) required += d ? 0 : 1;
-    if (spec.inputs.size() < required || spec.inputs.size() > args.size()) {
-      return Status::InvalidArgument("model '" + spec.name + "' config declares " + std::to_string(spec.inputs.size()) +
+    // The config's inputs, then its batch inputs (ragged batching).
+    const std::vector<TensorSpec> inputs = spec.BackendInputs();
+    if (inputs.size() < required || inputs.size() > args.size()) {
+      return Status::InvalidArgument("model '" + spec.name + "' config declares " + std::to_string(inputs.size()) +
                                      " inputs but forward() takes " + std::to_string(required) +
                                      (required == args.size() ? "" : " to " + std::to_string(args.size())));
     }
     // By name when every config input names a forward() argument (then all
     // arguments must be covered), else positionally in config order.
-    std::vector<size_t> index(spec.inputs.size());
+    std::vector<size_t> index(inputs.size());
     bool by_name = true;
-    for (size_t i = 0; i < spec.inputs.size() && by_name; ++i) {
-      auto it = std::find(args.begin(), args.end(), spec.inputs[i].name);
+    for (size_t i = 0; i < inputs.size() && by_name; ++i) {
+      auto it = std::find(args.begin(), args.end(), inputs[i].name);
       by_name = it != args.end();
       if (by_name) index[i] = static_cast<size_t>(it - args.begin());
     }
-    if (by_name && spec.inputs.size() != args.size()) {
+    if (by_name && inputs.size() != args.size()) {
       return Status::InvalidArgument("model '" + spec.name +
                                      "': inputs mapped by name must cover every forward() argument");
     }
     if (!by_name)
       for (size_t i = 0; i < index.size(); ++i) index[i] = i;
-    const size_t num_args = spec.inputs.size();
+    const size_t num_args = inputs.size();
     std::string note = "not optimised (OPTIMIZE_FOR_INFERENCE false)";
-    if (torchscript::OptimizeForInferenceEnabled(spec)) {
+    if (!spec.batch_inputs.empty() || spec.HasRaggedInputs()) {
+      note = "not optimised (ragged batching: no example inputs to check the optimised module with)";
+    } else if (torchscript::OptimizeForInferenceEnabled(spec)) {
       torchscript::Optimized opt = torchscript::OptimizeForInference(module, spec, index, num_args);
       module = std::move(opt.module);
       char secs[32];
