@@ -11,8 +11,9 @@
 //   batching.mask_input         an input the server fills with 1 for real positions and 0 for padding when
 //                               a request leaves it out (padded with 0 when a request sends it)
 //   batching.buckets            padded lengths, ascending: a batch is padded to the smallest bucket that holds
-//                               its longest request, and a batch holds requests of one bucket
-//                               (default: none; a batch is padded to its longest request)
+//                               its longest request, and a batch holds requests of one bucket; longer requests
+//                               batch only with requests of their own length (default: none; a batch is
+//                               padded to its longest request)
 //   batching.unpad_outputs      outputs cut back to each request's length along their first non-batch
 //                               dimension (default: the outputs whose config dims start with -1)
 //
@@ -65,9 +66,13 @@ struct PaddingSpec {
       if (b >= length) return b;
     return length;
   }
-  // The group a request of `length` batches with: its bucket; 0 (one group,
-  // padded to its longest) without buckets or beyond the last one.
-  int64_t Group(int64_t length) const { return buckets.empty() || length > buckets.back() ? 0 : PaddedLength(length); }
+  // The group a request of `length` batches with: its bucket; beyond the
+  // last bucket its own length (so one long request never pads a batch of
+  // others up to it); 0 for every length without buckets (padded to the
+  // batch's longest).
+  int64_t Group(int64_t length) const { return buckets.empty() ? 0 : PaddedLength(length); }
+  // Groups beyond the last bucket share one arrival-rate estimate (-1).
+  int64_t RateKey(int64_t group) const { return !buckets.empty() && group > buckets.back() ? -1 : group; }
 };
 
 inline constexpr const char* kBatchingPrefix = "batching.";

@@ -77,7 +77,9 @@ TEST(BatchingSpec, PaddingFindsTheVariableAxisAndKeepsTheMaskLast) {
   EXPECT_EQ(p.PaddedLength(17), 32);
   EXPECT_EQ(p.PaddedLength(65), 65);  // beyond the buckets: the longest
   EXPECT_EQ(p.Group(16), 16);
-  EXPECT_EQ(p.Group(100), 0);
+  EXPECT_EQ(p.Group(100), 100);  // beyond the buckets: only its own length
+  EXPECT_EQ(p.RateKey(p.Group(100)), -1);
+  EXPECT_EQ(p.RateKey(p.Group(20)), 32);
 }
 
 TEST(BatchingSpec, RefusesWhatCannotBePadded) {

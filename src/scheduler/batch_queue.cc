@@ -71,7 +71,7 @@ Status BatchQueue::Push(std::unique_ptr<PendingRequest>& p, TimePoint now) {
                     ? inputs[first.input].shape[first.axis]
                     : 0;
   }
-  if (adaptive_) adaptive_->OnArrival(now, policy_.padding ? policy_.padding->Group(p->length) : 0, p->rows);
+  if (adaptive_) adaptive_->OnArrival(now, RateKey(p->length), p->rows);
   p->deadline.reset();
   if (timeout_us > 0) {
     p->deadline = now + std::chrono::microseconds(timeout_us);
@@ -155,6 +155,10 @@ bool BatchQueue::Compatible(const PendingRequest& a, const PendingRequest& b) co
   return true;
 }
 
+int64_t BatchQueue::RateKey(int64_t length) const {
+  return policy_.padding ? policy_.padding->RateKey(policy_.padding->Group(length)) : 0;
+}
+
 void BatchQueue::RecordExecution(int64_t rows, int64_t length, Duration took) {
   if (adaptive_) adaptive_->OnExecution(rows, length, took);
 }
@@ -230,16 +234,25 @@ size_t BatchQueue::PreferredPrefix(const Candidate& c) const {
 
 void BatchQueue::Take(Candidate& c, size_t count, Decision* d) {
   int64_t max_length = 0;
-  std::vector<Queue*> touched;
+  std::vector<std::pair<Queue*, size_t>> touched;  // each queue and one past its last pick
   for (size_t k = 0; k < count && k < c.picks.size(); ++k) {
     auto& [q, i] = c.picks[k];
     std::unique_ptr<PendingRequest>& slot = (*q)[i];
     max_length = std::max(max_length, slot->length);
     Forget(*slot);
     d->batch.push_back(std::move(slot));
-    if (std::find(touched.begin(), touched.end(), q) == touched.end()) touched.push_back(q);
+    auto t = std::find_if(touched.begin(), touched.end(), [q = q](const auto& e) { return e.first == q; });
+    if (t == touched.end())
+      touched.emplace_back(q, i + 1);
+    else
+      t->second = std::max(t->second, i + 1);
   }
-  for (Queue* q : touched) q->erase(std::remove(q->begin(), q->end(), nullptr), q->end());
+  // Close the gaps: only up to the last pick, near the front, so a decision
+  // costs the batch's reach, not the queue's length.
+  for (auto [q, end] : touched) {
+    const auto stop = q->begin() + static_cast<std::ptrdiff_t>(end);
+    q->erase(std::remove(q->begin(), stop, nullptr), stop);
+  }
   d->padded_length = policy_.padding ? policy_.padding->PaddedLength(max_length) : 1;
 }
 
@@ -289,7 +302,8 @@ BatchQueue::Decision BatchQueue::Next(TimePoint now, bool flush) {
   TimePoint wake;
   if (adaptive_) {
     const int64_t length = policy_.padding ? policy_.padding->PaddedLength(head.max_length) : 1;
-    std::optional<TimePoint> at = adaptive_->WaitUntil(now, head.oldest, head.group, rows, length);
+    std::optional<TimePoint> at = adaptive_->WaitUntil(
+        now, head.oldest, policy_.padding ? policy_.padding->RateKey(head.group) : 0, rows, length);
     if (!at) {
       Take(head, PreferredPrefix(head), &d);
       return d;

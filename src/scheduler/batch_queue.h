@@ -26,8 +26,8 @@
 //    UNAVAILABLE beyond that.
 //  * Padding (batching.pad_inputs, core/batching_spec.h): requests that
 //    differ only in their padded inputs' variable dimension are compatible.
-//    A batch holds requests of one group (the head's bucket, or every length
-//    without buckets), gathered from the first requests of the queue
+//    A batch holds requests of one group (the head's bucket; beyond the last
+//    bucket, its own length; every length without buckets), gathered from the first requests of the queue
 //    (4 x max_batch_size of them, at least 64) skipping the others, which
 //    keep their places. When the head's batch must wait and another group
 //    already fills a batch, that one goes out.
@@ -117,6 +117,8 @@ class BatchQueue {
   void Forget(const PendingRequest& p);
   std::vector<Queue*> Order();
   bool Compatible(const PendingRequest& a, const PendingRequest& b) const;
+  // Adaptive batching's arrival-rate key for a request of `length`.
+  int64_t RateKey(int64_t length) const;
 
   // The requests a batch would take, in batch order.
   struct Candidate {

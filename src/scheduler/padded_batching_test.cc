@@ -88,7 +88,7 @@ TEST(PaddedBatching, DifferentLengthsBatchTogetherWithoutBuckets) {
 TEST(PaddedBatching, BucketsGroupSimilarLengthsAndLeaveTheRestInPlace) {
   const ModelSpec spec = Spec({16, 64});
   BatchQueue q(BatchPolicy::FromSpec(spec, 100));
-  for (int64_t len : {5, 40, 7, 33, 10, 200}) {
+  for (int64_t len : {5, 40, 7, 33, 10, 200, 300, 200}) {
     auto p = Request(spec, len, 0);
     ASSERT_TRUE(q.Push(p, kT0).ok());
   }
@@ -100,8 +100,10 @@ TEST(PaddedBatching, BucketsGroupSimilarLengthsAndLeaveTheRestInPlace) {
   EXPECT_EQ(Lengths(d), (std::vector<int64_t>{40, 33}));
   EXPECT_EQ(d.padded_length, 64);
   d = q.Next(kT0 + microseconds(1000));
-  EXPECT_EQ(Lengths(d), (std::vector<int64_t>{200}));  // beyond the buckets: padded to its own length
+  EXPECT_EQ(Lengths(d), (std::vector<int64_t>{200, 200}));  // beyond the buckets: only equal lengths
   EXPECT_EQ(d.padded_length, 200);
+  d = q.Next(kT0 + microseconds(1000));
+  EXPECT_EQ(Lengths(d), (std::vector<int64_t>{300}));  // never pads the others up to 300
   EXPECT_TRUE(q.empty());
 }
 
