@@ -241,7 +241,7 @@ Result<std::vector<ModelStatsSnapshot>> InferenceServer::GetStatistics(const std
     snap.cache_miss = Snap(s.cache_miss());
     snap.batch_stats = s.batch_stats();
     if (const BatchingStats* b = s.batching()) {
-      ModelStatsSnapshot::Batching& o = snap.batching.emplace();
+      BatchingSnapshot& o = snap.batching.emplace();
       o.adaptive = b->adaptive.load();
       o.padding = b->padding.load();
       o.arrival_rows_per_s = b->arrival_rows_per_s.load();

@@ -39,6 +39,14 @@ struct DurationSnapshot {
   uint64_t count = 0, ns = 0;
 };
 
+// Adaptive batching's estimates and padding's counters of one model version.
+struct BatchingSnapshot {
+  bool adaptive = false, padding = false;
+  double arrival_rows_per_s = 0, cost_fixed_us = 0, cost_per_row_us = 0, cost_per_position_us = 0;
+  bool cost_fitted = false;
+  uint64_t cost_samples = 0, waits = 0, wait_us_total = 0, padded_elements = 0, real_elements = 0;
+};
+
 struct ModelStatsSnapshot {
   std::string name, version;
   uint64_t last_inference_ms = 0, inference_count = 0, execution_count = 0;
@@ -46,13 +54,7 @@ struct ModelStatsSnapshot {
   DurationSnapshot cache_hit, cache_miss;
   std::vector<ModelStats::BatchStat> batch_stats;
   // batching.mode adaptive / batching.pad_inputs (docs/batching.md); unset otherwise.
-  struct Batching {
-    bool adaptive = false, padding = false;
-    double arrival_rows_per_s = 0, cost_fixed_us = 0, cost_per_row_us = 0, cost_per_position_us = 0;
-    bool cost_fitted = false;
-    uint64_t cost_samples = 0, waits = 0, wait_us_total = 0, padded_elements = 0, real_elements = 0;
-  };
-  std::optional<Batching> batching;
+  std::optional<BatchingSnapshot> batching;
 };
 
 }  // namespace inferd

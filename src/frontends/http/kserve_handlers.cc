@@ -24,7 +24,7 @@ void AppendDuration(std::string* b, const char* key, const DurationSnapshot& d) 
 
 // inferd's extension of a model's statistics: adaptive batching's estimates
 // and padding's counters (docs/batching.md).
-void AppendBatchingStats(std::string* b, const ModelStatsSnapshot::Batching& s) {
+void AppendBatchingStats(std::string* b, const BatchingSnapshot& s) {
   b->append(",\"batching\":{");
   bool first = true;
   auto num = [&](const char* name, double v) {
