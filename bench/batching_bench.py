@@ -269,15 +269,7 @@ def main():
     summary["in_process"] = [{"model": n, "alone_s": a_, "bucketed_s": b_} for n, a_, b_ in padding_in_process]
     summary["text"] = {"p99_bound_us": slo, "equal_shape_rps": t_eq, "bucketed_rps": t_bk,
                        "ratio": t_bk / t_eq if t_eq else 0, "padding_waste": waste}
-    date = datetime.date.today().isoformat()
-    host = platform.node().split(".")[0] or "host"
-    base = os.path.join(a.out_dir, "%s-%s-batching" % (date, host))
-    os.makedirs(a.out_dir, exist_ok=True)
-    with open(base + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(base + ".json", "w") as f:
-        json.dump({"summary": summary, "rows": s.rows}, f, indent=1)
-    print("\n".join(lines))
+    rb.write_results(a.out_dir, "batching", lines, {"summary": summary, "rows": s.rows})
 
 
 if __name__ == "__main__":

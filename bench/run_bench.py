@@ -139,6 +139,19 @@ def with_parameter(src, dst, key, value):
                 f.write('\nparameters { key: "%s" value: { string_value: "%s" } }\n' % (key, value))
 
 
+def write_results(out_dir, name, lines, data):
+    """Writes bench/results/<date>-<host>-<name>.{md,json} and prints the report."""
+    date = datetime.date.today().isoformat()
+    host = platform.node().split(".")[0] or "host"
+    base = os.path.join(out_dir, "%s-%s-%s" % (date, host, name))
+    os.makedirs(out_dir, exist_ok=True)
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(base + ".json", "w") as f:
+        json.dump(data, f, indent=1)
+    print("\n".join(lines))
+
+
 def cpu_model():
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):

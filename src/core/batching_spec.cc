@@ -30,7 +30,8 @@ Result<PaddedInput> Padded(const std::string& field, const ModelSpec& model, con
     if (t.name != name) continue;
     if (t.dtype == DataType::kBytes) return Bad(field, "input '" + name + "' holds BYTES, which cannot be padded");
     if (t.any_rank || t.reshape) return Bad(field, "input '" + name + "' needs fixed dims and no reshape to be padded");
-    if (t.ragged) return Bad(field, "input '" + name + "' is ragged (allow_ragged_batch): it is concatenated, not padded");
+    if (t.ragged)
+      return Bad(field, "input '" + name + "' is ragged (allow_ragged_batch): it is concatenated, not padded");
     const auto n = std::count(t.dims.begin(), t.dims.end(), int64_t{-1});
     if (n != 1) {
       return Bad(field, "input '" + name + "' has dims " + ShapeToString(t.dims) +

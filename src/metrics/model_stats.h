@@ -53,6 +53,7 @@ class ModelStats {
     return batching_.load(std::memory_order_acquire);
   }
   const BatchingStats* batching() const { return batching_.load(std::memory_order_acquire); }
+  BatchingStats* batching() { return batching_.load(std::memory_order_acquire); }
   ~ModelStats() {
     delete generative_.load();
     delete batching_.load();

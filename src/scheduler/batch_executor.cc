@@ -46,8 +46,8 @@ Result<Tensor> PadInput(const PaddingSpec& padding, const PaddedInput& pad, cons
   const int64_t length = padding.PaddedLength(longest);
   Result<Tensor> t =
       equal && length == longest ? ConcatRows(parts, name) : PadConcat(parts, pad.axis, length, pad.pad_bytes, name);
-  if (t.ok() && stats && !pad.mask) {
-    BatchingStats* b = stats->EnableBatching();
+  BatchingStats* b = stats ? stats->batching() : nullptr;  // enabled by the batcher of a padded model
+  if (t.ok() && b && !pad.mask) {
     b->real_elements.fetch_add(real, std::memory_order_relaxed);
     b->padded_elements.fetch_add(static_cast<uint64_t>(t->element_count()), std::memory_order_relaxed);
   }

@@ -173,6 +173,7 @@ TEST(PaddedBatching, ExecutionPadsTheBatchAndEachAnswerIsTheRequestsOwn) {
   const ModelSpec spec = Spec({8});
   testing::FakeClock clock;
   auto stats = std::make_shared<ModelStats>("m", "1", 8);
+  stats->EnableBatching();  // as the DynamicBatcher of a padded model does
   std::vector<Result<InferResponse>> answers;
   std::vector<std::unique_ptr<PendingRequest>> batch;
   const std::vector<int64_t> lengths = {2, 5, 1};
