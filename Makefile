@@ -20,7 +20,9 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 300
 # CI fuzzing is deterministic (fixed seed, fixed run count) so a landing never
 # fails on a random draw; `make fuzz-explore` searches for new findings.
-FUZZ_ARGS ?= -seed=1 -runs=1000000
+# 200k runs each: the 15 targets take ~2 min on 2 cores (1M took ~10, half of it
+# in the two slowest targets).
+FUZZ_ARGS ?= -seed=1 -runs=200000
 PY := /usr/bin/python3
 EXAMPLES := examples/repository
 
@@ -50,17 +52,24 @@ examples: deps $(EXAMPLES)/.stamp
 run: build examples
 	./build/src/inferd serve --model-repository $(EXAMPLES)
 
+# Tests run $(JOBS) at a time: integration suites spend much of their time
+# waiting on servers and sockets, and each one uses its own ports and folders.
+CTEST := ctest -j $(JOBS) --output-on-failure
+
 unit: build
-	ctest --test-dir build --output-on-failure
+	$(CTEST) --test-dir build
 
 # Unit+integration tests of the release build run last, so the run ends with ctest's summary.
 test: fuzz thread-safety check tsan unit
 
+# The sanitizer builds keep line tables only (-g1): enough for symbolized
+# reports, and quicker to build (http_server.cc: 21% less compile time under
+# TSan, 7% under ASan, than with -g).
 check: deps
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DINFERD_SANITIZE=ON
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DINFERD_SANITIZE=ON
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir build-asan --output-on-failure
+	  $(CTEST) --test-dir build-asan
 
 # The lock annotations (TSA_GUARDED_BY, TSA_REQUIRES...) checked by clang; a
 # violation fails the build. The TorchScript, ONNX and llm backends are left out:
@@ -80,9 +89,10 @@ thread-safety: deps
 TSAN_OPTIONS_CI := suppressions=$(CURDIR)/cmake/tsan.supp halt_on_error=1 second_deadlock_stack=1 \
   suppress_equal_addresses=0
 tsan: deps
-	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_TSAN=ON
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
+	  -DINFERD_TSAN=ON
 	cmake --build build-tsan -j $(JOBS)
-	TSAN_OPTIONS="$(TSAN_OPTIONS_CI)" ctest --test-dir build-tsan --output-on-failure
+	TSAN_OPTIONS="$(TSAN_OPTIONS_CI)" $(CTEST) --test-dir build-tsan
 
 fuzz-build: deps
 	CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_FUZZ=ON

@@ -54,7 +54,9 @@ def stubs():
     """The gRPC stubs, generated once per run by protoc from proto/."""
     global _STUBS
     if _STUBS is None:
-        _STUBS = gc.Stubs(ROOT, os.path.join(ARGS.workdir, "grpc_stubs"))
+        # One folder per process: suites run in parallel (ctest -j) must not import each other's half-written
+        # modules.
+        _STUBS = gc.Stubs(ROOT, os.path.join(ARGS.workdir, "grpc_stubs", str(os.getpid())))
     return _STUBS
 
 

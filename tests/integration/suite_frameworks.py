@@ -217,7 +217,9 @@ class Onnx(Served):
         # ResNet-18, MLP, CNN, LSTM, GRU and encoder, each exported at both opsets, at batch 1 and 8.
         for name, module, _, opset, _, _ in O.exports():
             for model in (name, O.other_opset(name, opset)):
-                for batch in (1, 8):
+                # onnx_cnn batches with a long delay (8 rows go at once): a lone row of it would wait out the
+                # whole delay. Its single rows are checked merged, in the next test.
+                for batch in ((8,) if model == "onnx_cnn" else (1, 8)):
                     inputs = self.sample(name, batch, np.random.default_rng(batch))
                     with torch.no_grad():
                         want = module(*[torch.from_numpy(v) for v in inputs.values()]).numpy()
