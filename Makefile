@@ -138,7 +138,7 @@ bench-batch: build
 	$(PY) bench/batch_bench.py --inferd build/src/inferd
 
 # Issue 18's targets: adaptive vs the best fixed delay (resnet18, tiny_mlp; Poisson at 3 rates), sequence
-# bucketing vs equal-shape batching on variable-length text (~20 min).
+# bucketing vs equal-shape batching on variable-length text (~25 min).
 bench-batching: build
 	$(PY) bench/batching_bench.py --inferd build/src/inferd
 

@@ -3,9 +3,10 @@
 
   adaptive vs fixed delay: the example CNN (resnet18) and tiny_mlp under Poisson arrivals at a low, a medium and
   a high rate (fractions of the model's closed-loop capacity, measured first). Fixed-delay settings are swept
-  (max_queue_delay_microseconds); the best is the one with the lowest p99 at that rate. Target: adaptive
-  throughput >= 1.0x the best at equal or better p99 at every rate, and p50 at the low rate no worse than
-  without batching;
+  (max_queue_delay_microseconds); the best is the one with the lowest mean p99 at that rate. The comparison
+  is then measured afresh, not read off the sweep: best fixed, delay 0, adaptive (and no batching at the low
+  rate) in several rounds, order rotated, medians compared. Target: adaptive throughput >= 1.0x the best at
+  equal or better p99 at every rate, and p50 at the low rate no worse than without batching;
   sequence bucketing vs equal-shape-only batching: a GRU text classifier (2 layers, hidden 64) with token
   lengths uniform in 8-128, Poisson arrivals at a sweep of rates. Throughput at equal p99 (the p99 the
   equal-shape server shows at the highest rate it sustains): target >= 2x. Padding waste reported.
@@ -15,7 +16,6 @@ bench/results/<date>-<host>-batching.{json,md}.
 
 Usage: batching_bench.py --inferd build/src/inferd [--quick]
 """
-import argparse
 import datetime
 import json
 import os
@@ -39,6 +39,10 @@ import run_bench as rb  # noqa: E402
 torch.set_num_threads(1)
 
 SWEEP = {"tiny_mlp": [0, 500, 2000, 8000], "resnet18": [0, 2000, 10000, 30000]}
+# Per run: resnet18 answers ~7 req/s at the low rate, so its runs are longer to give p99 a few hundred samples.
+DURATION_S = {"tiny_mlp": 8, "resnet18": 20}
+SELECT_REPS = {"tiny_mlp": 2, "resnet18": 1}
+EVAL_REPS = {"tiny_mlp": 5, "resnet18": 3}
 EXTRA = {"tiny_mlp": "", "resnet18": "preferred_batch_size: [ 2 ]\n  default_queue_policy { max_queue_size: 256 }\n"}
 
 
@@ -154,19 +158,21 @@ def stats(port, model):
         return json.load(r)["model_stats"][0]
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inferd", required=True)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out-dir", default=os.path.join(rb.ROOT, "bench", "results"))
-    a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="inferd-batching-bench-")
+def variant_repository(prefix):
+    """A temporary folder holding the example models and a repository of their batching variants."""
+    work = tempfile.mkdtemp(prefix=prefix)
     examples = os.path.join(work, "examples")
     subprocess.run([rb.PY, os.path.join(rb.ROOT, "scripts", "make_examples.py"), examples, "--skip-chat"], check=True,
                    stdout=subprocess.DEVNULL)
     repo = os.path.join(work, "repo")
     os.makedirs(repo)
     variants(examples, repo)
+    return work, repo
+
+
+def main():
+    a = rb.bench_args()
+    work, repo = variant_repository("inferd-batching-bench-")
     text_models(repo)
     s = rb.Suite(a, work)
     dur = "4" if a.quick else "8"
@@ -174,27 +180,43 @@ def main():
     results = {"adaptive": {}, "text": {}}
     waits = {}
     try:
-        # Part 1: adaptive vs fixed delays.
+        # Part 1: adaptive vs fixed delays. p99 over a few seconds on this VM moves by 2-10x between identical
+        # runs (measured: the same server 1.0 ms, then 7.7 ms), and the lowest of four noisy p99s favours the
+        # sweep (the winner's curse). So the sweep only selects the best fixed delay (mean p99 of its runs);
+        # the comparison is then measured afresh: best fixed, delay 0, adaptive (and no batching at the low
+        # rate) in EVAL_REPS rounds, order rotated each round, medians compared.
         for model, delays in SWEEP.items():
             cap = s.bench("capacity", port, model + "_fixed_0", ["--concurrency", "16", "--protocol", "v2-binary"])[0]
             capacity = cap["requests_per_s"]
+            d = DURATION_S[model] / (2 if a.quick else 1)
             for level, frac in (("low", 0.1), ("medium", 0.4), ("high", 0.7)):
                 rate = "%.1f" % (capacity * frac)
-                names = ["%s_fixed_%d" % (model, d) for d in delays] + ["%s_adaptive" % model]
-                if level == "low":
-                    names.append("%s_nobatch" % model)
-                rows = {}
-                # Twice each, alternating, keeping each setting's run with the lower p99: p99 over 8 s on this
-                # VM moves by 2-10x run to run (measured: the same server 1.0 ms, then 7.7 ms).
-                for rep in range(2):
-                    for n in (names if rep == 0 else list(reversed(names))):
-                        r = s.bench("%s %s #%d" % (n, level, rep + 1), port, n,
-                                    ["--request-rate", rate, "--duration-s", dur, "--protocol", "v2-binary",
-                                     "--max-connections", "64"])[0]
-                        if n not in rows or r["p99_us"] < rows[n]["p99_us"]:
-                            rows[n] = r
-                waits[(model, level)] = stats(port, "%s_adaptive" % model)["batching"]["waits"]
-                results["adaptive"][(model, level)] = (float(rate), rows)
+                args = ["--request-rate", rate, "--duration-s", "%g" % d, "--protocol", "v2-binary",
+                        "--max-connections", "64"]
+                fixed = ["%s_fixed_%d" % (model, x) for x in delays]
+                sweep = {}
+                for rep in range(SELECT_REPS[model]):
+                    for n in (fixed if rep % 2 == 0 else list(reversed(fixed))):
+                        r = s.bench("%s %s sweep #%d" % (n, level, rep + 1), port, n, args)[0]
+                        sweep.setdefault(n, []).append(r["p99_us"])
+                best = min(fixed, key=lambda n: np.mean(sweep[n]))
+                arms = [best] + (["%s_fixed_0" % model] if best != "%s_fixed_0" % model else [])
+                arms += ["%s_adaptive" % model] + (["%s_nobatch" % model] if level == "low" else [])
+                before = {n: stats(port, n) for n in arms}
+                runs = {}
+                for rep in range(2 if a.quick else EVAL_REPS[model]):
+                    k = rep % len(arms)
+                    for n in arms[k:] + arms[:k]:
+                        runs.setdefault(n, []).append(s.bench("%s %s eval #%d" % (n, level, rep + 1), port, n,
+                                                              args)[0])
+                after = {n: stats(port, n) for n in arms}
+                ad = "%s_adaptive" % model
+                waits[(model, level)] = after[ad]["batching"]["waits"] - before[ad]["batching"]["waits"]
+                # Rows per execution in the rounds, and the adaptive batcher's fit at their end.
+                batch = {n: (after[n]["inference_count"] - before[n]["inference_count"]) /
+                         max(1, after[n]["execution_count"] - before[n]["execution_count"]) for n in arms}
+                fit = (after[ad]["batching"]["cost_fixed_us"], after[ad]["batching"]["cost_per_row_us"])
+                results["adaptive"][(model, level)] = (float(rate), best, sweep, runs, batch, fit)
         # Part 2: variable-length text.
         load = ["--sequence-lengths", "8-128", "--int-range", "1:1000", "--constant-input", "mask=1",
                 "--request-count", "128", "--protocol", "v2-binary", "--max-connections", "128"]
@@ -216,28 +238,45 @@ def main():
     lines = ["# Batching benchmark %s (%s, %d CPUs)" % (datetime.date.today().isoformat(),
                                                           platform.node().split(".")[0] or "host", os.cpu_count()),
              "", "## Adaptive batching vs the best fixed delay (Poisson arrivals)", "",
-             "| model | rate | offered req/s | best fixed delay | adaptive / best throughput | p99 adaptive vs best "
-             "| p50 adaptive vs no batching | adaptive waits (total so far) | p99 adaptive vs delay 0 | wanted |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "The sweep picks the fixed delay with the lowest mean p99; then best fixed, delay 0, adaptive (and no",
+             "batching at the low rate) run again in rounds (order rotated), and the medians of those rounds are",
+             "compared. 'adaptive p99 <= best' counts the rounds in which adaptive's p99 was at most the best's.", "",
+             "| model | rate | offered req/s | best fixed delay (sweep p99 us) | adaptive / best throughput "
+             "| p99 adaptive vs best (median) | adaptive p99 <= best | p99 adaptive vs delay 0 (median) "
+             "| p50 adaptive vs no batching | adaptive waits | rows per batch, adaptive vs best | adaptive's fit "
+             "(fixed + per row) | wanted |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     summary = {"adaptive": [], "text": {}}
-    for (model, level), (rate, rows) in results["adaptive"].items():
-        fixed = {n: r for n, r in rows.items() if "_fixed_" in n}
-        best_name = min(fixed, key=lambda n: fixed[n]["p99_us"])
-        best, ad = fixed[best_name], rows["%s_adaptive" % model]
-        tput = ad["requests_per_s"] / best["requests_per_s"]
-        p50_note = ""
+
+    def med(rs, key):
+        return float(np.median([r[key] for r in rs]))
+
+    for (model, level), (rate, best, sweep, runs, batch, fit) in results["adaptive"].items():
+        ad, bs = runs["%s_adaptive" % model], runs[best]
+        zero = runs["%s_fixed_0" % model]
+        tput = med(ad, "requests_per_s") / med(bs, "requests_per_s")
+        p99 = med(ad, "p99_us") / med(bs, "p99_us")
+        wins = sum(x["p99_us"] <= y["p99_us"] for x, y in zip(ad, bs))
+        p50_note, p50 = "-", None
         if level == "low":
-            nb = rows["%s_nobatch" % model]
-            p50_note = "%.0f vs %.0f us (%.2fx)" % (ad["p50_us"], nb["p50_us"], ad["p50_us"] / nb["p50_us"])
-        zero = fixed["%s_fixed_0" % model]  # what adaptive does when it never waits
-        lines.append("| %s | %s | %.0f | %s us | %.3fx | %.0f vs %.0f us (%.2fx) | %s | %d | %.2fx "
-                     "| >= 1.0x at p99 <= 1.0x%s |" % (
-                         model, level, rate, best_name.rsplit("_", 1)[1], tput, ad["p99_us"], best["p99_us"],
-                         ad["p99_us"] / best["p99_us"], p50_note or "-", waits[(model, level)],
-                         ad["p99_us"] / zero["p99_us"], "; p50 <= no batching" if level == "low" else ""))
-        summary["adaptive"].append({"model": model, "level": level, "rate": rate, "best_fixed": best_name,
-                                    "throughput_ratio": tput, "p99_ratio": ad["p99_us"] / best["p99_us"],
-                                    "adaptive_waits": waits[(model, level)]})
+            nb = runs["%s_nobatch" % model]
+            p50 = med(ad, "p50_us") / med(nb, "p50_us")
+            p50_note = "%.0f vs %.0f us (%.2fx)" % (med(ad, "p50_us"), med(nb, "p50_us"), p50)
+        lines.append("| %s | %s | %.0f | %s us (%s) | %.3fx | %.0f vs %.0f us (%.2fx) | %d of %d | %.2fx | %s | %d "
+                     "| %.2f vs %.2f | %.0f + %.1f us | >= 1.0x at p99 <= 1.0x%s |" % (
+                         model, level, rate, best.rsplit("_", 1)[1],
+                         ", ".join("%s: %.0f" % (n.rsplit("_", 1)[1], np.mean(v)) for n, v in sweep.items()), tput,
+                         med(ad, "p99_us"), med(bs, "p99_us"), p99, wins, len(ad),
+                         med(ad, "p99_us") / med(zero, "p99_us"), p50_note, waits[(model, level)],
+                         batch["%s_adaptive" % model], batch[best], fit[0], fit[1],
+                         "; p50 <= no batching" if level == "low" else ""))
+        summary["adaptive"].append({"model": model, "level": level, "rate": rate, "best_fixed": best,
+                                    "sweep_p99_us": {n: v for n, v in sweep.items()},
+                                    "throughput_ratio": tput, "p99_ratio": p99, "p99_rounds_won": wins,
+                                    "rounds": len(ad), "p50_vs_nobatch": p50,
+                                    "p99_vs_delay0": med(ad, "p99_us") / med(zero, "p99_us"),
+                                    "adaptive_waits": waits[(model, level)], "rows_per_batch": batch,
+                                    "adaptive_fit_us": {"fixed": fit[0], "per_row": fit[1]}})
     eq, bk = results["text"]["text_equal_shape"], results["text"]["text_bucketed"]
     sustained = [r for rate, r in eq if r["requests_per_s"] >= 0.95 * rate and r.get("errors", 0) == 0]
     slo = (sustained[-1] if sustained else eq[0][1])["p99_us"]

@@ -139,6 +139,15 @@ def with_parameter(src, dst, key, value):
                 f.write('\nparameters { key: "%s" value: { string_value: "%s" } }\n' % (key, value))
 
 
+def bench_args():
+    """The arguments every issue bench takes: --inferd, --quick, --out-dir."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inferd", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
+    return ap.parse_args()
+
+
 def write_results(out_dir, name, lines, data):
     """Writes bench/results/<date>-<host>-<name>.{md,json} and prints the report."""
     date = datetime.date.today().isoformat()
