@@ -158,6 +158,17 @@ def stats(port, model):
         return json.load(r)["model_stats"][0]
 
 
+def rotated_rounds(suite, port, names, rounds, args, tag):
+    """Runs `inferd bench` on each model in `names` once per round, starting each round one model later (so no
+    setting always runs first or last); returns {name: [report row per round]}."""
+    runs = {n: [] for n in names}
+    for rep in range(rounds):
+        k = rep % len(names)
+        for n in names[k:] + names[:k]:
+            runs[n].append(suite.bench("%s %s #%d" % (n, tag, rep + 1), port, n, args)[0])
+    return runs
+
+
 def variant_repository(prefix):
     """A temporary folder holding the example models and a repository of their batching variants."""
     work = tempfile.mkdtemp(prefix=prefix)
@@ -203,12 +214,7 @@ def main():
                 arms = [best] + (["%s_fixed_0" % model] if best != "%s_fixed_0" % model else [])
                 arms += ["%s_adaptive" % model] + (["%s_nobatch" % model] if level == "low" else [])
                 before = {n: stats(port, n) for n in arms}
-                runs = {}
-                for rep in range(2 if a.quick else EVAL_REPS[model]):
-                    k = rep % len(arms)
-                    for n in arms[k:] + arms[:k]:
-                        runs.setdefault(n, []).append(s.bench("%s %s eval #%d" % (n, level, rep + 1), port, n,
-                                                              args)[0])
+                runs = rotated_rounds(s, port, arms, 2 if a.quick else EVAL_REPS[model], args, level + " eval")
                 after = {n: stats(port, n) for n in arms}
                 ad = "%s_adaptive" % model
                 waits[(model, level)] = after[ad]["batching"]["waits"] - before[ad]["batching"]["waits"]
@@ -252,10 +258,11 @@ def main():
         return float(np.median([r[key] for r in rs]))
 
     for (model, level), (rate, best, sweep, runs, batch, fit) in results["adaptive"].items():
-        ad, bs = runs["%s_adaptive" % model], runs[best]
-        zero = runs["%s_fixed_0" % model]
+        ad_name = "%s_adaptive" % model
+        ad, bs = runs[ad_name], runs[best]
         tput = med(ad, "requests_per_s") / med(bs, "requests_per_s")
         p99 = med(ad, "p99_us") / med(bs, "p99_us")
+        vs_zero = med(ad, "p99_us") / med(runs["%s_fixed_0" % model], "p99_us")
         wins = sum(x["p99_us"] <= y["p99_us"] for x, y in zip(ad, bs))
         p50_note, p50 = "-", None
         if level == "low":
@@ -267,14 +274,13 @@ def main():
                          model, level, rate, best.rsplit("_", 1)[1],
                          ", ".join("%s: %.0f" % (n.rsplit("_", 1)[1], np.mean(v)) for n, v in sweep.items()), tput,
                          med(ad, "p99_us"), med(bs, "p99_us"), p99, wins, len(ad),
-                         med(ad, "p99_us") / med(zero, "p99_us"), p50_note, waits[(model, level)],
-                         batch["%s_adaptive" % model], batch[best], fit[0], fit[1],
+                         vs_zero, p50_note, waits[(model, level)], batch[ad_name], batch[best], fit[0], fit[1],
                          "; p50 <= no batching" if level == "low" else ""))
         summary["adaptive"].append({"model": model, "level": level, "rate": rate, "best_fixed": best,
-                                    "sweep_p99_us": {n: v for n, v in sweep.items()},
+                                    "sweep_p99_us": sweep,
                                     "throughput_ratio": tput, "p99_ratio": p99, "p99_rounds_won": wins,
                                     "rounds": len(ad), "p50_vs_nobatch": p50,
-                                    "p99_vs_delay0": med(ad, "p99_us") / med(zero, "p99_us"),
+                                    "p99_vs_delay0": vs_zero,
                                     "adaptive_waits": waits[(model, level)], "rows_per_batch": batch,
                                     "adaptive_fit_us": {"fixed": fit[0], "per_row": fit[1]}})
     eq, bk = results["text"]["text_equal_shape"], results["text"]["text_bucketed"]

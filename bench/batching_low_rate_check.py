@@ -28,21 +28,16 @@ def main():
     s = rb.Suite(a, work)
     p, port = s.inferd_server(repo, "low-rate")
     arms = ["tiny_mlp_fixed_0", "tiny_mlp_adaptive", "tiny_mlp_nobatch"]
-    got = {n: [] for n in arms}
     try:
-        for rep in range(a.rounds):
-            k = rep % len(arms)
-            for n in arms[k:] + arms[:k]:
-                r = s.bench("%s #%d" % (n, rep + 1), port, n, ["--request-rate", a.rate, "--duration-s", "5",
-                                                               "--protocol", "v2-binary", "--max-connections", "64"])[0]
-                got[n].append((r["p50_us"], r["p99_us"]))
+        runs = bb.rotated_rounds(s, port, arms, a.rounds, ["--request-rate", a.rate, "--duration-s", "5", "--protocol",
+                                                         "v2-binary", "--max-connections", "64"], "low rate")
         waits = bb.stats(port, "tiny_mlp_adaptive")["batching"]["waits"]
     finally:
         p.stop()
-    for n, v in got.items():
-        v = np.array(v)
+    for n, rows in runs.items():
+        p50 = [r["p50_us"] for r in rows]
         print("%-18s p50 median %4.0f us [%s]  p99 median %4.0f us" % (
-            n, np.median(v[:, 0]), " ".join("%.0f" % x for x in v[:, 0]), np.median(v[:, 1])))
+            n, np.median(p50), " ".join("%.0f" % x for x in p50), np.median([r["p99_us"] for r in rows])))
     print("adaptive waits: %d" % waits)
 
 

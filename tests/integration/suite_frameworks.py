@@ -217,8 +217,9 @@ class Onnx(Served):
         # ResNet-18, MLP, CNN, LSTM, GRU and encoder, each exported at both opsets, at batch 1 and 8.
         for name, module, _, opset, _, _ in O.exports():
             for model in (name, O.other_opset(name, opset)):
-                # onnx_cnn batches with a long delay (8 rows go at once): a lone row of it would wait out the
-                # whole delay. Its single rows are checked merged, in the next test.
+                # onnx_cnn batches with a 30 s delay (8 rows go at once): a lone row of it would wait out the
+                # whole delay. The same module at opset 13 (onnx_cnn_o13) takes single rows on every protocol
+                # here; onnx_cnn's single rows are checked merged in test_cnn_matches_pytorch_also_when_...
                 for batch in ((8,) if model == "onnx_cnn" else (1, 8)):
                     inputs = self.sample(name, batch, np.random.default_rng(batch))
                     with torch.no_grad():
