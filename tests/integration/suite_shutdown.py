@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import unittest
 
 import grpc
@@ -45,8 +46,10 @@ class Shutdown(unittest.TestCase):
             t = threading.Thread(target=send)
             t.start()
             # Wait until the server holds the request (its own pending gauge), then stop it.
+            deadline = time.monotonic() + 120
             while 'nv_inference_pending_request_count{model="slow",version="1"} 1' not in server.metrics():
                 self.assertTrue(t.is_alive())
+                self.assertLess(time.monotonic(), deadline, "the request never showed as pending")
             server.proc.send_signal(signal.SIGTERM)
             t.join(60)
             self.assertEqual(result["r"][0], 200, result)
