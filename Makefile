@@ -12,6 +12,8 @@
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
 #   make bench-pipelines  ensembles vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min)
 #   make bench-batch  batch jobs: rows/s vs the in-process best batch, online p99 while jobs run (~3 min)
+#   make bench-batching  adaptive batching vs fixed delays, sequence bucketing (~25 min)
+#   make bench-batching-check  tiny_mlp's adaptive vs no batching / delay 0 in 20 paired rounds, 2 rates (~22 min)
 #   make bench-generative  LLM serving: continuous vs static batching, prefix caching, decode vs a torch loop (~6 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
@@ -28,7 +30,7 @@ EXAMPLES := examples/repository
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-generative format clean
+.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
 
 all: build
 
@@ -143,6 +145,12 @@ bench-batch: build
 # bucketing vs equal-shape batching on variable-length text (~25 min).
 bench-batching: build
 	$(PY) bench/batching_bench.py --inferd build/src/inferd
+
+# The closest calls of bench-batching measured with more rounds: tiny_mlp at 10% and 40% of its capacity, adaptive
+# vs no batching vs delay 0 vs a second identical delay-0 model (the noise), paired per round.
+bench-batching-check: build
+	$(PY) bench/batching_low_rate_check.py --inferd build/src/inferd --rounds 20 --load 0.1
+	$(PY) bench/batching_low_rate_check.py --inferd build/src/inferd --rounds 20 --load 0.4
 
 bench-generative: build
 	$(PY) bench/generative_bench.py --inferd build/src/inferd

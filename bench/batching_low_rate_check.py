@@ -1,13 +1,17 @@
 #!/usr/bin/python3
-"""A longer look at the low rate of `make bench-batching`: tiny_mlp at ~4,900 req/s (10% of its capacity on a
-2-core VM) served with delay 0, adaptive batching and no batching, 10 rounds of 5 s each, order rotated; prints
-each setting's median p50 and p99. The batching bench's low-rate p50 comparison rests on 5 rounds of a few
-microseconds' difference; this repeats it with more rounds.
+"""A longer look at the low rate of `make bench-batching` (and, with --rate, any other): tiny_mlp at ~4,900 req/s
+(10% of its capacity on a 2-core VM) served with delay 0, a second identical delay-0 model, adaptive batching and no
+batching, in rounds of 5 s each, order rotated. Prints each setting's median p50 and p99; per-round (paired) ratios
+with a bootstrap interval: adaptive's p50 over no batching's, adaptive's p99 over delay 0's, and the two identical
+delay-0 models' (what noise alone gives); and the server's own mean time per request (queue, compute; from the
+statistics endpoint), which leaves out the client and the network. The batching bench's comparisons rest on 5
+rounds; this repeats them with more.
 
-Usage: batching_low_rate_check.py --inferd build/src/inferd [--rate 4900] [--rounds 10]
+Usage: batching_low_rate_check.py --inferd build/src/inferd [--rate 4900 | --load 0.1] [--rounds 10]
 """
 import argparse
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -17,28 +21,60 @@ import batching_bench as bb  # noqa: E402
 import run_bench as rb  # noqa: E402
 
 
+def paired(runs, a, b, key):
+    """The per-round ratio of a's `key` to b's (the same round, so the same machine weather): median, a 90%
+    bootstrap interval of the median, and in how many rounds a was lower."""
+    ratio = np.array([x[key] / y[key] for x, y in zip(runs[a], runs[b])])
+    rng = np.random.default_rng(1)
+    boot = [np.median(rng.choice(ratio, len(ratio))) for _ in range(2000)]
+    return "median %.3fx, 90%% bootstrap interval %.3f-%.3fx, lower in %d of %d rounds" % (
+        np.median(ratio), np.percentile(boot, 5), np.percentile(boot, 95), int((ratio < 1).sum()), len(ratio))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--inferd", required=True)
-    ap.add_argument("--rate", default="4900")
+    ap.add_argument("--rate", default="4900", help="requests per second")
+    ap.add_argument("--load", type=float, help="instead of --rate: this fraction of tiny_mlp's closed-loop "
+                    "capacity, measured first as the batching bench does (0.1 = its low rate, 0.4 its medium)")
     ap.add_argument("--rounds", type=int, default=10)
     a = ap.parse_args()
     a.quick = False
     work, repo = bb.variant_repository("inferd-low-rate-check-")
+    # A second, identical delay-0 model: the ratio between the two is what noise alone gives.
+    shutil.copytree(os.path.join(repo, "tiny_mlp_fixed_0"), os.path.join(repo, "tiny_mlp_fixed_0_again"))
     s = rb.Suite(a, work)
     p, port = s.inferd_server(repo, "low-rate")
-    arms = ["tiny_mlp_fixed_0", "tiny_mlp_adaptive", "tiny_mlp_nobatch"]
+    arms = ["tiny_mlp_fixed_0", "tiny_mlp_fixed_0_again", "tiny_mlp_adaptive", "tiny_mlp_nobatch"]
     try:
+        if a.load:
+            cap = s.bench("capacity", port, "tiny_mlp_fixed_0", ["--concurrency", "16", "--protocol", "v2-binary"])[0]
+            a.rate = "%.1f" % (cap["requests_per_s"] * a.load)
+        before = {n: bb.stats(port, n)["inference_stats"] for n in arms}  # the server means leave the capacity run out
         runs = bb.rotated_rounds(s, port, arms, a.rounds, ["--request-rate", a.rate, "--duration-s", "5", "--protocol",
-                                                         "v2-binary", "--max-connections", "64"], "low rate")
-        waits = bb.stats(port, "tiny_mlp_adaptive")["batching"]["waits"]
+                                                         "v2-binary", "--max-connections", "64"], "rate " + a.rate)
+        after = {n: bb.stats(port, n) for n in arms}
     finally:
         p.stop()
+    print("rate %s req/s, %d rounds" % (a.rate, a.rounds))
     for n, rows in runs.items():
         p50 = [r["p50_us"] for r in rows]
-        print("%-18s p50 median %4.0f us [%s]  p99 median %4.0f us" % (
+        print("%-22s p50 median %4.0f us [%s]  p99 median %4.0f us" % (
             n, np.median(p50), " ".join("%.0f" % x for x in p50), np.median([r["p99_us"] for r in rows])))
-    print("adaptive waits: %d" % waits)
+    print("per round:")
+    print("  p50 adaptive / no batching:       " + paired(runs, arms[2], arms[3], "p50_us"))
+    print("  p99 adaptive / delay 0:           " + paired(runs, arms[2], arms[0], "p99_us"))
+    print("  p99 delay 0 (again) / delay 0:    " + paired(runs, arms[1], arms[0], "p99_us"))
+    print("  p50 delay 0 (again) / delay 0:    " + paired(runs, arms[1], arms[0], "p50_us"))
+    print("server-side mean per request (us):")
+    for n in arms:
+        st, b = after[n]["inference_stats"], before[n]
+        d = {k: (st[k]["count"] - b[k]["count"], st[k]["ns"] - b[k]["ns"]) for k in st}
+        count = max(1, d["success"][0])
+        print("  %-22s total %6.1f  queue %5.1f  input %4.1f  infer %5.1f  output %4.1f  (%d requests)" % (
+            n, d["success"][1] / count / 1e3, d["queue"][1] / count / 1e3, d["compute_input"][1] / count / 1e3,
+            d["compute_infer"][1] / count / 1e3, d["compute_output"][1] / count / 1e3, count))
+    print("adaptive waits: %d" % after[arms[2]]["batching"]["waits"])
 
 
 if __name__ == "__main__":
