@@ -13,7 +13,7 @@
 #   make bench-pipelines  ensembles vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min)
 #   make bench-batch  batch jobs: rows/s vs the in-process best batch, online p99 while jobs run (~3 min)
 #   make bench-batching  adaptive batching vs fixed delays, sequence bucketing (~25 min)
-#   make bench-batching-check  tiny_mlp's adaptive vs no batching / delay 0 in 20 paired rounds, 2 rates (~22 min)
+#   make bench-batching-check  tiny_mlp's adaptive vs no batching / the best fixed delay, 20 paired rounds per rate (~33 min)
 #   make bench-generative  LLM serving: continuous vs static batching, prefix caching, decode vs a torch loop (~6 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
@@ -146,11 +146,14 @@ bench-batch: build
 bench-batching: build
 	$(PY) bench/batching_bench.py --inferd build/src/inferd
 
-# The closest calls of bench-batching measured with more rounds: tiny_mlp at 10% and 40% of its capacity, adaptive
-# vs no batching vs delay 0 vs a second identical delay-0 model (the noise), paired per round.
+# The closest calls of bench-batching measured with more rounds: tiny_mlp at 10%, 40% and 70% of its capacity,
+# adaptive vs no batching vs the best fixed delay the batching bench found there (0, 0, 2000 us on a 2-core VM)
+# vs a second identical model with that delay (the noise), paired per round.
 bench-batching-check: build
 	$(PY) bench/batching_low_rate_check.py --inferd build/src/inferd --rounds 20 --load 0.1
 	$(PY) bench/batching_low_rate_check.py --inferd build/src/inferd --rounds 20 --load 0.4
+	$(PY) bench/batching_low_rate_check.py --inferd build/src/inferd --rounds 20 --load 0.7 --best 2000 \
+	  --without-nobatch
 
 bench-generative: build
 	$(PY) bench/generative_bench.py --inferd build/src/inferd

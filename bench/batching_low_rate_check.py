@@ -1,13 +1,14 @@
 #!/usr/bin/python3
-"""A longer look at the low rate of `make bench-batching` (and, with --rate, any other): tiny_mlp at ~4,900 req/s
-(10% of its capacity on a 2-core VM) served with delay 0, a second identical delay-0 model, adaptive batching and no
-batching, in rounds of 5 s each, order rotated. Prints each setting's median p50 and p99; per-round (paired) ratios
-with a bootstrap interval: adaptive's p50 over no batching's, adaptive's p99 over delay 0's, and the two identical
-delay-0 models' (what noise alone gives); and the server's own mean time per request (queue, compute; from the
-statistics endpoint), which leaves out the client and the network. The batching bench's comparisons rest on 5
-rounds; this repeats them with more.
+"""A longer look at one rate of `make bench-batching`: tiny_mlp at ~4,900 req/s by default (10% of its capacity on a
+2-core VM) served with the best fixed delay of that rate (--best, default 0 us), a second identical model with that
+delay, adaptive batching and (unless --without-nobatch) no batching, in rounds of 5 s each, order rotated. Prints
+each setting's median p50 and p99; per-round (paired) ratios with a bootstrap interval: adaptive's p50 over no
+batching's, adaptive's p99 over the fixed delay's, and the two identical fixed-delay models' (what noise alone
+gives); and the server's own mean time per request (queue, compute; from the statistics endpoint), which leaves out
+the client and the network. The batching bench's comparisons rest on 5 rounds; this repeats them with more.
 
-Usage: batching_low_rate_check.py --inferd build/src/inferd [--rate 4900 | --load 0.1] [--rounds 10]
+Usage: batching_low_rate_check.py --inferd build/src/inferd [--rate 4900 | --load 0.1] [--best 0]
+                                  [--without-nobatch] [--rounds 10]
 """
 import argparse
 import os
@@ -37,15 +38,20 @@ def main():
     ap.add_argument("--rate", default="4900", help="requests per second")
     ap.add_argument("--load", type=float, help="instead of --rate: this fraction of tiny_mlp's closed-loop "
                     "capacity, measured first as the batching bench does (0.1 = its low rate, 0.4 its medium)")
+    ap.add_argument("--best", type=int, default=0, choices=bb.SWEEP["tiny_mlp"],
+                    help="the fixed delay (us) to compare with: the best one the batching bench found at this rate")
+    ap.add_argument("--without-nobatch", action="store_true",
+                    help="leave out no batching (at high rates it falls behind and its backlog disturbs the rest)")
     ap.add_argument("--rounds", type=int, default=10)
     a = ap.parse_args()
     a.quick = False
     work, repo = bb.variant_repository("inferd-low-rate-check-")
-    # A second, identical delay-0 model: the ratio between the two is what noise alone gives.
-    shutil.copytree(os.path.join(repo, "tiny_mlp_fixed_0"), os.path.join(repo, "tiny_mlp_fixed_0_again"))
+    fixed = "tiny_mlp_fixed_%d" % a.best
+    # A second, identical fixed-delay model: the ratio between the two is what noise alone gives.
+    shutil.copytree(os.path.join(repo, fixed), os.path.join(repo, fixed + "_again"))
+    arms = [fixed, fixed + "_again", "tiny_mlp_adaptive"] + ([] if a.without_nobatch else ["tiny_mlp_nobatch"])
     s = rb.Suite(a, work)
     p, port = s.inferd_server(repo, "low-rate")
-    arms = ["tiny_mlp_fixed_0", "tiny_mlp_fixed_0_again", "tiny_mlp_adaptive", "tiny_mlp_nobatch"]
     try:
         if a.load:
             cap = s.bench("capacity", port, "tiny_mlp_fixed_0", ["--concurrency", "16", "--protocol", "v2-binary"])[0]
@@ -61,11 +67,13 @@ def main():
         p50 = [r["p50_us"] for r in rows]
         print("%-22s p50 median %4.0f us [%s]  p99 median %4.0f us" % (
             n, np.median(p50), " ".join("%.0f" % x for x in p50), np.median([r["p99_us"] for r in rows])))
+    delay = "delay %d" % a.best
     print("per round:")
-    print("  p50 adaptive / no batching:       " + paired(runs, arms[2], arms[3], "p50_us"))
-    print("  p99 adaptive / delay 0:           " + paired(runs, arms[2], arms[0], "p99_us"))
-    print("  p99 delay 0 (again) / delay 0:    " + paired(runs, arms[1], arms[0], "p99_us"))
-    print("  p50 delay 0 (again) / delay 0:    " + paired(runs, arms[1], arms[0], "p50_us"))
+    if not a.without_nobatch:
+        print("  %-33s %s" % ("p50 adaptive / no batching:", paired(runs, arms[2], arms[3], "p50_us")))
+    print("  %-33s %s" % ("p99 adaptive / %s:" % delay, paired(runs, arms[2], arms[0], "p99_us")))
+    print("  %-33s %s" % ("p99 %s (again) / %s:" % (delay, delay), paired(runs, arms[1], arms[0], "p99_us")))
+    print("  %-33s %s" % ("p50 %s (again) / %s:" % (delay, delay), paired(runs, arms[1], arms[0], "p50_us")))
     print("server-side mean per request (us):")
     for n in arms:
         st, b = after[n]["inference_stats"], before[n]

@@ -42,7 +42,20 @@ def remove_repository(repo):
     shutil.rmtree(state_dir(repo), ignore_errors=True)
 
 
+def thread_backtraces(pid):
+    """Where each thread of process `pid` is (gdb), for a test to print when a server hangs."""
+    if not shutil.which("gdb"):
+        return "(no gdb to show the threads)"
+    bt = subprocess.run(["gdb", "-batch", "-p", str(pid), "-ex", "thread apply all bt 12"], capture_output=True,
+                        text=True, timeout=120)
+    return bt.stdout[-20000:]
+
+
 class Server:
+    # Start-up includes loading every model of the repository; under the sanitizers on a busy 2-core machine that
+    # takes tens of seconds. A start that takes longer than this is reported as a hang (with the server's threads).
+    START_TIMEOUT_S = 300
+
     def __init__(self, binary, repo, *extra):
         self.log = []
         state = [] if "--control-state-dir" in extra else ["--control-state-dir", state_dir(repo)]
@@ -55,26 +68,46 @@ class Server:
         for flag, service in (("--allow-grpc", "gRPC"), ("--allow-metrics", "Metrics")):
             if flag in flags and flags[flags.index(flag) + 1] == "false":
                 want.discard(service)
-        ports = {}
-        for line in self.proc.stderr:
-            self.log.append(line)
-            m = re.search(r"(HTTP|Metrics|gRPC) service listening on [\d.]+:(\d+)", line)
-            if m:
-                ports[m.group(1)] = int(m.group(2))
-            if set(ports) == want:
-                break
-        if set(ports) != want:
-            raise RuntimeError("inferd did not start:\n" + "".join(self.log))
-        self.port, self.metrics_port, self.grpc_port = ports["HTTP"], ports.get("Metrics"), ports.get("gRPC")
         self._log_cv = threading.Condition()
+        self._eof = False
         self._drain = threading.Thread(target=self._read_rest, daemon=True)
         self._drain.start()
+        ports = {}
+        seen = 0  # log lines already looked at
+
+        def started():
+            nonlocal seen
+            for line in self.log[seen:]:
+                m = re.search(r"(HTTP|Metrics|gRPC) service listening on [\d.]+:(\d+)", line)
+                if m:
+                    ports[m.group(1)] = int(m.group(2))
+            seen = len(self.log)
+            return set(ports) == want or self._eof
+
+        with self._log_cv:
+            self._log_cv.wait_for(started, timeout=self.START_TIMEOUT_S)
+        if set(ports) != want:
+            if self.proc.poll() is None:
+                self._show_hang("inferd did not start within %d s" % self.START_TIMEOUT_S)
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+            raise RuntimeError("inferd did not start:\n" + "".join(self.log))
+        self.port, self.metrics_port, self.grpc_port = ports["HTTP"], ports.get("Metrics"), ports.get("gRPC")
 
     def _read_rest(self):
         for line in self.proc.stderr:
             with self._log_cv:
                 self.log.append(line)
                 self._log_cv.notify_all()
+        with self._log_cv:
+            self._eof = True
+            self._log_cv.notify_all()
+
+    def _show_hang(self, what):
+        """Prints what the server said last and where its threads are (for a start or stop that hangs)."""
+        with self._log_cv:
+            print("%s; its log ends:\n%s" % (what, "".join(self.log[-40:])))
+        print(thread_backtraces(self.proc.pid))
 
     def wait_for_log(self, text, timeout=30):
         """Waits (bounded) until a log line contains `text`; returns the line or None."""
@@ -94,11 +127,7 @@ class Server:
             rc = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             # A stop that hangs: show what the server said and where its threads are, then kill it.
-            print("inferd did not stop within %d s; its log ends:\n%s" % (timeout, "".join(self.log[-40:])))
-            if shutil.which("gdb"):
-                bt = subprocess.run(["gdb", "-batch", "-p", str(self.proc.pid), "-ex", "thread apply all bt 12"],
-                                    capture_output=True, text=True, timeout=120)
-                print(bt.stdout[-20000:])
+            self._show_hang("inferd did not stop within %d s" % timeout)
             self.proc.kill()
             self.proc.wait(timeout=30)
             raise

@@ -30,8 +30,14 @@ class Shutdown(unittest.TestCase):
             first = proc.stderr.readline()  # logged after the signal handling is set up, before the models load
             self.assertIn("inferd 0.1.0", first)
             proc.send_signal(signal.SIGTERM)
-            rest = proc.stderr.read()
-            self.assertEqual(proc.wait(timeout=120), 0, first + rest)
+            try:
+                _, rest = proc.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                threads = ic.thread_backtraces(proc.pid)
+                proc.kill()
+                proc.communicate()
+                self.fail("inferd did not stop within 120 s of a SIGTERM during start-up:\n" + threads)
+            self.assertEqual(proc.returncode, 0, first + rest)
             self.assertIn("received Terminated, shutting down", rest)
 
     def test_sigterm_finishes_in_flight_requests(self):
@@ -72,8 +78,9 @@ class Shutdown(unittest.TestCase):
 
             stream = stub.ModelStreamInfer(requests(), timeout=120)
             idle = stub.ModelStreamInfer(iter(lambda: sent.wait(60), True), timeout=120)  # open, no requests
+            deadline = time.monotonic() + 120
             while 'nv_inference_pending_request_count{model="slow",version="1"} 1' not in server.metrics():
-                pass
+                self.assertLess(time.monotonic(), deadline, "the request never showed as pending")
             server.proc.send_signal(signal.SIGTERM)
             answers = list(stream)  # ends OK once its accepted request is answered
             self.assertEqual([a.infer_response.id for a in answers], ["slow-1"])
