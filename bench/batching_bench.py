@@ -158,6 +158,17 @@ def stats(port, model):
         return json.load(r)["model_stats"][0]
 
 
+def capacity(suite, port, model):
+    """`model`'s closed-loop capacity (requests/s at 16 in flight): the rates of part 1 are fractions of it."""
+    return suite.bench("capacity", port, model, ["--concurrency", "16", "--protocol", "v2-binary"])[0]["requests_per_s"]
+
+
+def poisson_args(rate, duration_s):
+    """`inferd bench` arguments for Poisson arrivals at `rate` requests/s (a string) for `duration_s` seconds."""
+    return ["--request-rate", rate, "--duration-s", "%g" % duration_s, "--protocol", "v2-binary",
+            "--max-connections", "64"]
+
+
 def rotated_rounds(suite, port, names, rounds, args, tag):
     """Runs `inferd bench` on each model in `names` once per round, starting each round one model later (so no
     setting always runs first or last); returns {name: [report row per round]}."""
@@ -197,13 +208,11 @@ def main():
         # the comparison is then measured afresh: best fixed, delay 0, adaptive (and no batching at the low
         # rate) in EVAL_REPS rounds, order rotated each round, medians compared.
         for model, delays in SWEEP.items():
-            cap = s.bench("capacity", port, model + "_fixed_0", ["--concurrency", "16", "--protocol", "v2-binary"])[0]
-            capacity = cap["requests_per_s"]
+            cap = capacity(s, port, model + "_fixed_0")
             d = DURATION_S[model] / (2 if a.quick else 1)
             for level, frac in (("low", 0.1), ("medium", 0.4), ("high", 0.7)):
-                rate = "%.1f" % (capacity * frac)
-                args = ["--request-rate", rate, "--duration-s", "%g" % d, "--protocol", "v2-binary",
-                        "--max-connections", "64"]
+                rate = "%.1f" % (cap * frac)
+                args = poisson_args(rate, d)
                 fixed = ["%s_fixed_%d" % (model, x) for x in delays]
                 sweep = {}
                 for rep in range(SELECT_REPS[model]):

@@ -54,11 +54,9 @@ def main():
     p, port = s.inferd_server(repo, "low-rate")
     try:
         if a.load:
-            cap = s.bench("capacity", port, "tiny_mlp_fixed_0", ["--concurrency", "16", "--protocol", "v2-binary"])[0]
-            a.rate = "%.1f" % (cap["requests_per_s"] * a.load)
+            a.rate = "%.1f" % (bb.capacity(s, port, "tiny_mlp_fixed_0") * a.load)
         before = {n: bb.stats(port, n)["inference_stats"] for n in arms}  # the server means leave the capacity run out
-        runs = bb.rotated_rounds(s, port, arms, a.rounds, ["--request-rate", a.rate, "--duration-s", "5", "--protocol",
-                                                         "v2-binary", "--max-connections", "64"], "rate " + a.rate)
+        runs = bb.rotated_rounds(s, port, arms, a.rounds, bb.poisson_args(a.rate, 5), "rate " + a.rate)
         after = {n: bb.stats(port, n) for n in arms}
     finally:
         p.stop()

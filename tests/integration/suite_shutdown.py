@@ -18,6 +18,14 @@ from common import setUpModule, tearDownModule  # noqa: E402,F401
 
 
 class Shutdown(unittest.TestCase):
+    def wait_until_pending(self, server, sending=lambda: True):
+        """Waits (bounded) until the server holds the request to `slow` (its own pending gauge); `sending` must
+        stay true meanwhile (the client is still waiting for its answer)."""
+        deadline = time.monotonic() + 120
+        while 'nv_inference_pending_request_count{model="slow",version="1"} 1' not in server.metrics():
+            self.assertTrue(sending(), "the request was answered before it showed as pending")
+            self.assertLess(time.monotonic(), deadline, "the request never showed as pending")
+
     def test_a_signal_during_start_up_stops_the_server_cleanly(self):
         # A SIGTERM that arrives while models load (before the main thread waits for signals) must still be a
         # clean stop. OpenBLAS starts threads before main with the signals unblocked; a signal delivered to one
@@ -51,11 +59,7 @@ class Shutdown(unittest.TestCase):
 
             t = threading.Thread(target=send)
             t.start()
-            # Wait until the server holds the request (its own pending gauge), then stop it.
-            deadline = time.monotonic() + 120
-            while 'nv_inference_pending_request_count{model="slow",version="1"} 1' not in server.metrics():
-                self.assertTrue(t.is_alive())
-                self.assertLess(time.monotonic(), deadline, "the request never showed as pending")
+            self.wait_until_pending(server, t.is_alive)
             server.proc.send_signal(signal.SIGTERM)
             t.join(60)
             self.assertEqual(result["r"][0], 200, result)
@@ -78,9 +82,7 @@ class Shutdown(unittest.TestCase):
 
             stream = stub.ModelStreamInfer(requests(), timeout=120)
             idle = stub.ModelStreamInfer(iter(lambda: sent.wait(60), True), timeout=120)  # open, no requests
-            deadline = time.monotonic() + 120
-            while 'nv_inference_pending_request_count{model="slow",version="1"} 1' not in server.metrics():
-                self.assertLess(time.monotonic(), deadline, "the request never showed as pending")
+            self.wait_until_pending(server)
             server.proc.send_signal(signal.SIGTERM)
             answers = list(stream)  # ends OK once its accepted request is answered
             self.assertEqual([a.infer_response.id for a in answers], ["slow-1"])
