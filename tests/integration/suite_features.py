@@ -86,7 +86,7 @@ class Features(unittest.TestCase):
         x = self.put_users(64, 3)
         ref = C.torch_ref("mlp", x)
         s = self.start("scorer")
-        np.testing.assert_array_equal(self.y(self.infer("scorer", "u5")), ref[5:6])
+        C.assert_matches_torch(self.y(self.infer("scorer", "u5")), ref[5:6])
         # Many clients at once: every answer is its own user's (fetches go out pipelined).
         got, errors = {}, []
 
@@ -108,11 +108,11 @@ class Features(unittest.TestCase):
         for t in threads:
             t.join(timeout=120)
         self.assertEqual(errors, [])
-        np.testing.assert_array_equal(np.concatenate([got[i] for i in range(64)]), ref)
+        C.assert_matches_torch(np.concatenate([got[i] for i in range(64)]), ref)
         # The client's own input wins over Redis.
         mine = np.full((1, 8), 0.5, np.float32)
         body = self.infer("scorer", "u5", inputs=ic.v2_json_request({"x": mine})["inputs"])
-        np.testing.assert_array_equal(self.y(body), C.torch_ref("mlp", mine))
+        C.assert_matches_torch(self.y(body), C.torch_ref("mlp", mine))
         m = s.metrics()
         self.assertIn('inferd_feature_lookups_total{model="scorer",result="fetched"} 65', m)
         self.assertIn('inferd_feature_fetches_total{connection="online"} 65', m)
@@ -132,10 +132,10 @@ class Features(unittest.TestCase):
         body = self.infer("scorer", "u1", expect=404)
         self.assertIn("entity 'u1' lacks feature f3 in Redis (key 'user:u1') and it has no default", body["error"])
         zeros = np.zeros((1, 8), np.float32)
-        np.testing.assert_array_equal(self.y(self.infer("scorer_defaults", "ghost")), C.torch_ref("mlp", zeros))
+        C.assert_matches_torch(self.y(self.infer("scorer_defaults", "ghost")), C.torch_ref("mlp", zeros))
         one_missing = x[1:2].copy()
         one_missing[0, 3] = 0
-        np.testing.assert_array_equal(self.y(self.infer("scorer_defaults", "u1")), C.torch_ref("mlp", one_missing))
+        C.assert_matches_torch(self.y(self.infer("scorer_defaults", "u1")), C.torch_ref("mlp", one_missing))
         body = self.infer("scorer", "bad", expect=500)
         self.assertIn("feature 'f7' of entity 'bad' is 'lots' in Redis, not a number", body["error"])
         status, body = s.post_json("/v2/models/scorer/infer", {"inputs": [], "parameters": {"user_id": True}})
@@ -152,7 +152,7 @@ class Features(unittest.TestCase):
         x = self.put_users(1, 5)
         ref = C.torch_ref("mlp", x)
         self.start("scorer")
-        np.testing.assert_array_equal(self.y(self.infer("scorer", "u0")), ref)
+        C.assert_matches_torch(self.y(self.infer("scorer", "u0")), ref)
         self.redis.stop()
         body = self.infer("scorer", "u0", expect=503)
         self.assertIn("Redis connection 'online' is down", body["error"])
@@ -167,7 +167,7 @@ class Features(unittest.TestCase):
             self.assertEqual(status, 200, body)
             return True
         C.wait_until(self, "Redis to answer again", answers, timeout=60)
-        np.testing.assert_array_equal(self.y(self.infer("scorer", "u0")), ref)
+        C.assert_matches_torch(self.y(self.infer("scorer", "u0")), ref)
 
     def test_bad_configs_are_clear_errors(self):
         feature_model(self.repo, "unknown_conn", connection="nowhere")
