@@ -153,7 +153,7 @@ bench-batching-check: build
 	$(PY) bench/batching_low_rate_check.py --inferd build/src/inferd --rounds 20 --load 0.1
 	$(PY) bench/batching_low_rate_check.py --inferd build/src/inferd --rounds 20 --load 0.4
 	$(PY) bench/batching_low_rate_check.py --inferd build/src/inferd --rounds 20 --load 0.7 --best 2000 \
-	  --without-nobatch
+	  --without-nobatch --with-cpu-aware
 
 bench-generative: build
 	$(PY) bench/generative_bench.py --inferd build/src/inferd

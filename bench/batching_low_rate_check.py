@@ -6,9 +6,12 @@ each setting's median p50 and p99; per-round (paired) ratios with a bootstrap in
 batching's, adaptive's p99 over the fixed delay's, and the two identical fixed-delay models' (what noise alone
 gives); and the server's own mean time per request (queue, compute; from the statistics endpoint), which leaves out
 the client and the network. The batching bench's comparisons rest on 5 rounds; this repeats them with more.
+--with-cpu-aware adds adaptive batching with batching.cpu_aware true (the CPU a wait saves weighed by the machine's
+load) and compares it with plain adaptive batching. It also prints the machine's CPU busy fraction over the rounds (/proc/stat) and the CPU
+utilization adaptive batching last weighed.
 
 Usage: batching_low_rate_check.py --inferd build/src/inferd [--rate 4900 | --load 0.1] [--best 0]
-                                  [--without-nobatch] [--rounds 10]
+                                  [--without-nobatch] [--with-cpu-aware] [--rounds 10]
 """
 import argparse
 import os
@@ -32,6 +35,15 @@ def paired(runs, a, b, key):
         np.median(ratio), np.percentile(boot, 5), np.percentile(boot, 95), int((ratio < 1).sum()), len(ratio))
 
 
+def cpu_ticks():
+    """(busy, total) jiffies of all CPUs, from /proc/stat's first line."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    busy = sum(v[:8]) - idle
+    return busy, busy + idle
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--inferd", required=True)
@@ -42,6 +54,8 @@ def main():
                     help="the fixed delay (us) to compare with: the best one the batching bench found at this rate")
     ap.add_argument("--without-nobatch", action="store_true",
                     help="leave out no batching (at high rates it falls behind and its backlog disturbs the rest)")
+    ap.add_argument("--with-cpu-aware", action="store_true",
+                    help="add adaptive batching with batching.cpu_aware true")
     ap.add_argument("--rounds", type=int, default=10)
     a = ap.parse_args()
     a.quick = False
@@ -50,13 +64,23 @@ def main():
     # A second, identical fixed-delay model: the ratio between the two is what noise alone gives.
     shutil.copytree(os.path.join(repo, fixed), os.path.join(repo, fixed + "_again"))
     arms = [fixed, fixed + "_again", "tiny_mlp_adaptive"] + ([] if a.without_nobatch else ["tiny_mlp_nobatch"])
+    if a.with_cpu_aware:
+        cpu_aware = "tiny_mlp_adaptive_cpu_aware"
+        shutil.copytree(os.path.join(repo, "tiny_mlp_adaptive"), os.path.join(repo, cpu_aware))
+        with open(os.path.join(repo, cpu_aware, "config.pbtxt"), "a") as f:
+            f.write('parameters { key: "batching.cpu_aware" value: { string_value: "true" } }\n')
+        arms.append(cpu_aware)
     s = rb.Suite(a, work)
     p, port = s.inferd_server(repo, "low-rate")
     try:
         if a.load:
             a.rate = "%.1f" % (bb.capacity(s, port, "tiny_mlp_fixed_0") * a.load)
-        before = {n: bb.stats(port, n)["inference_stats"] for n in arms}  # the server means leave the capacity run out
+        first = {n: bb.stats(port, n) for n in arms}
+        before = {n: first[n]["inference_stats"] for n in arms}  # the server means leave the capacity run out
+        before_counts = {n: (first[n]["inference_count"], first[n]["execution_count"]) for n in arms}
+        cpu_before = cpu_ticks()
         runs = bb.rotated_rounds(s, port, arms, a.rounds, bb.poisson_args(a.rate, 5), "rate " + a.rate)
+        cpu_after = cpu_ticks()
         after = {n: bb.stats(port, n) for n in arms}
     finally:
         p.stop()
@@ -69,6 +93,9 @@ def main():
     print("per round:")
     if not a.without_nobatch:
         print("  %-33s %s" % ("p50 adaptive / no batching:", paired(runs, arms[2], arms[3], "p50_us")))
+    if a.with_cpu_aware:
+        for key in ("p50_us", "p99_us"):
+            print("  %-33s %s" % ("%s cpu-aware / adaptive:" % key[:3], paired(runs, arms[-1], arms[2], key)))
     print("  %-33s %s" % ("p99 adaptive / %s:" % delay, paired(runs, arms[2], arms[0], "p99_us")))
     print("  %-33s %s" % ("p99 %s (again) / %s:" % (delay, delay), paired(runs, arms[1], arms[0], "p99_us")))
     print("  %-33s %s" % ("p50 %s (again) / %s:" % (delay, delay), paired(runs, arms[1], arms[0], "p50_us")))
@@ -80,7 +107,16 @@ def main():
         print("  %-22s total %6.1f  queue %5.1f  input %4.1f  infer %5.1f  output %4.1f  (%d requests)" % (
             n, d["success"][1] / count / 1e3, d["queue"][1] / count / 1e3, d["compute_input"][1] / count / 1e3,
             d["compute_infer"][1] / count / 1e3, d["compute_output"][1] / count / 1e3, count))
-    print("adaptive waits: %d" % after[arms[2]]["batching"]["waits"])
+    print("rows per batch:", ", ".join("%s %.1f" % (n, (after[n]["inference_count"] - before_counts[n][0]) /
+                                                   max(1, after[n]["execution_count"] - before_counts[n][1]))
+                                        for n in arms))
+    for n in arms:
+        if "batching" in after[n]:
+            b = after[n]["batching"]
+            print("%s: waits %d, planned wait %.0f us in all, cpu_utilization (last decision) %.2f" % (
+                n, b["waits"], b["wait_us_total"], b.get("cpu_utilization", 0)))
+    print("machine CPU busy over the rounds: %.2f" % ((cpu_after[0] - cpu_before[0]) /
+                                                       max(1, cpu_after[1] - cpu_before[1])))
 
 
 if __name__ == "__main__":

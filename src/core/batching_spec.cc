@@ -54,7 +54,7 @@ Result<BatchingParameters> ParseBatchingParameters(const std::map<std::string, s
                                                    const ModelSpec& model) {
   BatchingParameters out;
   const std::string prefix = kBatchingPrefix;
-  std::optional<std::string> mode, max_delay, target, pad_inputs, mask, buckets, unpad;
+  std::optional<std::string> mode, max_delay, target, cpu_aware, pad_inputs, mask, buckets, unpad;
   for (auto it = parameters.lower_bound(prefix);
        it != parameters.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
     const std::string name = it->first.substr(prefix.size());
@@ -65,6 +65,8 @@ Result<BatchingParameters> ParseBatchingParameters(const std::map<std::string, s
       max_delay = v;
     } else if (name == "latency_target_us") {
       target = v;
+    } else if (name == "cpu_aware") {
+      cpu_aware = v;
     } else if (name == "pad_inputs") {
       pad_inputs = v;
     } else if (name == "mask_input") {
@@ -75,15 +77,18 @@ Result<BatchingParameters> ParseBatchingParameters(const std::map<std::string, s
       unpad = v;
     } else {
       return Bad(name,
-                 "unknown setting (known: mode, max_delay_us, latency_target_us, pad_inputs, mask_input, buckets, "
-                 "unpad_outputs)");
+                 "unknown setting (known: mode, max_delay_us, latency_target_us, cpu_aware, pad_inputs, mask_input, "
+                 "buckets, unpad_outputs)");
     }
   }
   const bool batching = model.batching.dynamic && model.max_batch_size > 0;
   if (mode && *mode != "fixed" && *mode != "adaptive") return Bad("mode", "'" + *mode + "' is not fixed or adaptive");
   out.adaptive.enabled = mode && *mode == "adaptive";
-  if (!out.adaptive.enabled && (max_delay || target)) {
-    return Bad(max_delay ? "max_delay_us" : "latency_target_us", "applies to batching.mode adaptive only");
+  if (!out.adaptive.enabled && (max_delay || target || cpu_aware)) {
+    return Bad(max_delay ? "max_delay_us"
+               : target  ? "latency_target_us"
+                         : "cpu_aware",
+               "applies to batching.mode adaptive only");
   }
   if (out.adaptive.enabled) {
     if (!batching) return Bad("mode", "adaptive batching needs max_batch_size > 0 and a dynamic_batching block");
@@ -95,6 +100,11 @@ Result<BatchingParameters> ParseBatchingParameters(const std::map<std::string, s
     if (target) {
       INFERD_ASSIGN_OR_RETURN(int64_t t, Integer("latency_target_us", *target, 1, 60'000'000));
       out.adaptive.latency_target_us = static_cast<uint64_t>(t);
+    }
+    if (cpu_aware) {
+      if (*cpu_aware != "true" && *cpu_aware != "false")
+        return Bad("cpu_aware", "'" + *cpu_aware + "' is not true or false");
+      out.adaptive.cpu_aware = *cpu_aware == "true";
     }
   }
 

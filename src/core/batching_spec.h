@@ -36,6 +36,7 @@ struct AdaptiveBatchingSpec {
   bool enabled = false;
   uint64_t max_delay_us = 0;       // resolved: > 0 when enabled
   uint64_t latency_target_us = 0;  // 0 = none
+  bool cpu_aware = false;          // weigh the CPU a wait saves by the machine's load
 };
 
 struct PaddedInput {

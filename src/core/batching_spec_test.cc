@@ -44,6 +44,10 @@ TEST(BatchingSpec, AdaptiveTakesItsBudgetFromTheDelayOrItsOwnSetting) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->adaptive.max_delay_us, 2000u);
   EXPECT_EQ(b->adaptive.latency_target_us, 9000u);
+  EXPECT_FALSE(b->adaptive.cpu_aware);  // the default
+  b = ParseBatchingParameters({{"batching.mode", "adaptive"}, {"batching.cpu_aware", "true"}}, Encoder());
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(b->adaptive.cpu_aware);
   ModelSpec no_delay = Encoder();
   no_delay.batching.max_queue_delay_us = 0;
   b = ParseBatchingParameters({{"batching.mode", "adaptive"}}, no_delay);
@@ -90,6 +94,8 @@ TEST(BatchingSpec, RefusesWhatCannotBePadded) {
   const std::vector<Case> cases = {
       {{{"batching.mode", "fast"}}, "not fixed or adaptive"},
       {{{"batching.max_delay_us", "5"}}, "adaptive only"},
+      {{{"batching.cpu_aware", "true"}}, "adaptive only"},
+      {{{"batching.mode", "adaptive"}, {"batching.cpu_aware", "yes"}}, "not true or false"},
       {{{"batching.mode", "adaptive"}, {"batching.max_delay_us", "0"}}, "out of range"},
       {{{"batching.pad_inputs", "nope"}}, "not an input"},
       {{{"batching.pad_inputs", "text"}}, "BYTES"},

@@ -83,6 +83,7 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
   sc.spec = &mv->spec_;
   sc.instances = std::move(instances);
   sc.clock = options.clock;
+  sc.cpu_load = options.cpu_load;
   sc.stats = mv->stats_;
   sc.default_max_queue_size = options.default_max_queue_size;
   sc.submitter = options.submitter;

@@ -15,6 +15,7 @@
 
 #include "backends/backend.h"
 #include "core/clock.h"
+#include "core/cpu_load.h"
 #include "core/model_spec.h"
 #include "metrics/model_stats.h"
 #include "repository/filesystem.h"
@@ -35,6 +36,7 @@ class ModelVersion {
     // Parameters a config does not set take these values.
     std::map<std::string, std::string> default_parameters;
     Clock* clock = nullptr;                        // not owned
+    CpuLoad* cpu_load = nullptr;                   // not owned; may be null
     const SchedulerFactory* schedulers = nullptr;  // not owned; required
     RequestSubmitter* submitter = nullptr;         // not owned; for schedulers that call other models
     // Checks what only the server can (e.g. that a hybrid model's prediction

@@ -21,6 +21,7 @@ struct BatchingStats {
   std::atomic<uint64_t> cost_samples{0};
   std::atomic<uint64_t> waits{0};          // batches held back to let more requests arrive
   std::atomic<uint64_t> wait_us_total{0};  // the planned waits, summed
+  std::atomic<double> cpu_utilization{0};  // the CPUs' busy fraction its latest decision weighed
   // Padding (batching.pad_inputs): elements the padded inputs hold in executed
   // batches, and how many of them were the requests' own.
   std::atomic<bool> padding{false};

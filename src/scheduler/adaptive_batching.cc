@@ -11,6 +11,24 @@ namespace {
 // tiny_mlp: planned 30 us waits cost it 2x p99), so they cannot pay off.
 constexpr double kMinWaitS = 200e-6;
 
+// U/(1-U)^2 grows without bound; past this a wait's CPU value stops rising
+// (it is 380 times the CPU saved here).
+constexpr double kMaxUtilization = 0.95;
+
+// The CPU the m rows arriving over a wait take when sent without waiting:
+// a free worker takes whatever has queued, so they run in batches of about
+// k rows, the rows that arrive while one batch runs (k = rate * c(k), at
+// least 1), n = m / k batches in all. Past saturation (rate * c(k) grows
+// faster than k) they queue into one batch.
+template <typename Cost>
+double EagerCost(const Cost& c, double rate, double m) {
+  if (m <= 1) return c(m);
+  double k = 1;
+  for (int i = 0; i < 8; ++i) k = std::clamp(rate * c(k), 1.0, m);
+  const double n = m / k;
+  return n * c(k);
+}
+
 }  // namespace
 
 void ArrivalRate::Add(TimePoint now, double count) {
@@ -25,8 +43,8 @@ double ArrivalRate::PerSecond(TimePoint now) const {
   return value_ * std::exp(-dt / tau_s_);
 }
 
-AdaptiveBatching::AdaptiveBatching(AdaptiveBatchingSpec spec, int max_batch_size, bool positions)
-    : spec_(spec), max_rows_(std::max(1, max_batch_size)), cost_(positions) {}
+AdaptiveBatching::AdaptiveBatching(AdaptiveBatchingSpec spec, int max_batch_size, bool positions, CpuLoad* cpu)
+    : spec_(spec), max_rows_(std::max(1, max_batch_size)), cost_(positions), cpu_(spec.cpu_aware ? cpu : nullptr) {}
 
 void AdaptiveBatching::OnArrival(TimePoint now, int64_t group, int64_t rows) {
   total_.Add(now, static_cast<double>(rows));
@@ -52,29 +70,36 @@ std::optional<TimePoint> AdaptiveBatching::WaitUntil(TimePoint now, TimePoint ol
   const double waited = std::chrono::duration<double>(now - oldest).count();
   double budget = static_cast<double>(spec_.max_delay_us) * 1e-6 - waited;
   budget = std::min(budget, static_cast<double>(max_rows_ - rows) / rate);  // no point waiting past a full batch
-  if (budget <= 0) return std::nullopt;
+  if (budget < kMinWaitS) return std::nullopt;
 
   const double r = static_cast<double>(rows);
   const double c_r = c(r);
+  if (cpu_) cpu_utilization_ = std::clamp(cpu_->Utilization(now), 0.0, 1.0);
+  const double u = std::min(cpu_utilization_, kMaxUtilization);
+  const double cpu_weight = u / ((1 - u) * (1 - u));  // latency saved per second of CPU saved
   double best_gain = 0, best_w = 0;
+  // Candidate waits from the shortest one that can be kept (kMinWaitS) to the
+  // budget: the CPU term favours short waits (any wait that catches one more
+  // arrival saves the batch), and one below kMinWaitS must not hide a longer
+  // one that pays.
   constexpr int kSteps = 16;
-  for (int k = 1; k <= kSteps; ++k) {
-    const double w = budget * k / kSteps;
+  for (int k = 0; k < kSteps; ++k) {
+    const double w = kMinWaitS + (budget - kMinWaitS) * k / (kSteps - 1);
     const double m = rate * w;
     const double finish_wait = w + c(r + m);
     if (spec_.latency_target_us > 0 && waited + finish_wait > static_cast<double>(spec_.latency_target_us) * 1e-6)
       break;
     const double now_total = r * c_r + m * (std::max(c_r, w) + c(m) - w / 2);
     const double wait_total = r * finish_wait + m * (finish_wait - w / 2);
-    const double gain = (now_total - wait_total) / (r + m);  // mean latency saved per row
+    const double cpu_saved = std::max(0.0, c_r + EagerCost(c, rate, m) - c(r + m)) * (1 - std::exp(-m));
+    const double gain = (now_total - wait_total + cpu_weight * cpu_saved) / (r + m);  // per row
     if (gain > best_gain) {
       best_gain = gain;
       best_w = w;
     }
   }
-  // Waiting must save more than noise (2% of the batch's own cost), and be
-  // long enough for a sleeping thread to wake in time on a busy machine.
-  if (best_w < kMinWaitS || best_gain < 0.02 * c_r) return std::nullopt;
+  // Waiting must save more than noise (2% of the batch's own cost).
+  if (best_w <= 0 || best_gain < 0.02 * c_r) return std::nullopt;
   if (planned) return planned_send_;  // still worth waiting: keep to the first plan
   last_wait_s_ = best_w;
   ++waits_;
@@ -96,6 +121,7 @@ AdaptiveBatching::Estimates AdaptiveBatching::estimates(TimePoint now) const {
   e.last_wait_s = last_wait_s_;
   e.waits = waits_;
   e.wait_s_total = wait_s_total_;
+  e.cpu_utilization = cpu_utilization_;
   return e;
 }
 

@@ -215,5 +215,66 @@ TEST(AdaptiveBatching, IsNoWorseThanTheBestFixedDelayOnMeanLatency) {
   }
 }
 
+// tiny_mlp at 70% of a 2-core box's capacity: 40 us per batch + 2 us per row,
+// 29,500 rows/s, 4 rows ready. By latency alone waiting never pays; on a busy
+// machine the CPU a bigger batch saves does.
+std::optional<TimePoint> DecideLikeTinyMlp(CpuLoad* cpu, bool cpu_aware, double* utilization = nullptr) {
+  AdaptiveBatchingSpec spec;
+  spec.enabled = true;
+  spec.max_delay_us = 2000;
+  spec.cpu_aware = cpu_aware;
+  AdaptiveBatching a(spec, 64, /*positions=*/false, cpu);
+  for (int i = 0; i < 400; ++i) {
+    const int rows = 1 + i % 32;
+    a.OnExecution(rows, 1, Secs(40e-6 + 2e-6 * rows));
+  }
+  TimePoint t = kT0;
+  for (int i = 0; i < 3000; ++i) a.OnArrival(t += Secs(1.0 / 29500), 0, 1);
+  std::optional<TimePoint> at = a.WaitUntil(t, t, 0, 4, 1);
+  if (utilization) *utilization = a.estimates(t).cpu_utilization;
+  if (at) {
+    EXPECT_GE(*at - t, Secs(200e-6));
+    EXPECT_LE(*at - t, Secs(2000e-6));
+  }
+  return at;
+}
+
+TEST(AdaptiveBatching, WaitsForBiggerBatchesOnlyWhenTheCpusAreBusy) {
+  FixedCpuLoad cpu;
+  EXPECT_FALSE(DecideLikeTinyMlp(nullptr, true));
+  cpu.Set(0.0);
+  EXPECT_FALSE(DecideLikeTinyMlp(&cpu, true));
+  cpu.Set(0.5);
+  EXPECT_FALSE(DecideLikeTinyMlp(&cpu, true));
+  cpu.Set(0.9);
+  double u = 0;
+  std::optional<TimePoint> at = DecideLikeTinyMlp(&cpu, true, &u);
+  ASSERT_TRUE(at);
+  EXPECT_EQ(u, 0.9);
+  // Sent at once, the ~59 rows of a 2 ms wait would run as ~47 batches of
+  // 1.25 rows (one per 42 us execution): waiting most of the budget pays.
+  EXPECT_GT(*at - kT0 - Secs(3000 / 29500.0), Secs(1000e-6));
+  EXPECT_FALSE(DecideLikeTinyMlp(&cpu, /*cpu_aware=*/false, &u));  // batching.cpu_aware false
+  EXPECT_EQ(u, 0);
+  cpu.Set(1.0);  // capped: still a bounded wait
+  EXPECT_TRUE(DecideLikeTinyMlp(&cpu, true));
+}
+
+TEST(AdaptiveBatching, AQuietMachineLeavesTheLowLoadDecisionAlone) {
+  // 20 rows/s on a machine 30% busy: each request runs alone, at once.
+  FixedCpuLoad cpu(0.3);
+  BatchPolicy policy = Adaptive(5000);
+  policy.max_queue_size = 64;
+  BatchQueue q(policy, &cpu);
+  for (int i = 0; i < 400; ++i) q.RecordExecution(1 + i % 32, 1, Secs(kA + kK * (1 + i % 32)));
+  TimePoint t = kT0;
+  for (int i = 0; i < 20; ++i) {
+    auto p = testing::Pending(1);
+    ASSERT_TRUE(q.Push(p, t += Secs(0.05)).ok());  // 20 rows/s
+    BatchQueue::Decision d = q.Next(t);
+    EXPECT_EQ(d.batch.size(), 1u) << i;
+  }
+}
+
 }  // namespace
 }  // namespace inferd

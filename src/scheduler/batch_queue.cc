@@ -22,14 +22,14 @@ BatchPolicy BatchPolicy::FromSpec(const ModelSpec& spec, size_t default_max_queu
   return p;
 }
 
-BatchQueue::BatchQueue(BatchPolicy policy) : policy_(std::move(policy)) {
+BatchQueue::BatchQueue(BatchPolicy policy, CpuLoad* cpu) : policy_(std::move(policy)) {
   // One more level than configured: background requests (batch jobs) wait behind all others.
   const size_t levels = std::max<uint32_t>(1, policy_.priority_levels) + 1;
   normal_.resize(levels);
   delayed_.resize(levels);
   if (policy_.adaptive.enabled && policy_.dynamic) {
     adaptive_ =
-        std::make_unique<AdaptiveBatching>(policy_.adaptive, policy_.max_batch_size, policy_.padding.has_value());
+        std::make_unique<AdaptiveBatching>(policy_.adaptive, policy_.max_batch_size, policy_.padding.has_value(), cpu);
   }
 }
 

@@ -77,7 +77,9 @@ struct BatchPolicy {
 
 class BatchQueue {
  public:
-  explicit BatchQueue(BatchPolicy policy);
+  // `cpu`: the machine's load for adaptive batching (not owned, outlives
+  // the queue; may be null).
+  explicit BatchQueue(BatchPolicy policy, CpuLoad* cpu = nullptr);
 
   // Assigns level, enqueue time and deadline; takes ownership only on OK.
   // UNAVAILABLE when full; INVALID_ARGUMENT for a priority out of range.

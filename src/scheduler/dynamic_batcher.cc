@@ -6,7 +6,10 @@ namespace inferd {
 
 DynamicBatcher::DynamicBatcher(Options options, const ModelSpec& spec,
                                std::vector<std::unique_ptr<ModelInstance>> instances)
-    : options_(std::move(options)), spec_(spec), instances_(std::move(instances)), queue_(options_.policy) {
+    : options_(std::move(options)),
+      spec_(spec),
+      instances_(std::move(instances)),
+      queue_(options_.policy, options_.cpu_load) {
   if (options_.stats && (queue_.adaptive() || options_.policy.padding)) {
     batching_stats_ = options_.stats->EnableBatching();
     batching_stats_->adaptive.store(queue_.adaptive() != nullptr);
@@ -72,6 +75,7 @@ void DynamicBatcher::PublishEstimates() {
   s.cost_samples.store(e.samples, std::memory_order_relaxed);
   s.waits.store(e.waits, std::memory_order_relaxed);
   s.wait_us_total.store(static_cast<uint64_t>(e.wait_s_total * 1e6), std::memory_order_relaxed);
+  s.cpu_utilization.store(e.cpu_utilization, std::memory_order_relaxed);
 }
 
 void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {

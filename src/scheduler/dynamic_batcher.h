@@ -32,6 +32,7 @@ class DynamicBatcher final : public Scheduler {
   struct Options {
     BatchPolicy policy;
     Clock* clock = nullptr;             // not owned; outlives the batcher
+    CpuLoad* cpu_load = nullptr;        // not owned; outlives the batcher; may be null
     std::shared_ptr<ModelStats> stats;  // may be null
     // Runs once on every instance's worker thread, after OnWorkerThreadStart
     // and before the worker takes requests (model_warmup). May be empty.

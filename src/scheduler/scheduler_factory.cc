@@ -12,6 +12,7 @@ SchedulerFactory SchedulerFactory::WithBuiltins() {
     DynamicBatcher::Options o;
     o.policy = BatchPolicy::FromSpec(*c.spec, c.default_max_queue_size);
     o.clock = c.clock;
+    o.cpu_load = c.cpu_load;
     o.stats = std::move(c.stats);
     o.warmup = std::move(c.warmup);
     return std::unique_ptr<Scheduler>(new DynamicBatcher(std::move(o), *c.spec, std::move(c.instances)));

@@ -16,6 +16,7 @@
 
 #include "backends/backend.h"
 #include "core/clock.h"
+#include "core/cpu_load.h"
 #include "core/model_spec.h"
 #include "core/request_submitter.h"
 #include "metrics/model_stats.h"
@@ -28,6 +29,7 @@ struct SchedulerContext {
   const ModelSpec* spec = nullptr;  // outlives the scheduler
   std::vector<std::unique_ptr<ModelInstance>> instances;
   Clock* clock = nullptr;             // not owned
+  CpuLoad* cpu_load = nullptr;        // not owned; may be null (adaptive batching then sees an idle machine)
   std::shared_ptr<ModelStats> stats;  // may be null
   size_t default_max_queue_size = 1024;
   // Runs once on each instance's worker thread before it takes requests.

@@ -55,6 +55,8 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   mo.version.default_parameters = options_.default_parameters;
   mo.version.submitter = this;
   mo.version.schedulers = options_.schedulers;
+  if (options_.cpu_load == nullptr) own_cpu_load_ = MakeSystemCpuLoad();
+  mo.version.cpu_load = options_.cpu_load ? options_.cpu_load : own_cpu_load_.get();
   // Any connection can be a prediction store (sqlite, postgres, redis).
   if (!options_.jobs_config.connections.empty()) {
     hybrid_stores_ = std::make_unique<jobs::JobStores>(options_.jobs_config);
@@ -252,6 +254,7 @@ Result<std::vector<ModelStatsSnapshot>> InferenceServer::GetStatistics(const std
       o.cost_samples = b->cost_samples.load();
       o.waits = b->waits.load();
       o.wait_us_total = b->wait_us_total.load();
+      o.cpu_utilization = b->cpu_utilization.load();
       o.padded_elements = b->padded_elements.load();
       o.real_elements = b->real_elements.load();
     }

@@ -27,6 +27,7 @@
 
 #include "backends/backend.h"
 #include "core/clock.h"
+#include "core/cpu_load.h"
 #include "core/infer_request.h"
 #include "core/request_submitter.h"
 #include "jobs/jobs_config.h"
@@ -75,6 +76,9 @@ struct ServerOptions {
   Duration load_wait = std::chrono::seconds(30);
   // Scheduler kinds (not owned; null = the built-in ones).
   const SchedulerFactory* schedulers = nullptr;
+  // How busy the CPUs are, for adaptive batching (not owned; null = the
+  // machine's, read from /proc/stat).
+  CpuLoad* cpu_load = nullptr;
   // Where run-time control state (version labels) persists; "" = in memory
   // only. Start fails when the directory cannot be created or written.
   std::string control_state_dir;
@@ -273,6 +277,7 @@ class InferenceServer final : public RequestSubmitter {
   ModelRepository repository_;
   std::unique_ptr<RoutingPolicy> routing_;
   std::unique_ptr<ControlStateStore> state_;
+  std::unique_ptr<CpuLoad> own_cpu_load_;  // when options_.cpu_load is null
   std::unique_ptr<ModelManager> manager_;
   std::unique_ptr<RepositorySource> source_;
   AdminExecutor admin_;

@@ -45,6 +45,7 @@ struct BatchingSnapshot {
   double arrival_rows_per_s = 0, cost_fixed_us = 0, cost_per_row_us = 0, cost_per_position_us = 0;
   bool cost_fitted = false;
   uint64_t cost_samples = 0, waits = 0, wait_us_total = 0, padded_elements = 0, real_elements = 0;
+  double cpu_utilization = 0;
 };
 
 struct ModelStatsSnapshot {

@@ -83,9 +83,10 @@ class Bucketing(unittest.TestCase):
         self.assertGreaterEqual(b["arrival_rows_per_s"], 0)
         for key in ("cost_fixed_us", "cost_per_row_us", "cost_per_position_us", "waits", "wait_us_total"):
             self.assertIn(key, b)
+        self.assertTrue(0 <= b["cpu_utilization"] <= 1, b)
         metrics = C.SERVER.metrics()
         for name in ("inferd_batching_arrival_rate", "inferd_batching_cost_per_row_us", "inferd_batching_waits_total",
-                     "inferd_padding_elements_total"):
+                     "inferd_batching_cpu_utilization", "inferd_padding_elements_total"):
             self.assertTrue(re.search(r'^%s\{model="%s",version="1"\} ' % (name, model), metrics, re.M), name)
 
     def test_ragged_inputs_batch_and_each_request_gets_its_own_answer(self):

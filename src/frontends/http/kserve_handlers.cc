@@ -46,6 +46,7 @@ void AppendBatchingStats(std::string* b, const BatchingSnapshot& s) {
     num("cost_samples", static_cast<double>(s.cost_samples));
     num("waits", static_cast<double>(s.waits));
     num("wait_us_total", static_cast<double>(s.wait_us_total));
+    num("cpu_utilization", s.cpu_utilization);
   }
   if (s.padding) {
     num("padded_elements", static_cast<double>(s.padded_elements));
