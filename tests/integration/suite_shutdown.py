@@ -80,8 +80,16 @@ class Shutdown(unittest.TestCase):
                 yield gc.infer_request(pb, "slow", {"x": x}, id="slow-1")
                 sent.wait(60)  # the client keeps its side of the stream open
 
+            # A stream with nothing in flight at the signal. It is opened with one quick request whose answer
+            # shows the server has taken the stream: a call still on its way when the server stops is refused
+            # (UNAVAILABLE), which is not what this checks.
+            def idle_requests():
+                yield gc.infer_request(pb, "mlp", {"x": np.ones((1, 8), np.float32)}, id="warm")
+                sent.wait(60)
+
+            idle = stub.ModelStreamInfer(idle_requests(), timeout=120)
+            self.assertEqual(next(idle).infer_response.id, "warm")
             stream = stub.ModelStreamInfer(requests(), timeout=120)
-            idle = stub.ModelStreamInfer(iter(lambda: sent.wait(60), True), timeout=120)  # open, no requests
             self.wait_until_pending(server)
             server.proc.send_signal(signal.SIGTERM)
             answers = list(stream)  # ends OK once its accepted request is answered
