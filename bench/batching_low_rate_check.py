@@ -12,6 +12,7 @@ utilization adaptive batching last weighed.
 
 Usage: batching_low_rate_check.py --inferd build/src/inferd [--rate 4900 | --load 0.1] [--best 0]
                                   [--without-nobatch] [--with-cpu-aware] [--rounds 10]
+                                  [--server-cpus 0 --client-cpus 1]
 """
 import argparse
 import os
@@ -57,6 +58,8 @@ def main():
     ap.add_argument("--with-cpu-aware", action="store_true",
                     help="add adaptive batching with batching.cpu_aware true")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--server-cpus", help="taskset CPU list for the server (e.g. 0)")
+    ap.add_argument("--client-cpus", help="taskset CPU list for the load generator (e.g. 1)")
     a = ap.parse_args()
     a.quick = False
     work, repo = bb.variant_repository("inferd-low-rate-check-")

@@ -81,6 +81,13 @@ class Suite:
         self.window = "0.5" if q else "1"
         self.cnn_window = "1" if q else "2"
         self.max_windows = "3" if q else "6"
+        # Optional CPU pinning (taskset lists, e.g. "0" and "1"): the server and the load generator on their own
+        # cores, so a descheduled client thread does not show up as server latency.
+        self.server_cpus = getattr(args, "server_cpus", None)
+        self.client_cpus = getattr(args, "client_cpus", None)
+
+    def _pinned(self, cpus, cmd):
+        return (["taskset", "-c", cpus] if cpus else []) + cmd
 
     def bench(self, label, port, model, extra, window=None, metadata_port=None):
         args = ["--url", "http://127.0.0.1:%d" % port, "--warmup-s", "1" if not self.a.quick else "0.5",
@@ -97,8 +104,8 @@ class Suite:
     def _run(self, label, model, args):
         """Runs `inferd bench` and keeps its report rows, tagged with the model."""
         out = os.path.join(self.work, "row.json")
-        cmd = [self.a.inferd, "bench", "-m", model, "--label", label, "--output", out] + args
-        print("  $", " ".join(cmd[1:]), flush=True)
+        cmd = self._pinned(self.client_cpus, [self.a.inferd, "bench", "-m", model, "--label", label, "--output", out] + args)
+        print("  $", " ".join(cmd[cmd.index("bench"):]), flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             rows = json.load(f)["rows"]
@@ -109,8 +116,9 @@ class Suite:
 
     def inferd_server(self, repo, tag):
         port, mport, self.grpc_port = free_port(), free_port(), free_port()
-        p = Proc([self.a.inferd, "serve", "--model-repository", repo, "--http-port", str(port), "--metrics-port",
-                  str(mport), "--grpc-port", str(self.grpc_port), "--host", "127.0.0.1", "--log-level", "warn"],
+        p = Proc(self._pinned(self.server_cpus, [
+                     self.a.inferd, "serve", "--model-repository", repo, "--http-port", str(port), "--metrics-port",
+                     str(mport), "--grpc-port", str(self.grpc_port), "--host", "127.0.0.1", "--log-level", "warn"]),
                  port, "/v2/health/ready", os.path.join(self.work, "inferd-%s.log" % tag))
         return p, port
 
