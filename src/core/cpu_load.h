@@ -72,7 +72,7 @@ class SampledCpuLoad final : public CpuLoad {
 // utilization stays 0 (policies then behave as on an idle machine).
 std::unique_ptr<CpuLoad> MakeSystemCpuLoad();
 
-// A fixed utilization, for tests and for turning the signal off.
+// A fixed utilization, for tests.
 class FixedCpuLoad final : public CpuLoad {
  public:
   explicit FixedCpuLoad(double utilization = 0) : value_(utilization) {}

@@ -79,9 +79,8 @@ std::optional<TimePoint> AdaptiveBatching::WaitUntil(TimePoint now, TimePoint ol
   const double cpu_weight = u / ((1 - u) * (1 - u));  // latency saved per second of CPU saved
   double best_gain = 0, best_w = 0;
   // Candidate waits from the shortest one that can be kept (kMinWaitS) to the
-  // budget: the CPU term favours short waits (any wait that catches one more
-  // arrival saves the batch), and one below kMinWaitS must not hide a longer
-  // one that pays.
+  // budget, so that with a short budget no candidate falls below kMinWaitS
+  // and hides a longer one that pays.
   constexpr int kSteps = 16;
   for (int k = 0; k < kSteps; ++k) {
     const double w = kMinWaitS + (budget - kMinWaitS) * k / (kSteps - 1);

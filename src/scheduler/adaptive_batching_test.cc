@@ -218,7 +218,8 @@ TEST(AdaptiveBatching, IsNoWorseThanTheBestFixedDelayOnMeanLatency) {
 // tiny_mlp at 70% of a 2-core box's capacity: 40 us per batch + 2 us per row,
 // 29,500 rows/s, 4 rows ready. By latency alone waiting never pays; on a busy
 // machine the CPU a bigger batch saves does.
-std::optional<TimePoint> DecideLikeTinyMlp(CpuLoad* cpu, bool cpu_aware, double* utilization = nullptr) {
+// Returns the planned wait, counted from the decision.
+std::optional<Duration> DecideLikeTinyMlp(CpuLoad* cpu, bool cpu_aware, double* utilization = nullptr) {
   AdaptiveBatchingSpec spec;
   spec.enabled = true;
   spec.max_delay_us = 2000;
@@ -232,11 +233,10 @@ std::optional<TimePoint> DecideLikeTinyMlp(CpuLoad* cpu, bool cpu_aware, double*
   for (int i = 0; i < 3000; ++i) a.OnArrival(t += Secs(1.0 / 29500), 0, 1);
   std::optional<TimePoint> at = a.WaitUntil(t, t, 0, 4, 1);
   if (utilization) *utilization = a.estimates(t).cpu_utilization;
-  if (at) {
-    EXPECT_GE(*at - t, Secs(200e-6));
-    EXPECT_LE(*at - t, Secs(2000e-6));
-  }
-  return at;
+  if (!at) return std::nullopt;
+  EXPECT_GE(*at - t, Secs(200e-6));
+  EXPECT_LE(*at - t, Secs(2000e-6));
+  return *at - t;
 }
 
 TEST(AdaptiveBatching, WaitsForBiggerBatchesOnlyWhenTheCpusAreBusy) {
@@ -248,12 +248,12 @@ TEST(AdaptiveBatching, WaitsForBiggerBatchesOnlyWhenTheCpusAreBusy) {
   EXPECT_FALSE(DecideLikeTinyMlp(&cpu, true));
   cpu.Set(0.9);
   double u = 0;
-  std::optional<TimePoint> at = DecideLikeTinyMlp(&cpu, true, &u);
-  ASSERT_TRUE(at);
+  std::optional<Duration> wait = DecideLikeTinyMlp(&cpu, true, &u);
+  ASSERT_TRUE(wait);
   EXPECT_EQ(u, 0.9);
   // Sent at once, the ~59 rows of a 2 ms wait would run as ~47 batches of
   // 1.25 rows (one per 42 us execution): waiting most of the budget pays.
-  EXPECT_GT(*at - kT0 - Secs(3000 / 29500.0), Secs(1000e-6));
+  EXPECT_GT(*wait, Secs(1000e-6));
   EXPECT_FALSE(DecideLikeTinyMlp(&cpu, /*cpu_aware=*/false, &u));  // batching.cpu_aware false
   EXPECT_EQ(u, 0);
   cpu.Set(1.0);  // capped: still a bounded wait
@@ -261,9 +261,11 @@ TEST(AdaptiveBatching, WaitsForBiggerBatchesOnlyWhenTheCpusAreBusy) {
 }
 
 TEST(AdaptiveBatching, AQuietMachineLeavesTheLowLoadDecisionAlone) {
-  // 20 rows/s on a machine 30% busy: each request runs alone, at once.
+  // 20 rows/s on a machine 30% busy, cpu_aware on: each request runs alone,
+  // at once.
   FixedCpuLoad cpu(0.3);
   BatchPolicy policy = Adaptive(5000);
+  policy.adaptive.cpu_aware = true;
   policy.max_queue_size = 64;
   BatchQueue q(policy, &cpu);
   for (int i = 0; i < 400; ++i) q.RecordExecution(1 + i % 32, 1, Secs(kA + kK * (1 + i % 32)));
