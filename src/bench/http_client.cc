@@ -59,22 +59,12 @@ Status HttpClient::SendAll(const std::string& data) {
   return Status::OK();
 }
 
-Result<HttpResult> HttpClient::ReadResponse() {
-  auto fill = [&]() -> Status {
-    char tmp[65536];
-    ssize_t n;
-    do {
-      n = ::recv(fd_, tmp, sizeof tmp, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n == 0) return Status::Unavailable("connection closed by the server");
-    if (n < 0) return Status::Unavailable(std::string("recv failed: ") + std::strerror(errno));
-    buf_.append(tmp, static_cast<size_t>(n));
-    return Status::OK();
-  };
-  size_t header_end;
-  while ((header_end = buf_.find("\r\n\r\n")) == std::string::npos) INFERD_RETURN_IF_ERROR(fill());
-  HttpResult r;
-  std::string_view head(buf_.data(), header_end);
+Result<std::optional<ResponseFrame>> FrameResponse(std::string_view buf) {
+  const size_t header_end = buf.find("\r\n\r\n");
+  if (header_end == std::string_view::npos) return std::optional<ResponseFrame>();
+  ResponseFrame f;
+  HttpResult& r = f.head;
+  std::string_view head = buf.substr(0, header_end);
   const size_t line_end = head.find("\r\n");
   std::string_view status_line = head.substr(0, line_end);
   if (status_line.size() < 12 || status_line.substr(0, 5) != "HTTP/") return Status::Internal("bad status line");
@@ -98,23 +88,46 @@ Result<HttpResult> HttpClient::ReadResponse() {
   if (auto it = r.headers.find("content-length"); it != r.headers.end()) {
     std::from_chars(it->second.data(), it->second.data() + it->second.size(), length);
   }
-  const size_t body_start = header_end + 4;
-  while (buf_.size() < body_start + length) INFERD_RETURN_IF_ERROR(fill());
-  r.body = buf_.substr(body_start, length);
-  buf_.erase(0, body_start + length);
+  f.body_start = header_end + 4;
+  if (buf.size() < f.body_start + length) return std::optional<ResponseFrame>();
+  f.length = f.body_start + length;
+  return std::optional<ResponseFrame>(std::move(f));
+}
+
+Result<HttpResult> HttpClient::ReadResponse() {
+  auto fill = [&]() -> Status {
+    char tmp[65536];
+    ssize_t n;
+    do {
+      n = ::recv(fd_, tmp, sizeof tmp, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) return Status::Unavailable("connection closed by the server");
+    if (n < 0) return Status::Unavailable(std::string("recv failed: ") + std::strerror(errno));
+    buf_.append(tmp, static_cast<size_t>(n));
+    return Status::OK();
+  };
+  std::optional<ResponseFrame> frame;
+  while (true) {
+    INFERD_ASSIGN_OR_RETURN(frame, FrameResponse(buf_));
+    if (frame) break;
+    INFERD_RETURN_IF_ERROR(fill());
+  }
+  HttpResult r = std::move(frame->head);
+  r.body = buf_.substr(frame->body_start, frame->length - frame->body_start);
+  buf_.erase(0, frame->length);
   if (auto it = r.headers.find("connection"); it != r.headers.end() && it->second == "close") Close();
   return r;
 }
 
-Result<HttpResult> HttpClient::Request(const std::string& method, const std::string& path, const std::string& body,
-                                       const std::vector<std::pair<std::string, std::string>>& headers) {
+std::string FormatRequest(const std::string& method, const std::string& path, const std::string& host,
+                          const std::string& body, const std::vector<std::pair<std::string, std::string>>& headers) {
   std::string req;
   req.reserve(256 + body.size());
   req += method;
   req += ' ';
   req += path;
   req += " HTTP/1.1\r\nHost: ";
-  req += host_;
+  req += host;
   req += "\r\nContent-Length: ";
   req += std::to_string(body.size());
   req += "\r\n";
@@ -126,6 +139,12 @@ Result<HttpResult> HttpClient::Request(const std::string& method, const std::str
   }
   req += "\r\n";
   req += body;
+  return req;
+}
+
+Result<HttpResult> HttpClient::Request(const std::string& method, const std::string& path, const std::string& body,
+                                       const std::vector<std::pair<std::string, std::string>>& headers) {
+  const std::string req = FormatRequest(method, path, host_, body, headers);
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (fd_ < 0) INFERD_RETURN_IF_ERROR(Connect());
     Status st = SendAll(req);

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,6 +46,21 @@ class HttpClient {
   int fd_ = -1;
   std::string buf_;  // bytes read past the previous response
 };
+
+// The bytes of one HTTP/1.1 request with a Content-Length body.
+std::string FormatRequest(const std::string& method, const std::string& path, const std::string& host,
+                          const std::string& body, const std::vector<std::pair<std::string, std::string>>& headers);
+
+// Where one response starts and ends in a receive buffer.
+struct ResponseFrame {
+  size_t body_start = 0;
+  size_t length = 0;  // head and body: the bytes this response takes
+  HttpResult head;    // status and headers; body left empty
+};
+// Frames the response at the start of `buf`: nullopt while its head or body
+// is still incomplete; an error for what is not an HTTP/1.1 response with a
+// Content-Length (or no) body.
+Result<std::optional<ResponseFrame>> FrameResponse(std::string_view buf);
 
 // Splits "http://host:port" into host and port (default 80).
 Result<std::pair<std::string, uint16_t>> ParseUrl(const std::string& url);

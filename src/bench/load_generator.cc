@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "bench/http_client.h"
+#include "bench/open_loop_http.h"
 #include "core/mutex.h"
 
 namespace inferd::bench {
@@ -56,7 +57,8 @@ SenderFactory HttpSenderFactory(std::string host, uint16_t port) {
 
 LoadResult RunLoad(const LoadOptions& o) {
   const bool open_loop = o.request_rate > 0;
-  const int workers = open_loop ? o.max_connections : o.concurrency;
+  const bool event_loop = open_loop && !o.http_host.empty();
+  const int workers = event_loop ? 1 : open_loop ? o.max_connections : o.concurrency;
   const double planned_s = o.warmup_s + (o.duration_s > 0 ? o.duration_s : o.window_s * o.max_windows) + 1.0;
   const std::vector<double> arrivals =
       open_loop ? PoissonArrivals(o.request_rate, planned_s, o.seed) : std::vector<double>();
@@ -91,14 +93,33 @@ LoadResult RunLoad(const LoadOptions& o) {
       }
     }
   };
+  auto loop = [&] {
+    Recorder& rec = recorders[0];
+    RunOpenLoopHttp({o.http_host, o.http_port, o.max_connections}, o.requests, arrivals, t0, stop,
+                    [&rec](const Sample& s, const std::string& error) {
+                      MutexLock g(&rec.mu);
+                      rec.samples.push_back(s);
+                      if (!s.ok && rec.first_error.empty()) rec.first_error = error;
+                    });
+  };
   std::vector<std::thread> threads;
-  for (int i = 0; i < workers; ++i) threads.emplace_back(worker, i);
+  if (event_loop) {
+    threads.emplace_back(loop);
+  } else {
+    for (int i = 0; i < workers; ++i) threads.emplace_back(worker, i);
+  }
 
-  auto collect = [&]() {
-    std::vector<Sample> all;
+  // The samples so far: each call moves in what the recorders gathered since
+  // the previous one (a sender waits on its recorder's lock only that long).
+  std::vector<Sample> all;
+  auto collect = [&]() -> const std::vector<Sample>& {
     for (auto& r : recorders) {
-      MutexLock g(&r.mu);
-      all.insert(all.end(), r.samples.begin(), r.samples.end());
+      std::vector<Sample> fresh;
+      {
+        MutexLock g(&r.mu);
+        fresh.swap(r.samples);
+      }
+      all.insert(all.end(), fresh.begin(), fresh.end());
     }
     return all;
   };

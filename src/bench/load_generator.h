@@ -34,11 +34,16 @@ SenderFactory HttpSenderFactory(std::string host, uint16_t port);
 
 struct LoadOptions {
   SenderFactory make_sender;  // one per worker
+  // Open loop over plain HTTP: the server's host and port. When set, one
+  // event-loop thread drives up to max_connections connections
+  // (open_loop_http.h) instead of a worker thread per connection.
+  std::string http_host;
+  uint16_t http_port = 0;
 
   std::vector<PreparedRequest> requests;  // cycled through
   int concurrency = 1;                    // closed loop
   double request_rate = 0;                // > 0: open loop, requests per second
-  int max_connections = 64;               // open loop: client connections (workers)
+  int max_connections = 64;               // open loop: client connections
   double warmup_s = 1.0;
   double window_s = 2.0;
   int stable_windows = 3;

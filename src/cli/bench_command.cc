@@ -268,6 +268,9 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
     if (protocol != bench::Protocol::kV2Json || grpc) return Status::InvalidArgument("--then needs --protocol v2-json");
     INFERD_ASSIGN_OR_RETURN(auto renames, bench::ParseRenames(f.then_map));
     lo.make_sender = bench::ChainedHttpSenderFactory(target.first, target.second, f.then_model, std::move(renames));
+  } else if (!grpc) {
+    lo.http_host = target.first;  // open loop: one event-loop thread instead of a thread per connection
+    lo.http_port = target.second;
   }
   std::vector<bench::RequestParameter> parameters;
   for (const auto& text : f.request_parameters) {
