@@ -8,7 +8,7 @@
 namespace inferd {
 namespace {
 
-Status Bad(const std::string& name, const std::string& why) {
+Status BadBatching(const std::string& name, const std::string& why) {
   return Status::InvalidArgument("field 'parameters." + std::string(kBatchingPrefix) + name + "': " + why);
 }
 
@@ -16,9 +16,9 @@ Result<int64_t> Integer(const std::string& name, const std::string& text, int64_
   bool is_int = false;
   int64_t i = 0;
   double d = 0;
-  if (!ParseNumber(TrimSpace(text), &is_int, &i, &d) || !is_int) return Bad(name, "'" + text + "' is not an integer");
+  if (!ParseNumber(TrimSpace(text), &is_int, &i, &d) || !is_int) return BadBatching(name, "'" + text + "' is not an integer");
   if (i < min || i > max) {
-    return Bad(name, std::to_string(i) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    return BadBatching(name, std::to_string(i) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
   }
   return i;
 }
@@ -28,13 +28,13 @@ Result<PaddedInput> Padded(const std::string& field, const ModelSpec& model, con
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     const TensorSpec& t = model.inputs[i];
     if (t.name != name) continue;
-    if (t.dtype == DataType::kBytes) return Bad(field, "input '" + name + "' holds BYTES, which cannot be padded");
-    if (t.any_rank || t.reshape) return Bad(field, "input '" + name + "' needs fixed dims and no reshape to be padded");
+    if (t.dtype == DataType::kBytes) return BadBatching(field, "input '" + name + "' holds BYTES, which cannot be padded");
+    if (t.any_rank || t.reshape) return BadBatching(field, "input '" + name + "' needs fixed dims and no reshape to be padded");
     if (t.ragged)
-      return Bad(field, "input '" + name + "' is ragged (allow_ragged_batch): it is concatenated, not padded");
+      return BadBatching(field, "input '" + name + "' is ragged (allow_ragged_batch): it is concatenated, not padded");
     const auto n = std::count(t.dims.begin(), t.dims.end(), int64_t{-1});
     if (n != 1) {
-      return Bad(field, "input '" + name + "' has dims " + ShapeToString(t.dims) +
+      return BadBatching(field, "input '" + name + "' has dims " + ShapeToString(t.dims) +
                             ": a padded input needs exactly one variable (-1) dimension");
     }
     PaddedInput p;
@@ -42,10 +42,10 @@ Result<PaddedInput> Padded(const std::string& field, const ModelSpec& model, con
     p.input = i;
     p.axis = 1 + static_cast<size_t>(std::find(t.dims.begin(), t.dims.end(), int64_t{-1}) - t.dims.begin());
     if (!AppendNumber(&p.pad_bytes, t.dtype, true, 0, 0) || !AppendNumber(&p.one_bytes, t.dtype, true, 1, 1))
-      return Bad(field, "input '" + name + "' is not numeric");
+      return BadBatching(field, "input '" + name + "' is not numeric");
     return p;
   }
-  return Bad(field, "'" + name + "' is not an input of the model");
+  return BadBatching(field, "'" + name + "' is not an input of the model");
 }
 
 }  // namespace
@@ -76,22 +76,22 @@ Result<BatchingParameters> ParseBatchingParameters(const std::map<std::string, s
     } else if (name == "unpad_outputs") {
       unpad = v;
     } else {
-      return Bad(name,
+      return BadBatching(name,
                  "unknown setting (known: mode, max_delay_us, latency_target_us, cpu_aware, pad_inputs, mask_input, "
                  "buckets, unpad_outputs)");
     }
   }
   const bool batching = model.batching.dynamic && model.max_batch_size > 0;
-  if (mode && *mode != "fixed" && *mode != "adaptive") return Bad("mode", "'" + *mode + "' is not fixed or adaptive");
+  if (mode && *mode != "fixed" && *mode != "adaptive") return BadBatching("mode", "'" + *mode + "' is not fixed or adaptive");
   out.adaptive.enabled = mode && *mode == "adaptive";
   if (!out.adaptive.enabled && (max_delay || target || cpu_aware)) {
-    return Bad(max_delay ? "max_delay_us"
+    return BadBatching(max_delay ? "max_delay_us"
                : target  ? "latency_target_us"
                          : "cpu_aware",
                "applies to batching.mode adaptive only");
   }
   if (out.adaptive.enabled) {
-    if (!batching) return Bad("mode", "adaptive batching needs max_batch_size > 0 and a dynamic_batching block");
+    if (!batching) return BadBatching("mode", "adaptive batching needs max_batch_size > 0 and a dynamic_batching block");
     out.adaptive.max_delay_us = model.batching.max_queue_delay_us > 0 ? model.batching.max_queue_delay_us : 10000;
     if (max_delay) {
       INFERD_ASSIGN_OR_RETURN(int64_t d, Integer("max_delay_us", *max_delay, 1, 10'000'000));
@@ -103,17 +103,17 @@ Result<BatchingParameters> ParseBatchingParameters(const std::map<std::string, s
     }
     if (cpu_aware) {
       if (*cpu_aware != "true" && *cpu_aware != "false")
-        return Bad("cpu_aware", "'" + *cpu_aware + "' is not true or false");
+        return BadBatching("cpu_aware", "'" + *cpu_aware + "' is not true or false");
       out.adaptive.cpu_aware = *cpu_aware == "true";
     }
   }
 
   if (!pad_inputs) {
     if (mask || buckets || unpad)
-      return Bad(mask ? "mask_input" : buckets ? "buckets" : "unpad_outputs", "needs batching.pad_inputs");
+      return BadBatching(mask ? "mask_input" : buckets ? "buckets" : "unpad_outputs", "needs batching.pad_inputs");
     return out;
   }
-  if (!batching) return Bad("pad_inputs", "padding needs max_batch_size > 0 and a dynamic_batching block");
+  if (!batching) return BadBatching("pad_inputs", "padding needs max_batch_size > 0 and a dynamic_batching block");
   PaddingSpec p;
   for (const std::string& item : SplitList(*pad_inputs)) {
     const size_t colon = item.find(':');
@@ -124,42 +124,42 @@ Result<BatchingParameters> ParseBatchingParameters(const std::map<std::string, s
       int64_t i = 0;
       double d = 0;
       const std::string value(TrimSpace(item.substr(colon + 1)));
-      if (!ParseNumber(value, &is_int, &i, &d)) return Bad("pad_inputs", "pad value '" + value + "' is not a number");
+      if (!ParseNumber(value, &is_int, &i, &d)) return BadBatching("pad_inputs", "pad value '" + value + "' is not a number");
       in.pad_value = is_int ? static_cast<double>(i) : d;
       in.pad_bytes.clear();
       if (!AppendNumber(&in.pad_bytes, model.inputs[in.input].dtype, is_int, i, d)) {
-        return Bad("pad_inputs", "pad value " + value + " does not fit input '" + name + "' (" +
+        return BadBatching("pad_inputs", "pad value " + value + " does not fit input '" + name + "' (" +
                                      std::string(DataTypeToWire(model.inputs[in.input].dtype)) + ")");
       }
     }
     for (const auto& seen : p.inputs)
-      if (seen.name == name) return Bad("pad_inputs", "input '" + name + "' is listed twice");
+      if (seen.name == name) return BadBatching("pad_inputs", "input '" + name + "' is listed twice");
     p.inputs.push_back(std::move(in));
   }
-  if (p.inputs.empty()) return Bad("pad_inputs", "names no input");
+  if (p.inputs.empty()) return BadBatching("pad_inputs", "names no input");
   if (mask) {
     INFERD_ASSIGN_OR_RETURN(PaddedInput m, Padded("mask_input", model, *mask));
-    if (p.Find(m.input)) return Bad("mask_input", "'" + *mask + "' is also in batching.pad_inputs");
+    if (p.Find(m.input)) return BadBatching("mask_input", "'" + *mask + "' is also in batching.pad_inputs");
     if (model.inputs[m.input].dims.size() != 1)
-      return Bad("mask_input", "the mask input's dims must be [ -1 ] (one value per position)");
+      return BadBatching("mask_input", "the mask input's dims must be [ -1 ] (one value per position)");
     m.mask = true;
     p.inputs.push_back(std::move(m));
   }
   if (buckets) {
     for (const std::string& b : SplitList(*buckets)) {
       INFERD_ASSIGN_OR_RETURN(int64_t v, Integer("buckets", b, 1, int64_t{1} << 30));
-      if (!p.buckets.empty() && v <= p.buckets.back()) return Bad("buckets", "lengths must be strictly ascending");
+      if (!p.buckets.empty() && v <= p.buckets.back()) return BadBatching("buckets", "lengths must be strictly ascending");
       p.buckets.push_back(v);
     }
-    if (p.buckets.empty()) return Bad("buckets", "names no length");
+    if (p.buckets.empty()) return BadBatching("buckets", "names no length");
   }
   if (unpad) {
     for (const std::string& o : SplitList(*unpad)) {
       const TensorSpec* t = model.FindOutput(o);
       if (!model.outputs.empty() && t == nullptr)
-        return Bad("unpad_outputs", "'" + o + "' is not an output of the model");
+        return BadBatching("unpad_outputs", "'" + o + "' is not an output of the model");
       if (t && !t->any_rank && t->dims.empty())
-        return Bad("unpad_outputs", "output '" + o + "' has no dimension besides the batch dimension");
+        return BadBatching("unpad_outputs", "output '" + o + "' has no dimension besides the batch dimension");
       p.unpad_outputs.push_back(o);
     }
   } else {

@@ -10,7 +10,7 @@
 namespace inferd::llm {
 namespace {
 
-constexpr unsigned kJsonFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
+constexpr unsigned kTokenizerJsonFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
 
 // GPT-2's pattern as tokenizer.json spells it in a Split pre-tokenizer.
 constexpr std::string_view kGpt2Pattern =
@@ -165,7 +165,7 @@ Status ByteLevelBpe::Finish() {
 Result<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::FromTokenizerJson(std::string_view json) {
   if (json.size() > kMaxTokenizerFileBytes) return Status::InvalidArgument("tokenizer.json is larger than 64 MiB");
   rapidjson::Document doc;
-  doc.Parse<kJsonFlags>(json.data(), json.size());
+  doc.Parse<kTokenizerJsonFlags>(json.data(), json.size());
   if (doc.HasParseError() || !doc.IsObject()) return Status::InvalidArgument("tokenizer.json is not a JSON object");
   auto model = doc.FindMember("model");
   if (model == doc.MemberEnd() || !model->value.IsObject())
@@ -260,7 +260,7 @@ Result<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::FromVocabAndMerges(std::stri
     return Status::InvalidArgument("vocab.json or merges.txt is larger than 64 MiB");
   }
   rapidjson::Document doc;
-  doc.Parse<kJsonFlags>(vocab_json.data(), vocab_json.size());
+  doc.Parse<kTokenizerJsonFlags>(vocab_json.data(), vocab_json.size());
   if (doc.HasParseError() || !doc.IsObject()) return Status::InvalidArgument("vocab.json is not a JSON object");
   if (doc.MemberCount() > kMaxVocabEntries) return Status::InvalidArgument("vocab.json: too many entries");
   std::unique_ptr<ByteLevelBpe> t(new ByteLevelBpe());

@@ -5,7 +5,7 @@
 namespace inferd::llm {
 namespace {
 
-constexpr unsigned kJsonFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
+constexpr unsigned kConfigJsonFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
 
 using Object = rapidjson::Value::ConstObject;
 
@@ -76,7 +76,7 @@ Status GetTokenIds(const Object& o, const char* name, int64_t vocab, std::vector
 
 Result<DecoderConfig> ParseDecoderConfig(std::string_view json) {
   rapidjson::Document doc;
-  doc.Parse<kJsonFlags>(json.data(), json.size());
+  doc.Parse<kConfigJsonFlags>(json.data(), json.size());
   if (doc.HasParseError() || !doc.IsObject()) return Status::InvalidArgument("config.json is not a JSON object");
   const Object o = static_cast<const rapidjson::Document&>(doc).GetObject();
   DecoderConfig c;

@@ -9,7 +9,7 @@
 namespace inferd::llm {
 namespace {
 
-constexpr unsigned kJsonFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
+constexpr unsigned kRequestJsonFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
 
 Status Bad(std::string_view name, std::string_view what) {
   std::string m(name);
@@ -51,7 +51,7 @@ Status ParseStop(const Parameter& p, GenerationRequest* g) {
     if (!s->empty()) g->stop.push_back(*s);
   } else {
     rapidjson::Document d;
-    d.Parse<kJsonFlags>(s->data(), s->size());
+    d.Parse<kRequestJsonFlags>(s->data(), s->size());
     if (d.HasParseError() || !d.IsArray()) return Bad("stop", "must be a string or an array of strings");
     for (const auto& v : d.GetArray()) {
       if (!v.IsString()) return Bad("stop", "must be a string or an array of strings");
@@ -68,7 +68,7 @@ Status ParseStop(const Parameter& p, GenerationRequest* g) {
 Status ParseStopIds(const Parameter& p, GenerationRequest* g) {
   const auto* s = std::get_if<std::string>(&p);
   rapidjson::Document d;
-  if (s != nullptr) d.Parse<kJsonFlags>(s->data(), s->size());
+  if (s != nullptr) d.Parse<kRequestJsonFlags>(s->data(), s->size());
   if (s == nullptr || d.HasParseError() || !d.IsArray() || d.Size() > 64) {
     return Bad("stop_token_ids", "must be an array of at most 64 token ids");
   }
@@ -83,7 +83,7 @@ Status ParseStopIds(const Parameter& p, GenerationRequest* g) {
 
 Result<std::vector<ChatMessage>> ParseChatMessages(std::string_view json) {
   rapidjson::Document d;
-  d.Parse<kJsonFlags>(json.data(), json.size());
+  d.Parse<kRequestJsonFlags>(json.data(), json.size());
   if (d.HasParseError() || !d.IsArray()) return Bad("messages", "must be an array of {role, content} objects");
   if (d.Size() > kMaxMessages) return Bad("messages", "may hold at most 4096 messages");
   std::vector<ChatMessage> out;

@@ -12,7 +12,7 @@
 namespace inferd::llm {
 namespace {
 
-constexpr unsigned kJsonFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
+constexpr unsigned kHeaderJsonFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
 constexpr size_t kMaxRank = 8;
 
 Status Bad(std::string_view name, std::string_view what) {
@@ -51,7 +51,7 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view prefix, uint64
   h.data_offset = 8 + n;
   const uint64_t data_size = file_size - h.data_offset;
   rapidjson::Document doc;
-  doc.Parse<kJsonFlags>(prefix.data() + 8, n);
+  doc.Parse<kHeaderJsonFlags>(prefix.data() + 8, n);
   if (doc.HasParseError()) {
     return Status::InvalidArgument("safetensors: header is not valid JSON (at byte " +
                                    std::to_string(doc.GetErrorOffset()) + ")");

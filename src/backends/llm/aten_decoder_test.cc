@@ -17,7 +17,7 @@
 namespace inferd::llm {
 namespace {
 
-std::string Read(const std::string& path) {
+std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -32,7 +32,7 @@ struct Reference {
 
 Reference LoadReference(const std::string& dir) {
   rapidjson::Document d;
-  const std::string text = Read(dir + "/reference.json");
+  const std::string text = ReadText(dir + "/reference.json");
   d.Parse(text.data(), text.size());
   Reference r;
   for (const auto& v : d["prompt"].GetArray()) r.prompt.push_back(v.GetInt());
@@ -51,7 +51,7 @@ class DecoderTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     dir_ = std::string(INFERD_LLM_FIXTURES) + "/" + GetParam();
-    auto config = ParseDecoderConfig(Read(dir_ + "/config.json"));
+    auto config = ParseDecoderConfig(ReadText(dir_ + "/config.json"));
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     auto weights = LoadDecoderWeights(dir_, *config);
     ASSERT_TRUE(weights.ok()) << weights.status().ToString();
@@ -160,7 +160,7 @@ INSTANTIATE_TEST_SUITE_P(Models, DecoderTest, ::testing::Values("llama", "llama_
 
 TEST(DecoderWeights, ShapeMismatchNamesTheTensor) {
   const std::string dir = std::string(INFERD_LLM_FIXTURES) + "/llama";
-  auto config = ParseDecoderConfig(Read(dir + "/config.json"));
+  auto config = ParseDecoderConfig(ReadText(dir + "/config.json"));
   ASSERT_TRUE(config.ok());
   config->intermediate_size += 1;
   auto weights = LoadDecoderWeights(dir, *config);

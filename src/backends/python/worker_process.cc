@@ -18,7 +18,7 @@ extern char** environ;
 namespace inferd {
 namespace {
 
-std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+std::string ErrnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 int MillisUntil(WorkerProcess::Deadline deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -45,7 +45,7 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::pair<std::strin
 // 5 in the child never overwrites another source.
 Result<int> HighFd(int fd) {
   int high = fcntl(fd, F_DUPFD_CLOEXEC, 100);
-  if (high < 0) return Status::Internal(Errno("fcntl(F_DUPFD_CLOEXEC)"));
+  if (high < 0) return Status::Internal(ErrnoText("fcntl(F_DUPFD_CLOEXEC)"));
   return high;
 }
 
@@ -53,7 +53,7 @@ Result<int> HighFd(int fd) {
 
 Result<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(const Options& options) {
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return Status::Internal(Errno("socketpair"));
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return Status::Internal(ErrnoText("socketpair"));
   std::unique_ptr<WorkerProcess> p(new WorkerProcess());
   p->sock_ = sv[0];
   p->max_frame_bytes_ = options.max_frame_bytes;

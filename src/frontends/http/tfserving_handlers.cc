@@ -78,7 +78,7 @@ std::string StatusJson(const ModelMetadata& md, const std::string& version) {
   return b;
 }
 
-std::string MetadataJson(const ModelMetadata& md) {
+std::string V1MetadataJson(const ModelMetadata& md) {
   std::string b = "{\"model_spec\":{\"name\":";
   json::AppendEscaped(&b, md.name);
   b.append(",\"signature_name\":\"\",\"version\":");
@@ -153,7 +153,7 @@ void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::str
   auto md = server->GetModelMetadata(model, version);
   if (!md.ok()) return respond(ErrorResponse(md.status()));
   if (tail.empty()) return respond(JsonResponse(200, StatusJson(*md, version)));
-  if (tail == "metadata") return respond(JsonResponse(200, MetadataJson(*md)));
+  if (tail == "metadata") return respond(JsonResponse(200, V1MetadataJson(*md)));
   respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
 }
 

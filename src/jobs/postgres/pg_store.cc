@@ -14,7 +14,7 @@ namespace inferd::jobs {
 namespace {
 
 // The prediction table a sink writes (and a store's write-back creates).
-std::string CreateTableSql(const std::string& table, const std::string& key, const std::vector<std::string>& values) {
+std::string PgCreateTableSql(const std::string& table, const std::string& key, const std::vector<std::string>& values) {
   std::string sql = "CREATE TABLE IF NOT EXISTS " + QuoteIdentifier(table) + " (" + QuoteIdentifier(key) +
                     " TEXT PRIMARY KEY, model_name TEXT NOT NULL, model_version TEXT NOT NULL, "
                     "predicted_at DOUBLE PRECISION NOT NULL";
@@ -215,7 +215,7 @@ class PostgresSink final : public PredictionSink {
     std::set<std::string> existing;
     for (int i = 0; i < PQntuples(cols.get()); ++i) existing.insert(PQgetvalue(cols.get(), i, 0));
     if (existing.empty()) {
-      INFERD_RETURN_IF_ERROR(conn_.Exec(CreateTableSql(table_, key_, value_columns_)).status());
+      INFERD_RETURN_IF_ERROR(conn_.Exec(PgCreateTableSql(table_, key_, value_columns_)).status());
     } else {
       for (const auto& n : all)
         if (!existing.count(n))
@@ -387,7 +387,7 @@ class PostgresStore final : public PredictionStore {
     MutexLock l(&mu_);
     INFERD_RETURN_IF_ERROR(Connect());
     if (!table_ready_) {  // written back before any job wrote the table: create it as a job would
-      auto created = conn_->Exec(CreateTableSql(table_.table, table_.key_column, table_.value_columns));
+      auto created = conn_->Exec(PgCreateTableSql(table_.table, table_.key_column, table_.value_columns));
       if (!created.ok()) return Lost(created.status());
       table_ready_ = true;
     }
