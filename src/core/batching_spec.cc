@@ -16,9 +16,11 @@ Result<int64_t> Integer(const std::string& name, const std::string& text, int64_
   bool is_int = false;
   int64_t i = 0;
   double d = 0;
-  if (!ParseNumber(TrimSpace(text), &is_int, &i, &d) || !is_int) return BadBatching(name, "'" + text + "' is not an integer");
+  if (!ParseNumber(TrimSpace(text), &is_int, &i, &d) || !is_int)
+    return BadBatching(name, "'" + text + "' is not an integer");
   if (i < min || i > max) {
-    return BadBatching(name, std::to_string(i) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    return BadBatching(
+        name, std::to_string(i) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
   }
   return i;
 }
@@ -28,14 +30,16 @@ Result<PaddedInput> Padded(const std::string& field, const ModelSpec& model, con
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     const TensorSpec& t = model.inputs[i];
     if (t.name != name) continue;
-    if (t.dtype == DataType::kBytes) return BadBatching(field, "input '" + name + "' holds BYTES, which cannot be padded");
-    if (t.any_rank || t.reshape) return BadBatching(field, "input '" + name + "' needs fixed dims and no reshape to be padded");
+    if (t.dtype == DataType::kBytes)
+      return BadBatching(field, "input '" + name + "' holds BYTES, which cannot be padded");
+    if (t.any_rank || t.reshape)
+      return BadBatching(field, "input '" + name + "' needs fixed dims and no reshape to be padded");
     if (t.ragged)
       return BadBatching(field, "input '" + name + "' is ragged (allow_ragged_batch): it is concatenated, not padded");
     const auto n = std::count(t.dims.begin(), t.dims.end(), int64_t{-1});
     if (n != 1) {
       return BadBatching(field, "input '" + name + "' has dims " + ShapeToString(t.dims) +
-                            ": a padded input needs exactly one variable (-1) dimension");
+                                    ": a padded input needs exactly one variable (-1) dimension");
     }
     PaddedInput p;
     p.name = name;
@@ -76,22 +80,25 @@ Result<BatchingParameters> ParseBatchingParameters(const std::map<std::string, s
     } else if (name == "unpad_outputs") {
       unpad = v;
     } else {
-      return BadBatching(name,
-                 "unknown setting (known: mode, max_delay_us, latency_target_us, cpu_aware, pad_inputs, mask_input, "
-                 "buckets, unpad_outputs)");
+      return BadBatching(
+          name,
+          "unknown setting (known: mode, max_delay_us, latency_target_us, cpu_aware, pad_inputs, mask_input, "
+          "buckets, unpad_outputs)");
     }
   }
   const bool batching = model.batching.dynamic && model.max_batch_size > 0;
-  if (mode && *mode != "fixed" && *mode != "adaptive") return BadBatching("mode", "'" + *mode + "' is not fixed or adaptive");
+  if (mode && *mode != "fixed" && *mode != "adaptive")
+    return BadBatching("mode", "'" + *mode + "' is not fixed or adaptive");
   out.adaptive.enabled = mode && *mode == "adaptive";
   if (!out.adaptive.enabled && (max_delay || target || cpu_aware)) {
     return BadBatching(max_delay ? "max_delay_us"
-               : target  ? "latency_target_us"
-                         : "cpu_aware",
-               "applies to batching.mode adaptive only");
+                       : target  ? "latency_target_us"
+                                 : "cpu_aware",
+                       "applies to batching.mode adaptive only");
   }
   if (out.adaptive.enabled) {
-    if (!batching) return BadBatching("mode", "adaptive batching needs max_batch_size > 0 and a dynamic_batching block");
+    if (!batching)
+      return BadBatching("mode", "adaptive batching needs max_batch_size > 0 and a dynamic_batching block");
     out.adaptive.max_delay_us = model.batching.max_queue_delay_us > 0 ? model.batching.max_queue_delay_us : 10000;
     if (max_delay) {
       INFERD_ASSIGN_OR_RETURN(int64_t d, Integer("max_delay_us", *max_delay, 1, 10'000'000));
@@ -124,12 +131,13 @@ Result<BatchingParameters> ParseBatchingParameters(const std::map<std::string, s
       int64_t i = 0;
       double d = 0;
       const std::string value(TrimSpace(item.substr(colon + 1)));
-      if (!ParseNumber(value, &is_int, &i, &d)) return BadBatching("pad_inputs", "pad value '" + value + "' is not a number");
+      if (!ParseNumber(value, &is_int, &i, &d))
+        return BadBatching("pad_inputs", "pad value '" + value + "' is not a number");
       in.pad_value = is_int ? static_cast<double>(i) : d;
       in.pad_bytes.clear();
       if (!AppendNumber(&in.pad_bytes, model.inputs[in.input].dtype, is_int, i, d)) {
         return BadBatching("pad_inputs", "pad value " + value + " does not fit input '" + name + "' (" +
-                                     std::string(DataTypeToWire(model.inputs[in.input].dtype)) + ")");
+                                             std::string(DataTypeToWire(model.inputs[in.input].dtype)) + ")");
       }
     }
     for (const auto& seen : p.inputs)
@@ -148,7 +156,8 @@ Result<BatchingParameters> ParseBatchingParameters(const std::map<std::string, s
   if (buckets) {
     for (const std::string& b : SplitList(*buckets)) {
       INFERD_ASSIGN_OR_RETURN(int64_t v, Integer("buckets", b, 1, int64_t{1} << 30));
-      if (!p.buckets.empty() && v <= p.buckets.back()) return BadBatching("buckets", "lengths must be strictly ascending");
+      if (!p.buckets.empty() && v <= p.buckets.back())
+        return BadBatching("buckets", "lengths must be strictly ascending");
       p.buckets.push_back(v);
     }
     if (p.buckets.empty()) return BadBatching("buckets", "names no length");

@@ -57,7 +57,8 @@ Result<std::optional<FeatureSpec>> ParseFeatureSpec(const std::map<std::string, 
     }
   }
   if (f.connection.empty()) return BadFeature("connection", "must name a redis connection of the jobs config");
-  if (f.key_parameter.empty()) return BadFeature("key_parameter", "must name the request parameter with the entity key");
+  if (f.key_parameter.empty())
+    return BadFeature("key_parameter", "must name the request parameter with the entity key");
   if (f.input.empty()) return BadFeature("input", "must name the input the features fill");
   if (f.names.empty()) return BadFeature("names", "must list the features (hash fields), comma-separated");
   const TensorSpec* in = model.FindInput(f.input);
@@ -66,16 +67,17 @@ Result<std::optional<FeatureSpec>> ParseFeatureSpec(const std::map<std::string, 
     return BadFeature("input", "input '" + f.input + "' must be numeric to hold features");
   int64_t elements = 1;
   for (int64_t d : in->dims) elements *= d;
-  if (in->any_rank || elements < 0) return BadFeature("input", "input '" + f.input + "' needs fixed dims to hold features");
+  if (in->any_rank || elements < 0)
+    return BadFeature("input", "input '" + f.input + "' needs fixed dims to hold features");
   if (static_cast<size_t>(elements) != f.names.size())
     return BadFeature("names", "input '" + f.input + "' holds " + std::to_string(elements) + " elements; " +
-                            std::to_string(f.names.size()) + " features are listed");
+                                   std::to_string(f.names.size()) + " features are listed");
   f.defaults.assign(f.names.size(), std::nullopt);
   if (defaults && !defaults->empty()) {
     std::vector<std::string> parts = SplitList(*defaults);
     if (parts.size() != 1 && parts.size() != f.names.size())
-      return BadFeature("defaults", "give one value for all features or one per feature (" + std::to_string(f.names.size()) +
-                                 "), not " + std::to_string(parts.size()));
+      return BadFeature("defaults", "give one value for all features or one per feature (" +
+                                        std::to_string(f.names.size()) + "), not " + std::to_string(parts.size()));
     for (size_t i = 0; i < f.names.size(); ++i) {
       const std::string& p = parts.size() == 1 ? parts[0] : parts[i];
       if (p.empty()) continue;

@@ -56,7 +56,8 @@ Result<JobsConfig> ParseJobsConfig(std::string_view json) {
           auto it = v.FindMember(key);
           if (it == v.MemberEnd()) return dflt;
           if (!it->value.IsInt64() || it->value.GetInt64() < lo || it->value.GetInt64() > hi)
-            return BadConfig(field + "." + key, "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+            return BadConfig(field + "." + key,
+                             "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
           return it->value.GetInt64();
         };
         if (type == "sqlite") {
@@ -84,11 +85,13 @@ Result<JobsConfig> ParseJobsConfig(std::string_view json) {
     } else if (name == "allowed_dirs") {
       if (!m->value.IsArray()) return BadConfig("allowed_dirs", "must be an array of directories");
       for (const auto& d : m->value.GetArray()) {
-        if (!d.IsString() || d.GetStringLength() == 0) return BadConfig("allowed_dirs", "must be an array of directories");
+        if (!d.IsString() || d.GetStringLength() == 0)
+          return BadConfig("allowed_dirs", "must be an array of directories");
         const std::string dir = d.GetString();
         if (dir[0] != '/') return BadConfig("allowed_dirs", "holds '" + dir + "', which is not an absolute path");
         char canon[PATH_MAX];
-        if (!::realpath(dir.c_str(), canon)) return BadConfig("allowed_dirs", "holds '" + dir + "', which does not exist");
+        if (!::realpath(dir.c_str(), canon))
+          return BadConfig("allowed_dirs", "holds '" + dir + "', which does not exist");
         c.allowed_dirs.push_back(canon);
       }
     } else {
