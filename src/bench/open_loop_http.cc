@@ -136,12 +136,19 @@ class Loop {
     return false;
   }
 
-  void Close(Conn& c) {
+  size_t Slot(const Conn& c) const { return static_cast<size_t>(&c - conns_.data()); }
+
+  // Closes the connection; the slot stays with the caller.
+  void Drop(Conn& c) {
     ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     c.fd = -1;
     c.in.clear();
-    closed_.push_back(static_cast<size_t>(&c - conns_.data()));
+  }
+  // Closes the connection and frees its slot.
+  void Close(Conn& c) {
+    Drop(c);
+    closed_.push_back(Slot(c));
   }
 
   // Sends every request whose time has come, while connections are free.
@@ -197,7 +204,7 @@ class Loop {
     if (c.watching_out == on) return;
     epoll_event ev{};
     ev.events = on ? (EPOLLIN | EPOLLOUT) : EPOLLIN;
-    ev.data.u64 = static_cast<size_t>(&c - conns_.data());
+    ev.data.u64 = Slot(c);
     ::epoll_ctl(epoll_, EPOLL_CTL_MOD, c.fd, &ev);
     c.watching_out = on;
   }
@@ -258,7 +265,7 @@ class Loop {
         if (close) {
           Close(c);
         } else {
-          idle_.push_back(static_cast<size_t>(&c - conns_.data()));
+          idle_.push_back(Slot(c));
         }
         return;
       }
@@ -278,10 +285,9 @@ class Loop {
   // A busy connection failed: the server may have closed it while idle, so a
   // request that got no byte back is resent once on a new connection.
   void Broken(Conn& c, const std::string& error) {
-    const size_t slot = static_cast<size_t>(&c - conns_.data());
+    const size_t slot = Slot(c);
     const bool retry = !c.retried && c.in.empty();
-    Close(c);
-    closed_.pop_back();  // the slot is reused at once, or failed below
+    Drop(c);  // the slot is reused at once, or freed below
     std::string open_error;
     if (retry && Open(slot, &open_error)) {
       c.retried = true;
@@ -301,7 +307,7 @@ class Loop {
   }
 
   void RemoveIdle(const Conn& c) {
-    const size_t slot = static_cast<size_t>(&c - conns_.data());
+    const size_t slot = Slot(c);
     for (size_t i = 0; i < idle_.size(); ++i) {
       if (idle_[i] == slot) {
         idle_[i] = idle_.back();
