@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <thread>
 
 #include "bench/http_client.h"
@@ -13,6 +14,12 @@ namespace inferd::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A probe unit over 3x the usual CPU time is a stall (the usual unit varies
+// by a few percent; the stalls seen on cloud VMs slow it 5-15x); slow units
+// closer than 20 ms (four probe periods) are one stall.
+constexpr double kSlowFactor = 3;
+constexpr double kMergeGapS = 0.02;
 
 double Seconds(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
@@ -66,6 +73,8 @@ LoadResult RunLoad(const LoadOptions& o) {
   std::atomic<bool> stop{false};
   std::vector<Recorder> recorders(static_cast<size_t>(workers));
   const Clock::time_point t0 = Clock::now();
+  std::optional<HostStallProbe> probe;
+  if (o.host_stall_probe) probe.emplace(t0, HostStallProbeOptions{});
 
   auto worker = [&](int id) {
     std::unique_ptr<Sender> sender = o.make_sender();
@@ -155,7 +164,17 @@ LoadResult RunLoad(const LoadOptions& o) {
   // fixed duration, or stability never reached) every window.
   result.reported_windows = (result.stable && o.duration_s <= 0) ? std::min(n, o.stable_windows) : n;
   const double from = o.warmup_s + window_s * (n - result.reported_windows);
-  result.summary = Summarize(collect(), from, o.warmup_s + window_s * n);
+  const double to = o.warmup_s + window_s * n;
+  result.summary = Summarize(collect(), from, to);
+  if (probe) {
+    HostStalls& h = result.host_stalls;
+    h.probed = true;
+    h.stalls = FindStalls(probe->Stop(), kSlowFactor, kMergeGapS);
+    for (const auto& st : h.stalls) h.count += st.end_s > from && st.start_s < to ? 1 : 0;
+    h.stalled_s = StalledSeconds(h.stalls, from, to);
+    h.guard_s = o.stall_guard_s;
+    h.outside = Summarize(OutsideStalls(all, h.stalls, o.stall_guard_s), from, to);
+  }
   for (auto& r : recorders) {
     MutexLock g(&r.mu);
     if (!r.first_error.empty()) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/host_stall_probe.h"
 #include "bench/request_builder.h"
 #include "bench/stats.h"
 
@@ -53,6 +54,10 @@ struct LoadOptions {
   // window_s each); stability is reported but does not end the run.
   double duration_s = 0;
   uint64_t seed = 1;
+  // Runs a HostStallProbe beside the load and summarizes, besides all
+  // requests, those sent outside the host's stalls and `stall_guard_s` after.
+  bool host_stall_probe = false;
+  double stall_guard_s = 0.2;
 };
 
 struct LoadResult {
@@ -61,6 +66,7 @@ struct LoadResult {
   bool stable = false;
   int reported_windows = 0;
   std::string first_error;  // the first error message seen, if any
+  HostStalls host_stalls;
 };
 
 LoadResult RunLoad(const LoadOptions& options);

@@ -50,6 +50,15 @@ std::string RenderTable(const std::vector<ReportRow>& rows) {
                   r.server.available ? std::to_string(static_cast<int64_t>(r.server.compute_infer_us)).c_str() : "-",
                   r.stable ? "yes" : "no");
     out += line;
+    if (r.host_stalls.probed) {
+      const HostStalls& h = r.host_stalls;
+      std::snprintf(line, sizeof line,
+                    "  host stalls: %d, %.2f s of %.2f s; requests sent outside them and %.0f ms after: %llu, p50 %.1f "
+                    "us, p99 %.1f us\n",
+                    h.count, h.stalled_s, r.summary.duration_s, h.guard_s * 1e3,
+                    static_cast<unsigned long long>(h.outside.requests), h.outside.p50_us, h.outside.p99_us);
+      out += line;
+    }
     if (!r.first_error.empty()) out += "  first error: " + r.first_error + "\n";
   }
   return out;
@@ -74,6 +83,45 @@ std::string RenderCsv(const std::vector<ReportRow>& rows) {
   }
   return out;
 }
+
+namespace {
+
+// `{"count", "stalled_s", "guard_s", "outside": {...}, "stalls": [[start, end], ...]}`, or null unprobed.
+void AppendHostStalls(std::string* b, const HostStalls& h) {
+  if (!h.probed) {
+    *b += "null";
+    return;
+  }
+  auto fields = [b](std::initializer_list<std::pair<const char*, double>> nums) {
+    const char* sep = "";
+    for (const auto& [k, v] : nums) {
+      *b += sep;
+      sep = ",";
+      json::AppendKey(b, k);
+      json::AppendNumber(b, v);
+    }
+  };
+  *b += "{";
+  fields({{"count", static_cast<double>(h.count)}, {"stalled_s", h.stalled_s}, {"guard_s", h.guard_s}});
+  *b += ",\"outside\":{";
+  fields({{"requests", static_cast<double>(h.outside.requests)},
+          {"p50_us", h.outside.p50_us},
+          {"p90_us", h.outside.p90_us},
+          {"p99_us", h.outside.p99_us},
+          {"max_us", h.outside.max_us},
+          {"mean_us", h.outside.mean_us}});
+  *b += "},\"stalls\":[";
+  for (size_t k = 0; k < h.stalls.size(); ++k) {
+    *b += k ? ",[" : "[";
+    json::AppendNumber(b, h.stalls[k].start_s);
+    *b += ",";
+    json::AppendNumber(b, h.stalls[k].end_s);
+    *b += "]";
+  }
+  *b += "]}";
+}
+
+}  // namespace
 
 std::string RenderJson(const std::vector<ReportRow>& rows, const MachineInfo& m) {
   using json::AppendEscaped;
@@ -141,6 +189,8 @@ std::string RenderJson(const std::vector<ReportRow>& rows, const MachineInfo& m)
     } else {
       b += "null";
     }
+    b += ",\"host_stalls\":";
+    AppendHostStalls(&b, r.host_stalls);
     if (!r.first_error.empty()) {
       b += ",\"first_error\":";
       AppendEscaped(&b, r.first_error);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/host_stall_probe.h"
 #include "bench/stats.h"
 
 namespace inferd::bench {
@@ -25,6 +26,7 @@ struct ReportRow {
   bool stable = false;
   int windows = 0;
   ServerBreakdown server;
+  HostStalls host_stalls;  // probed only with --host-stall-probe
   std::string first_error;
 };
 

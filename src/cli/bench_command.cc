@@ -44,6 +44,8 @@ struct BenchFlags {
   double stability_pct = 10;
   double duration_s = 0;
   int max_connections = 64;
+  bool host_stall_probe = false;
+  double stall_guard_ms = 200;
   std::string output;
   std::string output_format;  // "" = from the --output file name
   std::string label;
@@ -294,6 +296,8 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
   lo.duration_s = f.duration_s;
   lo.max_connections = f.max_connections;
   lo.seed = f.seed;
+  lo.host_stall_probe = f.host_stall_probe;
+  lo.stall_guard_s = f.stall_guard_ms / 1e3;
 
   std::vector<bench::ReportRow> rows;
   const bool open_loop = !f.request_rate.empty();
@@ -317,9 +321,15 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
     row.stable = r.stable;
     row.windows = static_cast<int>(r.windows.size());
     row.server = Breakdown(before, after);
+    row.host_stalls = r.host_stalls;
     row.first_error = r.first_error;
     std::cerr << "  " << row.mode << " " << load << ": " << row.summary.throughput << " req/s, p50 "
-              << row.summary.p50_us << " us" << (r.stable ? "" : " (not stable)") << "\n";
+              << row.summary.p50_us << " us" << (r.stable ? "" : " (not stable)");
+    if (r.host_stalls.probed) {
+      std::cerr << "; host stalls " << r.host_stalls.count << " (" << r.host_stalls.stalled_s
+                << " s), p99 outside them " << r.host_stalls.outside.p99_us << " us";
+    }
+    std::cerr << "\n";
     rows.push_back(std::move(row));
   }
   return rows;
@@ -429,6 +439,14 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--duration-s", f->duration_s, "Measure exactly this long instead of until stable")
       ->capture_default_str();
   cmd->add_option("--max-connections", f->max_connections, "Open loop: client connections")->capture_default_str();
+  cmd->add_flag("--host-stall-probe", f->host_stall_probe,
+                "Time a small unit of arithmetic every 5 ms in CPU time and report when the host slowed this "
+                "machine's CPUs (a VM's hypervisor taking them), and the latencies of requests sent outside those "
+                "stalls");
+  cmd->add_option("--host-stall-guard-ms", f->stall_guard_ms,
+                  "With --host-stall-probe: also leave out requests sent this long after a stall (its backlog)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 60000.0));
   cmd->add_option("--output", f->output, "Write the report to this file (format from its .json / .csv name)");
   cmd->add_option("--output-format", f->output_format, "Report format when the file name does not say: json | csv")
       ->check(CLI::IsMember({"json", "csv"}));

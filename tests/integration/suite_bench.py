@@ -63,6 +63,24 @@ class Bench(unittest.TestCase):
         self.assertTrue(header.startswith("label,mode,load,protocol,batch_size,requests_per_s"))
         self.assertEqual(len(header.split(",")), len(row.split(",")))
 
+    def test_host_stall_probe(self):
+        rep = self.run_bench("--request-rate", "200", "--protocol", "v2-binary", "--host-stall-probe",
+                             "--host-stall-guard-ms", "50")
+        r = rep["rows"][0]
+        h = r["host_stalls"]
+        self.assertEqual(h["guard_s"], 0.05)
+        self.assertGreaterEqual(h["count"], 0)
+        self.assertLessEqual(h["stalled_s"], r["duration_s"])
+        # The requests sent outside stalls are a subset of all, and with no stall they are all of them.
+        self.assertLessEqual(h["outside"]["requests"], r["requests"])
+        if not h["stalls"]:
+            self.assertEqual(h["outside"]["requests"], r["requests"])
+            self.assertEqual(h["outside"]["p99_us"], r["p99_us"])
+        for start, end in h["stalls"]:
+            self.assertLessEqual(start, end)
+        # Without the flag the report says null.
+        self.assertIsNone(self.run_bench("--request-rate", "200", duration="0.5")["rows"][0]["host_stalls"])
+
     def test_in_process_baseline(self):
         out = os.path.join(C.ARGS.workdir, "bench_inproc.json")
         proc = subprocess.run([C.ARGS.inferd, "bench", "--in-process", "--model-repository", C.REPO, "-m", "tiny_mlp",
