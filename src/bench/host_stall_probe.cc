@@ -22,18 +22,23 @@ void Unit(int iterations) {
   for (int i = 0; i < iterations; ++i) x = x * 1.0000001 + 0.5;
 }
 
+// A unit over 3x the usual CPU time is a stall (the usual unit varies by a
+// few percent; the stalls seen on cloud VMs slow it 5-15x); slow units closer
+// than 20 ms (four probe periods) are one stall.
+constexpr double kSlowFactor = 3;
+constexpr double kMergeGapS = 0.02;
+
 }  // namespace
 
-std::vector<StallInterval> FindStalls(const std::vector<ProbeUnit>& units, double slow_factor, double merge_gap_s) {
+std::vector<StallInterval> FindStalls(std::vector<ProbeUnit> units, double slow_factor, double merge_gap_s) {
   std::vector<StallInterval> stalls;
   if (units.empty()) return stalls;
   std::vector<double> cpu;
   cpu.reserve(units.size());
   for (const auto& u : units) cpu.push_back(u.cpu_us);
   const double usual = Percentile(std::move(cpu), 10);
-  std::vector<ProbeUnit> sorted = units;
-  std::sort(sorted.begin(), sorted.end(), [](const ProbeUnit& a, const ProbeUnit& b) { return a.start_s < b.start_s; });
-  for (const auto& u : sorted) {
+  std::sort(units.begin(), units.end(), [](const ProbeUnit& a, const ProbeUnit& b) { return a.start_s < b.start_s; });
+  for (const auto& u : units) {
     if (u.cpu_us <= slow_factor * usual) continue;
     const double end = u.start_s + u.wall_us * 1e-6;
     if (!stalls.empty() && u.start_s - stalls.back().end_s < merge_gap_s) {
@@ -66,6 +71,18 @@ double StalledSeconds(const std::vector<StallInterval>& stalls, double from_s, d
   return total;
 }
 
+HostStalls SummarizeStalls(std::vector<ProbeUnit> units, const std::vector<Sample>& samples, double from_s, double to_s,
+                           double guard_s) {
+  HostStalls h;
+  h.probed = true;
+  h.stalls = FindStalls(std::move(units), kSlowFactor, kMergeGapS);
+  for (const auto& st : h.stalls) h.count += st.end_s > from_s && st.start_s < to_s ? 1 : 0;
+  h.stalled_s = StalledSeconds(h.stalls, from_s, to_s);
+  h.guard_s = guard_s;
+  h.outside = Summarize(OutsideStalls(samples, h.stalls, guard_s), from_s, to_s);
+  return h;
+}
+
 HostStallProbe::HostStallProbe(std::chrono::steady_clock::time_point t0, HostStallProbeOptions options)
     : t0_(t0), options_(options) {
   thread_ = std::thread([this] { Run(); });
@@ -82,7 +99,7 @@ std::vector<ProbeUnit> HostStallProbe::Stop() {
 void HostStallProbe::Run() {
   using Clock = std::chrono::steady_clock;
   Clock::time_point next = Clock::now();
-  do {  // at least one unit, however soon Stop comes
+  for (;;) {  // at least one unit, however soon Stop comes
     const Clock::time_point start = Clock::now();
     const double cpu0 = ThreadCpuSeconds();
     Unit(options_.iterations);
@@ -92,9 +109,9 @@ void HostStallProbe::Run() {
                       std::chrono::duration<double, std::micro>(end - start).count(), (cpu1 - cpu0) * 1e6});
     next += options_.period;
     if (next < end) next = end;  // fell behind (a stall): no burst of catch-up units
-    if (stop_.load(std::memory_order_relaxed)) break;
+    if (stop_.load(std::memory_order_relaxed)) return;
     std::this_thread::sleep_until(next);  // the probe's schedule, not a wait for an event
-  } while (!stop_.load(std::memory_order_relaxed));
+  }
 }
 
 }  // namespace inferd::bench

@@ -40,8 +40,9 @@ struct StallInterval {
 // The intervals in which units took more than `slow_factor` times the usual
 // unit's CPU time (the 10th percentile of all units, so up to 90% of the run
 // may be slow and still be seen), each slow unit covering its wall time;
-// slow units less than `merge_gap_s` apart join one interval. Sorted.
-std::vector<StallInterval> FindStalls(const std::vector<ProbeUnit>& units, double slow_factor, double merge_gap_s);
+// slow units less than `merge_gap_s` apart join one interval. Units in any
+// order; the intervals sorted.
+std::vector<StallInterval> FindStalls(std::vector<ProbeUnit> units, double slow_factor, double merge_gap_s);
 
 // The samples whose request was sent (end - latency) outside every
 // [start, end + guard_s] of `stalls` (sorted): the guard leaves out the
@@ -61,6 +62,12 @@ struct HostStalls {
   double guard_s = 0;
   Summary outside;  // the reported windows' requests sent outside every stall and its guard
 };
+
+// A load run's HostStalls: the stalls among `units` (over 3x the usual CPU
+// time; under 20 ms apart merged), and those and `samples` over the reported
+// windows [from_s, to_s).
+HostStalls SummarizeStalls(std::vector<ProbeUnit> units, const std::vector<Sample>& samples, double from_s, double to_s,
+                           double guard_s);
 
 struct HostStallProbeOptions {
   std::chrono::microseconds period{5000};  // from one unit's start to the next

@@ -81,6 +81,24 @@ TEST(HostStallProbe, OutsideStallsDropsRequestsSentInAStallOrItsGuard) {
   EXPECT_EQ(OutsideStalls(s, {}, 0.2).size(), s.size());
 }
 
+TEST(HostStallProbe, SummarizeCountsOnlyTheReportedWindows) {
+  // Stalls at 0.5 s (in the warm-up), 1.0-1.1 s and 2.0 s; the windows are [0.8, 2.5).
+  auto units = Units([](double t) {
+    return std::abs(t - 0.5) < 1e-9 || (t >= 1.0 - 1e-9 && t < 1.1 - 1e-9) || std::abs(t - 2.0) < 1e-9 ? 400 : 40;
+  });
+  std::vector<Sample> samples;
+  for (int i = 0; i < 300; ++i) samples.push_back({0.01 * i + 0.006, 1000, true});  // sent at 5, 15, 25 ... ms
+  const HostStalls h = SummarizeStalls(units, samples, 0.8, 2.5, 0.1);
+  EXPECT_TRUE(h.probed);
+  EXPECT_EQ(h.stalls.size(), 3u);  // all of them, warm-up included
+  EXPECT_EQ(h.count, 2);
+  EXPECT_NEAR(h.stalled_s, 0.095 + 2 * 402e-6, 1e-9);
+  EXPECT_DOUBLE_EQ(h.guard_s, 0.1);
+  // In [0.8, 2.5): 170 samples; left out: the 20 sent in [1.0, 1.095 + guard] and the 10 in [2.0, 2.0 + guard].
+  EXPECT_EQ(Summarize(samples, 0.8, 2.5).requests, 170u);
+  EXPECT_EQ(h.outside.requests, 140u);
+}
+
 TEST(HostStallProbe, ProbeTimesUnitsUntilStopped) {
   const auto t0 = std::chrono::steady_clock::now();
   HostStallProbe probe(t0, {std::chrono::microseconds(1000), 1000});

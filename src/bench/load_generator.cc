@@ -15,12 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A probe unit over 3x the usual CPU time is a stall (the usual unit varies
-// by a few percent; the stalls seen on cloud VMs slow it 5-15x); slow units
-// closer than 20 ms (four probe periods) are one stall.
-constexpr double kSlowFactor = 3;
-constexpr double kMergeGapS = 0.02;
-
 double Seconds(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
@@ -166,15 +160,7 @@ LoadResult RunLoad(const LoadOptions& o) {
   const double from = o.warmup_s + window_s * (n - result.reported_windows);
   const double to = o.warmup_s + window_s * n;
   result.summary = Summarize(collect(), from, to);
-  if (probe) {
-    HostStalls& h = result.host_stalls;
-    h.probed = true;
-    h.stalls = FindStalls(probe->Stop(), kSlowFactor, kMergeGapS);
-    for (const auto& st : h.stalls) h.count += st.end_s > from && st.start_s < to ? 1 : 0;
-    h.stalled_s = StalledSeconds(h.stalls, from, to);
-    h.guard_s = o.stall_guard_s;
-    h.outside = Summarize(OutsideStalls(all, h.stalls, o.stall_guard_s), from, to);
-  }
+  if (probe) result.host_stalls = SummarizeStalls(probe->Stop(), all, from, to, o.stall_guard_s);
   for (auto& r : recorders) {
     MutexLock g(&r.mu);
     if (!r.first_error.empty()) {
