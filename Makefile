@@ -12,7 +12,7 @@
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
 #   make bench-pipelines  ensembles vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min)
 #   make bench-batch  batch jobs: rows/s vs the in-process best batch, online p99 while jobs run (~3 min)
-#   make bench-batching  adaptive batching vs fixed delays, sequence bucketing (~25 min)
+#   make bench-batching  adaptive batching vs fixed delays, sequence bucketing (~35 min)
 #   make bench-batching-check  tiny_mlp's adaptive vs no batching / the best fixed delay, 20 paired rounds per rate (~33 min)
 #   make bench-generative  LLM serving: continuous vs static batching, prefix caching, decode vs a torch loop (~6 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
@@ -146,7 +146,7 @@ bench-batch: build
 	$(PY) bench/batch_bench.py --inferd build/src/inferd
 
 # Issue 18's targets: adaptive vs the best fixed delay (resnet18, tiny_mlp; Poisson at 3 rates), sequence
-# bucketing vs equal-shape batching on variable-length text (~25 min).
+# bucketing vs equal-shape batching on variable-length text (~35 min).
 bench-batching: build
 	$(PY) bench/batching_bench.py --inferd build/src/inferd
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""A longer look at one rate of `make bench-batching`: tiny_mlp at ~4,900 req/s by default (10% of its capacity on a
-2-core VM) served with the best fixed delay of that rate (--best, default 0 us), a second identical model with that
-delay, adaptive batching and (unless --without-nobatch) no batching, in rounds of 5 s each, order rotated. Prints
+"""A longer look at one rate of `make bench-batching`: tiny_mlp (or --model resnet18) at ~4,900 req/s by default
+(10% of its capacity on a 2-core VM) served with the best fixed delay of that rate (--best, default 0 us), a second
+identical model with that delay, adaptive batching and (unless --without-nobatch) no batching, in rounds of 5 s each
+(resnet18: 20 s), order rotated. Prints
 each setting's median p50 and p99; per-round (paired) ratios with a bootstrap interval: adaptive's p50 over no
 batching's, adaptive's p99 over the fixed delay's, and the two identical fixed-delay models' (what noise alone
 gives); and the server's own mean time per request (queue, compute; from the statistics endpoint), which leaves out
@@ -15,7 +16,7 @@ VMs here: every 1.5-2 s, for 10-70 ms, the CPU running 5-15x slower), and each s
 latency tail, on every setting alike. Besides the p99 over all requests the script compares the p99 of the requests
 sent outside the stalls and 200 ms after them ("outside stalls"), and prints how much of each round the host stalled.
 
-Usage: batching_low_rate_check.py --inferd build/src/inferd [--rate 4900 | --load 0.1] [--best 0]
+Usage: batching_low_rate_check.py --inferd build/src/inferd [--model tiny_mlp] [--rate 4900 | --load 0.1] [--best 0]
                                   [--without-nobatch] [--with-cpu-aware] [--rounds 10]
                                   [--server-cpus 0 --client-cpus 1]
 """
@@ -32,13 +33,7 @@ import run_bench as rb  # noqa: E402
 
 
 def paired(runs, a, b, key):
-    """The per-round ratio of a's `key` to b's (the same round, so the same machine weather): median, a 90%
-    bootstrap interval of the median, and in how many rounds a was lower."""
-    ratio = np.array([x[key] / y[key] for x, y in zip(runs[a], runs[b])])
-    rng = np.random.default_rng(1)
-    boot = [np.median(rng.choice(ratio, len(ratio))) for _ in range(2000)]
-    return "median %.3fx, 90%% bootstrap interval %.3f-%.3fx, lower in %d of %d rounds" % (
-        np.median(ratio), np.percentile(boot, 5), np.percentile(boot, 95), int((ratio < 1).sum()), len(ratio))
+    return bb.paired_text(bb.paired(runs, a, b, key))
 
 
 def cpu_ticks():
@@ -54,9 +49,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--inferd", required=True)
     ap.add_argument("--rate", default="4900", help="requests per second")
-    ap.add_argument("--load", type=float, help="instead of --rate: this fraction of tiny_mlp's closed-loop "
+    ap.add_argument("--model", default="tiny_mlp", choices=sorted(bb.SWEEP),
+                    help="the model; rounds run DURATION_S of the batching bench per setting (5 s for tiny_mlp)")
+    ap.add_argument("--load", type=float, help="instead of --rate: this fraction of the model's closed-loop "
                     "capacity, measured first as the batching bench does (0.1 = its low rate, 0.4 its medium)")
-    ap.add_argument("--best", type=int, default=0, choices=bb.SWEEP["tiny_mlp"],
+    ap.add_argument("--best", type=int, default=0, choices=sorted({d for ds in bb.SWEEP.values() for d in ds}),
                     help="the fixed delay (us) to compare with: the best one the batching bench found at this rate")
     ap.add_argument("--without-nobatch", action="store_true",
                     help="leave out no batching (at high rates it falls behind and its backlog disturbs the rest)")
@@ -68,13 +65,15 @@ def main():
     a = ap.parse_args()
     a.quick = False
     work, repo = bb.variant_repository("inferd-low-rate-check-")
-    fixed = "tiny_mlp_fixed_%d" % a.best
-    # A second, identical fixed-delay model: the ratio between the two is what noise alone gives.
-    shutil.copytree(os.path.join(repo, fixed), os.path.join(repo, fixed + "_again"))
-    arms = [fixed, fixed + "_again", "tiny_mlp_adaptive"] + ([] if a.without_nobatch else ["tiny_mlp_nobatch"])
+    m = a.model
+    if a.best not in bb.SWEEP[m]:
+        ap.error("--best for %s: one of %s" % (m, bb.SWEEP[m]))
+    fixed = "%s_fixed_%d" % (m, a.best)
+    # fixed + "_again" is a second, identical fixed-delay model: the ratio between the two is what noise alone gives.
+    arms = [fixed, fixed + "_again", m + "_adaptive"] + ([] if a.without_nobatch else [m + "_nobatch"])
     if a.with_cpu_aware:
-        cpu_aware = "tiny_mlp_adaptive_cpu_aware"
-        shutil.copytree(os.path.join(repo, "tiny_mlp_adaptive"), os.path.join(repo, cpu_aware))
+        cpu_aware = m + "_adaptive_cpu_aware"
+        shutil.copytree(os.path.join(repo, m + "_adaptive"), os.path.join(repo, cpu_aware))
         with open(os.path.join(repo, cpu_aware, "config.pbtxt"), "a") as f:
             f.write('parameters { key: "batching.cpu_aware" value: { string_value: "true" } }\n')
         arms.append(cpu_aware)
@@ -82,12 +81,12 @@ def main():
     p, port = s.inferd_server(repo, "low-rate")
     try:
         if a.load:
-            a.rate = "%.1f" % (bb.capacity(s, port, "tiny_mlp_fixed_0") * a.load)
+            a.rate = "%.1f" % (bb.capacity(s, port, m + "_fixed_0") * a.load)
         first = {n: bb.stats(port, n) for n in arms}
         before = {n: first[n]["inference_stats"] for n in arms}  # the server means leave the capacity run out
         before_counts = {n: (first[n]["inference_count"], first[n]["execution_count"]) for n in arms}
         cpu_before = cpu_ticks()
-        runs = bb.rotated_rounds(s, port, arms, a.rounds, bb.poisson_args(a.rate, 5) + ["--host-stall-probe"],
+        runs = bb.rotated_rounds(s, port, arms, a.rounds, bb.poisson_args(a.rate, 5 if m == "tiny_mlp" else bb.DURATION_S[m]),
                                  "rate " + a.rate)
         cpu_after = cpu_ticks()
         after = {n: bb.stats(port, n) for n in arms}
@@ -95,15 +94,15 @@ def main():
         p.stop()
     for rows in runs.values():
         for r in rows:
-            h = r["host_stalls"]
-            r["p99_outside_us"] = h["outside"]["p99_us"]
-            r["stalled_share"] = h["stalled_s"] / r["duration_s"]
+            r["stalled_share"] = r["host_stalls"]["stalled_s"] / r["duration_s"]
     print("rate %s req/s, %d rounds" % (a.rate, a.rounds))
     for n, rows in runs.items():
-        p50 = [r["p50_us"] for r in rows]
-        print("%-22s p50 median %4.0f us [%s]  p99 median %4.0f us, outside stalls %4.0f us [%s]" % (
-            n, np.median(p50), " ".join("%.0f" % x for x in p50), np.median([r["p99_us"] for r in rows]),
-            np.median([r["p99_outside_us"] for r in rows]), " ".join("%.0f" % r["p99_outside_us"] for r in rows)))
+        p50, p99 = [r["p50_us"] for r in rows], [r["p99_us"] for r in rows]
+        # The outside-stall p99 is None where a run had fewer than bb.MIN_OUTSIDE requests outside stalls.
+        out = [r["p99_outside_us"] for r in rows if r["p99_outside_us"] is not None]
+        print("%-22s p50 median %4.0f us [%s]  p99 median %4.0f us [%s], outside stalls %s [%s]" % (
+            n, np.median(p50), " ".join("%.0f" % x for x in p50), np.median(p99), " ".join("%.0f" % x for x in p99),
+            "%4.0f us" % np.median(out) if out else "-", " ".join("%.0f" % x for x in out)))
     shares = [r["stalled_share"] for rows in runs.values() for r in rows]
     print("host stalls: %.1f%% of the measured time (median run; %.1f-%.1f%%), %d stalls in all" % (
         100 * np.median(shares), 100 * min(shares), 100 * max(shares),

@@ -62,6 +62,13 @@ std::optional<TimePoint> AdaptiveBatching::WaitUntil(TimePoint now, TimePoint ol
   if (rows >= max_rows_ || !cost_.fitted()) return std::nullopt;
   const bool planned = planned_oldest_ && *planned_oldest_ == oldest && planned_group_ == group;
   if (planned && now >= planned_send_) return std::nullopt;
+  // The fitted cost is linear in the rows, c(n) = a + b*n with a, b >= 0
+  // (positions are rows times the length). Then a wait of w for m more rows
+  // changes the rows' total latency in the search below by at most
+  // m*max(a - w, 0) - r*w: it pays only if the fixed cost a is above the
+  // shortest wait. Unless the CPU is weighed too, skip the search then (it is
+  // most of the decision's ~1 us, under the queue lock).
+  if (!cpu_ && cost_.fixed_s() <= kMinWaitS) return std::nullopt;
   auto it = groups_.find(group);
   const double rate = it == groups_.end() ? 0 : it->second.PerSecond(now);
   if (rate <= 0) return std::nullopt;

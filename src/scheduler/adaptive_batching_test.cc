@@ -260,6 +260,35 @@ TEST(AdaptiveBatching, WaitsForBiggerBatchesOnlyWhenTheCpusAreBusy) {
   EXPECT_TRUE(DecideLikeTinyMlp(&cpu, true));
 }
 
+// The planned wait for a model costing `fixed_s` + `per_row_s` a row, `rate`
+// rows/s arriving and `rows` queued; nullopt = send now.
+std::optional<Duration> Decide(double fixed_s, double per_row_s, double rate, int64_t rows) {
+  AdaptiveBatchingSpec spec;
+  spec.enabled = true;
+  spec.max_delay_us = 5000;
+  AdaptiveBatching a(spec, 256, /*positions=*/false, nullptr);
+  for (int i = 0; i < 400; ++i) a.OnExecution(1 + i % 32, 1, Secs(fixed_s + per_row_s * (1 + i % 32)));
+  TimePoint t = kT0;
+  for (int i = 0; i < 3000; ++i) a.OnArrival(t += Secs(1.0 / rate), 0, 1);
+  std::optional<TimePoint> at = a.WaitUntil(t, t, 0, rows, 1);
+  if (!at) return std::nullopt;
+  return *at - t;
+}
+
+TEST(AdaptiveBatching, NeverWaitsWhenTheFixedCostIsBelowTheShortestWait) {
+  // A wait of w >= 200 us saves at most the fixed cost per batch merged, so
+  // with 190 us it cannot pay at any load; with 1 ms it does at some.
+  bool waited_1ms = false;
+  for (double rate : {500.0, 2000.0, 10000.0, 50000.0, 200000.0}) {
+    for (int64_t rows : {1, 4, 16}) {
+      EXPECT_FALSE(Decide(190e-6, 20e-6, rate, rows)) << rate << " " << rows;
+      EXPECT_FALSE(Decide(190e-6, 0, rate, rows)) << rate << " " << rows;
+      waited_1ms |= Decide(1e-3, 20e-6, rate, rows).has_value();
+    }
+  }
+  EXPECT_TRUE(waited_1ms);
+}
+
 TEST(AdaptiveBatching, AQuietMachineLeavesTheLowLoadDecisionAlone) {
   // 20 rows/s on a machine 30% busy, cpu_aware on: each request runs alone,
   // at once.
