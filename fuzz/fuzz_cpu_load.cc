@@ -4,10 +4,10 @@
 // read. The utilization must stay a fraction in [0, 1], whatever the ticks do
 // (counters that wrap, go backwards or stand still).
 #include <chrono>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 #include <vector>
 

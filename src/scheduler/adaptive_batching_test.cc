@@ -215,28 +215,34 @@ TEST(AdaptiveBatching, IsNoWorseThanTheBestFixedDelayOnMeanLatency) {
   }
 }
 
-// tiny_mlp at 70% of a 2-core box's capacity: 40 us per batch + 2 us per row,
-// 29,500 rows/s, 4 rows ready. By latency alone waiting never pays; on a busy
-// machine the CPU a bigger batch saves does.
-// Returns the planned wait, counted from the decision.
-std::optional<Duration> DecideLikeTinyMlp(CpuLoad* cpu, bool cpu_aware, double* utilization = nullptr) {
+// A model fitted on 400 batches of 1-32 rows costing `fixed_s` + `per_row_s`
+// a row, then 3000 rows arriving at `rate` rows/s, `rows` queued. Returns the
+// planned wait, counted from the decision; nullopt = send now. `utilization`:
+// the CPU utilization the decision weighed.
+std::optional<Duration> Decide(double fixed_s, double per_row_s, double rate, int64_t rows,
+                               uint64_t max_delay_us = 5000, CpuLoad* cpu = nullptr, bool cpu_aware = false,
+                               double* utilization = nullptr) {
   AdaptiveBatchingSpec spec;
   spec.enabled = true;
-  spec.max_delay_us = 2000;
+  spec.max_delay_us = max_delay_us;
   spec.cpu_aware = cpu_aware;
   AdaptiveBatching a(spec, 64, /*positions=*/false, cpu);
-  for (int i = 0; i < 400; ++i) {
-    const int rows = 1 + i % 32;
-    a.OnExecution(rows, 1, Secs(40e-6 + 2e-6 * rows));
-  }
+  for (int i = 0; i < 400; ++i) a.OnExecution(1 + i % 32, 1, Secs(fixed_s + per_row_s * (1 + i % 32)));
   TimePoint t = kT0;
-  for (int i = 0; i < 3000; ++i) a.OnArrival(t += Secs(1.0 / 29500), 0, 1);
-  std::optional<TimePoint> at = a.WaitUntil(t, t, 0, 4, 1);
+  for (int i = 0; i < 3000; ++i) a.OnArrival(t += Secs(1.0 / rate), 0, 1);
+  std::optional<TimePoint> at = a.WaitUntil(t, t, 0, rows, 1);
   if (utilization) *utilization = a.estimates(t).cpu_utilization;
   if (!at) return std::nullopt;
   EXPECT_GE(*at - t, Secs(200e-6));
-  EXPECT_LE(*at - t, Secs(2000e-6));
+  EXPECT_LE(*at - t, Secs(max_delay_us * 1e-6));
   return *at - t;
+}
+
+// tiny_mlp at 70% of a 2-core box's capacity: 40 us per batch + 2 us per row,
+// 29,500 rows/s, 4 rows ready. By latency alone waiting never pays; on a busy
+// machine the CPU a bigger batch saves does.
+std::optional<Duration> DecideLikeTinyMlp(CpuLoad* cpu, bool cpu_aware, double* utilization = nullptr) {
+  return Decide(40e-6, 2e-6, 29500, 4, /*max_delay_us=*/2000, cpu, cpu_aware, utilization);
 }
 
 TEST(AdaptiveBatching, WaitsForBiggerBatchesOnlyWhenTheCpusAreBusy) {
@@ -258,21 +264,6 @@ TEST(AdaptiveBatching, WaitsForBiggerBatchesOnlyWhenTheCpusAreBusy) {
   EXPECT_EQ(u, 0);
   cpu.Set(1.0);  // capped: still a bounded wait
   EXPECT_TRUE(DecideLikeTinyMlp(&cpu, true));
-}
-
-// The planned wait for a model costing `fixed_s` + `per_row_s` a row, `rate`
-// rows/s arriving and `rows` queued; nullopt = send now.
-std::optional<Duration> Decide(double fixed_s, double per_row_s, double rate, int64_t rows) {
-  AdaptiveBatchingSpec spec;
-  spec.enabled = true;
-  spec.max_delay_us = 5000;
-  AdaptiveBatching a(spec, 256, /*positions=*/false, nullptr);
-  for (int i = 0; i < 400; ++i) a.OnExecution(1 + i % 32, 1, Secs(fixed_s + per_row_s * (1 + i % 32)));
-  TimePoint t = kT0;
-  for (int i = 0; i < 3000; ++i) a.OnArrival(t += Secs(1.0 / rate), 0, 1);
-  std::optional<TimePoint> at = a.WaitUntil(t, t, 0, rows, 1);
-  if (!at) return std::nullopt;
-  return *at - t;
 }
 
 TEST(AdaptiveBatching, NeverWaitsWhenTheFixedCostIsBelowTheShortestWait) {
