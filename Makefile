@@ -1,12 +1,15 @@
 # inferd: one-command entry points. Every target installs what it needs first.
 #   make run    build, generate the example models, serve them on :8000 (metrics :8002)
-#   make test   a short fuzz run, the thread-safety analysis, the tests under ASan+UBSan and under
-#               ThreadSanitizer, then unit + integration tests of the release build
+#   make test   every stage CI runs, timed (a table of stage times at the end): the clang build (thread-safety
+#               analysis + fuzz targets) and a short fuzz run, the tests under ASan+UBSan, the unit and
+#               concurrent suites under ThreadSanitizer, then unit + integration tests of the release build
 #   make check  only the ASan+UBSan debug build and its tests
-#   make thread-safety  only the clang -Wthread-safety -Werror build (compile-time lock checking)
+#   make thread-safety  only the clang build (-Wthread-safety -Werror: compile-time lock checking; it also builds
+#               the fuzz targets)
 #   make tsan   only the ThreadSanitizer build and its tests
-#   make fuzz   only the libFuzzer run of every request codec: reproducible (fixed seed and run count)
+#   make fuzz   the clang build, then the libFuzzer run of every parser: reproducible (fixed seed and run count)
 #   make fuzz-explore  a longer randomized run (FUZZ_SECONDS each) to find new inputs
+#   make layering  the check that src/ folders include only the folders below them (src/layers.txt)
 #   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
 #   make bench-onnx  the ONNX executor against TorchScript and ONNX Runtime on the same models (~3 min)
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
@@ -30,7 +33,13 @@ EXAMPLES := examples/repository
 
 PREFIX ?= /usr/local
 
-.PHONY: all deps build install examples run test unit check thread-safety tsan fuzz fuzz-build fuzz-explore bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
+# ccache, when installed (scripts/setup.sh installs it), one cache per build type: builds of one type reuse each
+# other's objects and never evict another type's. CCACHE_SLOPPINESS lets precompiled headers be cached.
+CCACHE_ROOT ?= $(HOME)/.cache/inferd-ccache
+LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+CCACHE_ENV = CCACHE_DIR=$(CCACHE_ROOT)/$(1) CCACHE_MAXSIZE=3G CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+
+.PHONY: all deps build install examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
 
 all: build
 
@@ -38,57 +47,78 @@ deps:
 	@scripts/setup.sh
 
 build: deps
-	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-	cmake --build build -j $(JOBS)
+	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release $(LAUNCHER)
+	$(call CCACHE_ENV,release) cmake --build build -j $(JOBS)
 
 install: build
 	cmake --install build --prefix $(PREFIX)
 
-$(EXAMPLES)/.stamp: scripts/make_examples.py scripts/make_chat_model.py
+# Every example model but the chat model (seconds); `make run` trains the chat model in the background while the
+# others serve (scripts/run_examples.sh), and `make examples-all` trains it in the foreground.
+$(EXAMPLES)/.stamp: scripts/make_examples.py
 	rm -rf $(EXAMPLES)
-	$(PY) scripts/make_examples.py $(EXAMPLES)
+	$(PY) scripts/make_examples.py $(EXAMPLES) --skip-chat
 	touch $@
 
 examples: deps $(EXAMPLES)/.stamp
 
+examples-all: examples
+	@[ -d $(EXAMPLES)/license_chat ] || $(PY) scripts/make_chat_model.py $(EXAMPLES)
+
 run: build examples
-	./build/src/inferd serve --model-repository $(EXAMPLES)
+	@scripts/run_examples.sh $(EXAMPLES) ./build/src/inferd
 
 # Tests run $(JOBS) at a time: integration suites spend much of their time
 # waiting on servers and sockets, and each one uses its own ports and folders.
 # Under TSan integration.Shutdown runs alone (tests/CMakeLists.txt: one -j2
-# run there hung it, not reproduced since).
+# run there hung it, not reproduced since). Test fixtures (the integration
+# repository, XGBoost and LLM models) are generated once into build-fixtures/
+# and copied into each build (tests/fixture_cache.py).
 CTEST := ctest -j $(JOBS) --output-on-failure
 
 unit: build
 	$(CTEST) --test-dir build
 
-# Unit+integration tests of the release build run last, so the run ends with ctest's summary.
-test: fuzz thread-safety check tsan unit
+# Every stage, timed (scripts/test_stages.sh prints the table at the end, also when a stage fails). Unit and
+# integration tests of the release build run last, so the run ends with ctest's summary and then the table.
+test: deps
+	@scripts/test_stages.sh layering clang-build fuzz-run asan-build asan-test tsan-build tsan-test build unit
 
 # The sanitizer builds keep line tables only (-g1): enough for symbolized
 # reports, and quicker to build (http_server.cc: 21% less compile time under
 # TSan, 7% under ASan, than with -g). They are unity builds (CMake joins a
 # library's sources 8 to a file, so shared headers are parsed once per 8;
-# the unit tests stay file by file): the release and thread-safety builds
+# the unit tests stay file by file): the release and clang builds
 # still compile every file on its own, so a missing include shows there.
-check: deps
+check: asan-test
+asan-build: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DINFERD_SANITIZE=ON \
-	  -DCMAKE_UNITY_BUILD=ON
-	cmake --build build-asan -j $(JOBS)
+	  -DCMAKE_UNITY_BUILD=ON $(LAUNCHER)
+	$(call CCACHE_ENV,asan) cmake --build build-asan -j $(JOBS)
+asan-test: asan-build
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(CTEST) --test-dir build-asan
 
-# The lock annotations (TSA_GUARDED_BY, TSA_REQUIRES...) checked by clang; a
-# violation fails the build. The TorchScript, ONNX and llm backends are left out:
-# libtorch 1.13's headers do not compile with clang in C++20 mode (and they take no locks).
-thread-safety: deps
-	CXX=clang++ cmake -S . -B build-tsa -G Ninja -DCMAKE_BUILD_TYPE=Debug -DINFERD_BACKEND_PYTORCH=OFF -DINFERD_BACKEND_LLM=OFF \
-	  -DINFERD_BACKEND_ONNX=OFF -DINFERD_JEMALLOC=OFF
-	cmake --build build-tsa -j $(JOBS)
+# One clang build serves the thread-safety analysis and the fuzz targets: every
+# library, test and tool is compiled by clang with -Wthread-safety -Werror (the
+# lock annotations TSA_GUARDED_BY, TSA_REQUIRES... are checked), and the
+# parsers the fuzz targets reach are instrumented with libFuzzer + ASan +
+# UBSan (fuzz/CMakeLists.txt; -O1 there). The rest compiles at -O0 without
+# debug info: it is analysed and linked, not run. The TorchScript, ONNX and
+# llm backends are left out: libtorch 1.13's headers do not compile with
+# clang in C++20 mode (and they take no locks); the ONNX fuzz target compiles
+# the executor's sources itself as C++17.
+clang-build: deps
+	CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g0 \
+	  -DINFERD_BACKEND_PYTORCH=OFF -DINFERD_BACKEND_LLM=OFF -DINFERD_BACKEND_ONNX=OFF -DINFERD_JEMALLOC=OFF \
+	  -DINFERD_FUZZ=ON $(LAUNCHER)
+	$(call CCACHE_ENV,clang) cmake --build build-clang -j $(JOBS)
+thread-safety: clang-build
 
-# Unit and integration tests under ThreadSanitizer; cmake/tsan.supp lists
-# the third-party code it cannot see into, each entry explained.
+# Unit tests and the concurrent integration suites under ThreadSanitizer
+# (INFERD_NUMERIC_TESTS=OFF: the numeric and codec suites run under ASan and
+# release only; tests/CMakeLists.txt lists both); cmake/tsan.supp lists the
+# third-party code it cannot see into, each entry explained.
 # suppress_equal_addresses=0: TSan's de-duplication by address scans a list
 # of every racy address seen so far, once per report; with the gRPC handoffs'
 # (suppressed) reports that list grew so long that a server under the
@@ -96,33 +126,39 @@ thread-safety: deps
 # suppressions by stack alone keeps it fast (the gRPC suite: 25 s, was 36-95 s).
 TSAN_OPTIONS_CI := suppressions=$(CURDIR)/cmake/tsan.supp halt_on_error=1 second_deadlock_stack=1 \
   suppress_equal_addresses=0
-tsan: deps
+tsan: tsan-test
+tsan-build: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-	  -DINFERD_TSAN=ON -DCMAKE_UNITY_BUILD=ON
-	cmake --build build-tsan -j $(JOBS)
+	  -DINFERD_TSAN=ON -DCMAKE_UNITY_BUILD=ON -DINFERD_NUMERIC_TESTS=OFF $(LAUNCHER)
+	$(call CCACHE_ENV,tsan) cmake --build build-tsan -j $(JOBS)
+tsan-test: tsan-build
 	TSAN_OPTIONS="$(TSAN_OPTIONS_CI)" $(CTEST) --test-dir build-tsan
 
-fuzz-build: deps
-	CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_FUZZ=ON
-	cmake --build build-fuzz -j $(JOBS)
-
-fuzz: fuzz-build
+# CI fuzzing is deterministic (fixed seed, fixed run count) so a landing never
+# fails on a random draw; `make fuzz-explore` searches for new findings.
+fuzz-build: clang-build
+fuzz: fuzz-run
+fuzz-run: clang-build
 	@$(MAKE) --no-print-directory run-fuzzers RUN_ARGS="$(FUZZ_ARGS)"
 
-fuzz-explore: fuzz-build
+fuzz-explore: clang-build
 	@$(MAKE) --no-print-directory run-fuzzers RUN_ARGS="-max_total_time=$(FUZZ_SECONDS)"
 
 # Each target starts from the committed seeds (fuzz/corpus/<name>) plus what
-# earlier runs found (build-fuzz/corpus/<name>); a crash prints its input.
+# earlier runs found (build-clang/corpus/<name>); a crash prints its input.
 run-fuzzers:
-	@for t in build-fuzz/fuzz/fuzz_*; do \
-	  name=$$(basename $$t); mkdir -p build-fuzz/corpus/$$name; \
+	@for t in build-clang/fuzz/fuzz_*; do \
+	  name=$$(basename $$t); mkdir -p build-clang/corpus/$$name; \
 	  echo "fuzz: $$name $(RUN_ARGS)"; \
-	  if ! $$t $(RUN_ARGS) -max_len=65536 -print_final_stats=1 -artifact_prefix=build-fuzz/ \
-	      build-fuzz/corpus/$$name fuzz/corpus/$$name > build-fuzz/$$name.log 2>&1; then \
-	    tail -60 build-fuzz/$$name.log; echo "fuzz: $$name FAILED"; exit 1; fi; \
-	  grep -E "^stat::number_of_executed_units" build-fuzz/$$name.log; \
+	  if ! $$t $(RUN_ARGS) -max_len=65536 -print_final_stats=1 -artifact_prefix=build-clang/ \
+	      build-clang/corpus/$$name fuzz/corpus/$$name > build-clang/$$name.log 2>&1; then \
+	    tail -60 build-clang/$$name.log; echo "fuzz: $$name FAILED"; exit 1; fi; \
+	  grep -E "^stat::number_of_executed_units" build-clang/$$name.log; \
 	done
+
+# The folder order of src/ (src/layers.txt): an include that points up fails.
+layering:
+	@$(PY) scripts/check_layering.py
 
 bench: build
 	@scripts/setup.sh --bench
@@ -179,4 +215,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf build build-asan build-fuzz build-tsa build-tsan $(EXAMPLES)
+	rm -rf build build-asan build-clang build-tsan build-fixtures $(EXAMPLES)

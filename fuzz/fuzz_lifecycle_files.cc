@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "lifecycle/byte_size.h"
+#include "core/byte_size.h"
 #include "lifecycle/version_labels.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -8,6 +8,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  ccache                                  # make: one compiler cache per build type (Makefile CCACHE_ROOT)
   libtorch-dev libopenblas-dev            # libtorch + a real BLAS (without it: reference BLAS, ~10x slower matmul)
   libboost-dev libboost-system-dev        # Boost.Beast / Asio (HTTP)
   libprotobuf-dev protobuf-compiler       # config.pbtxt (protobuf text format), gRPC messages

@@ -11,7 +11,7 @@
 
 #include "bench/http_client.h"
 #include "cli/commands.h"
-#include "lifecycle/byte_size.h"
+#include "core/byte_size.h"
 #include "lifecycle/traffic_policy.h"
 
 namespace inferd::cli {

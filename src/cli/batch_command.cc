@@ -100,6 +100,13 @@ std::string DefaultJobId(const std::string& spec_json) {
 }
 
 int RunBatch(const BatchFlags& f) {
+  // SIGINT/SIGTERM from the start: one that comes while the model loads
+  // stops the job before its first row (exit 3) instead of killing the process.
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   // The server's start-up lines (every model of the repository) would bury the progress.
   spdlog::set_level(f.verbose ? spdlog::level::info : spdlog::level::warn);
   std::string text;
@@ -157,12 +164,6 @@ int RunBatch(const BatchFlags& f) {
     server.Shutdown();
     return 2;
   }
-
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
 
   Status result;
   std::atomic<bool> done{false};

@@ -12,13 +12,13 @@
 #include "backends/backend.h"
 #include "bench/chain_sender.h"
 #include "bench/generative_load.h"
+#include "bench/grpc/grpc_bench_client.h"
 #include "bench/http_client.h"
 #include "bench/in_process.h"
 #include "bench/load_generator.h"
 #include "bench/report.h"
 #include "bench/request_builder.h"
 #include "cli/commands.h"
-#include "frontends/grpc/grpc_bench_client.h"
 
 namespace inferd::cli {
 namespace {
@@ -265,7 +265,7 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
     }
   }
   bench::LoadOptions lo;
-  lo.make_sender = grpc ? grpcfe::GrpcSenderFactory(f.grpc_url) : bench::HttpSenderFactory(target.first, target.second);
+  lo.make_sender = grpc ? bench::GrpcSenderFactory(f.grpc_url) : bench::HttpSenderFactory(target.first, target.second);
   if (!f.then_model.empty()) {
     if (protocol != bench::Protocol::kV2Json || grpc) return Status::InvalidArgument("--then needs --protocol v2-json");
     INFERD_ASSIGN_OR_RETURN(auto renames, bench::ParseRenames(f.then_map));
@@ -283,7 +283,7 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
     return Status::InvalidArgument("--request-parameter needs --protocol v2-json or v2-binary");
   for (const auto& set : input_sets) {
     if (grpc) {
-      lo.requests.push_back(grpcfe::EncodeBenchRequest(model.name, f.version, set));
+      lo.requests.push_back(bench::EncodeBenchRequest(model.name, f.version, set));
       continue;
     }
     INFERD_ASSIGN_OR_RETURN(auto req, bench::EncodeRequest(protocol, model, f.version, set, parameters));

@@ -15,11 +15,11 @@
 
 #include "backends/backend.h"
 #include "cli/commands.h"
+#include "core/byte_size.h"
 #include "frontends/grpc/grpc_server.h"
 #include "frontends/http/http_server.h"
 #include "frontends/http/router.h"
 #include "jobs/jobs_config.h"
-#include "lifecycle/byte_size.h"
 #include "lifecycle/control_state_store.h"
 #include "server/authorizer.h"
 #include "server/inference_server.h"

@@ -69,6 +69,11 @@ struct InferResponse {
   // Response-level parameters (KServe v2 "parameters"; gRPC
   // ModelInferResponse.parameters); none unless a feature sets them.
   Parameters parameters;
+  // A decoupled model ended the request with the final flag alone (Triton's
+  // TRITONSERVER_RESPONSE_COMPLETE_FINAL without a response): a stream sends
+  // nothing for it unless the client asked to see every final flag
+  // (triton_enable_empty_final_response).
+  bool final_flag_only = false;
 };
 
 // Called exactly once per accepted request, from a server worker thread.

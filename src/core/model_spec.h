@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/batching_spec.h"
+#include "core/compare_spec.h"
 #include "core/datatype.h"
 #include "core/feature_spec.h"
 #include "core/output_rule.h"
@@ -143,6 +144,9 @@ struct ModelSpec {
   // Parameters "features.*": an input filled from Redis by an entity key
   // (core/feature_spec.h; features/).
   std::optional<FeatureSpec> features;
+  // How shadow and canary answers are judged (label files, "compare.*";
+  // core/compare_spec.h).
+  CompareSpec compare;
 
   // The tensors a backend's Execute receives: `inputs` (ragged ones as 1-D),
   // then one per batch input (dims [-1]).

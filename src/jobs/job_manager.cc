@@ -43,6 +43,7 @@ struct JobManager::Job {
   // holds its state (queued; or the final counts).
   std::unique_ptr<JobRunner> runner;
   JobProgress progress;
+  uint64_t record_version = 0;  // snapshots of its record taken so far (under mu_)
 };
 
 JobManager::JobManager(JobManagerOptions options, JobsConfig config, RequestSubmitter* submitter, Clock* clock)
@@ -125,11 +126,11 @@ Result<std::string> JobManager::Submit(std::string_view spec_json) {
   INFERD_ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(spec_json));
   INFERD_RETURN_IF_ERROR(stores_.Check(spec));
   {
-    // Validation reads the source's columns and the model's config; a
-    // runner made for it is dropped (the job's own opens its source when it
-    // starts, so a queued job holds no file or database open).
+    // Validation reads the source's columns, its first row and the model's
+    // config; a runner made for it is dropped (the job's own opens its
+    // source when it starts, so a queued job holds no file or database open).
     JobRunner probe("validation", spec, &stores_, submitter_, clock_);
-    INFERD_RETURN_IF_ERROR(probe.Validate());
+    INFERD_RETURN_IF_ERROR(probe.ValidateWithFirstRow());
   }
   auto job = std::make_shared<Job>();
   job->spec = std::move(spec);
@@ -141,9 +142,11 @@ Result<std::string> JobManager::Submit(std::string_view spec_json) {
   job->progress.state = JobState::kQueued;
   jobs_.emplace(job->id, job);
   queue_.push_back(job);
-  Persist(*job);
+  const RecordWrite record = Snapshot(*job);
   cv_.NotifyAll();
-  return ToJson(*job);
+  l.Unlock();
+  Write(record);
+  return record.json;
 }
 
 Result<std::string> JobManager::Get(const std::string& id) const {
@@ -178,7 +181,10 @@ Result<std::string> JobManager::Cancel(const std::string& id) {
     job.progress.state = JobState::kCancelled;
     job.progress.message = "cancelled before it started";
     std::erase_if(queue_, [&](const auto& q) { return q.get() == &job; });
-    Persist(job);
+    const RecordWrite record = Snapshot(job);
+    l.Unlock();
+    Write(record);
+    return record.json;
   }
   return ToJson(job);
 }
@@ -194,6 +200,7 @@ void JobManager::Work() {
   for (;;) {
     std::shared_ptr<Job> job;
     JobRunner* runner = nullptr;
+    RecordWrite running;
     {
       MutexLock l(&mu_);
       while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
@@ -203,18 +210,24 @@ void JobManager::Work() {
       job->runner = std::make_unique<JobRunner>(job->id, job->spec, &stores_, submitter_, clock_);
       runner = job->runner.get();
       job->progress.state = JobState::kRunning;
-      Persist(*job);
+      running = Snapshot(*job);
     }
+    Write(running);
     (void)runner->Run();  // the outcome is in its progress
-    MutexLock l(&mu_);
-    job->progress = runner->Progress();
-    job->runner.reset();  // closes its source and sink
-    Persist(*job);
-    TrimFinished();
+    std::vector<RecordWrite> records;
+    {
+      MutexLock l(&mu_);
+      job->progress = runner->Progress();
+      job->runner.reset();                // closes its source and sink
+      records.push_back(Snapshot(*job));  // before the trim: a removal of this job must come after it
+      for (auto& r : TrimFinished()) records.push_back(std::move(r));
+    }
+    for (const auto& r : records) Write(r);
   }
 }
 
-void JobManager::TrimFinished() {
+std::vector<JobManager::RecordWrite> JobManager::TrimFinished() {
+  std::vector<RecordWrite> removed;
   size_t finished = 0;
   for (const auto& [id, job] : jobs_) finished += IsFinal(job->progress.state) && !job->runner;
   while (finished > options_.max_finished) {
@@ -224,10 +237,11 @@ void JobManager::TrimFinished() {
           (oldest == jobs_.end() || it->second->seq < oldest->second->seq))
         oldest = it;
     if (oldest == jobs_.end()) break;
-    Forget(oldest->first);
+    removed.push_back(RecordWrite{oldest->first, "", ++oldest->second->record_version});
     jobs_.erase(oldest);
     --finished;
   }
+  return removed;
 }
 
 std::string JobManager::ToJson(const Job& job) const {
@@ -289,23 +303,29 @@ std::string JobManager::ToJson(const Job& job) const {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
-void JobManager::Persist(const Job& job) const {
+JobManager::RecordWrite JobManager::Snapshot(Job& job) const {
+  return RecordWrite{job.id, ToJson(job), ++job.record_version};
+}
+
+void JobManager::Write(const RecordWrite& record) {
   if (options_.state_dir.empty()) return;
-  const std::string path = options_.state_dir + "/" + job.id + ".json";
+  MutexLock l(&files_mu_);
+  uint64_t& on_disk = written_[record.id];
+  if (record.version <= on_disk) return;  // a newer snapshot is already there
+  on_disk = record.version;
+  const std::string path = options_.state_dir + "/" + record.id + ".json";
+  std::error_code ec;
+  if (record.json.empty()) {  // the job was forgotten
+    std::filesystem::remove(path, ec);
+    return;
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << ToJson(job);
+    out << record.json;
     if (!out) return;
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-}
-
-void JobManager::Forget(const std::string& id) const {
-  if (options_.state_dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove(options_.state_dir + "/" + id + ".json", ec);
 }
 
 }  // namespace inferd::jobs

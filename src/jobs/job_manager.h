@@ -63,11 +63,20 @@ class JobManager {
 
  private:
   struct Job;
+  // A job's record file to write (`json`) or remove (empty), numbered per job
+  // so that an older snapshot never overwrites a newer one.
+  struct RecordWrite {
+    std::string id;
+    std::string json;
+    uint64_t version = 0;
+  };
   void Work();
   std::string ToJson(const Job& job) const;
-  void Persist(const Job& job) const;
-  void Forget(const std::string& id) const;  // its record file
-  void TrimFinished() TSA_REQUIRES(mu_);
+  // The job's record as it is now; Write puts it on disk after mu_ is released.
+  RecordWrite Snapshot(Job& job) const TSA_REQUIRES(mu_);
+  void Write(const RecordWrite& record) TSA_EXCLUDES(mu_, files_mu_);
+  // Drops the oldest finished jobs beyond max_finished; returns the removals of their records.
+  std::vector<RecordWrite> TrimFinished() TSA_REQUIRES(mu_);
 
   const JobManagerOptions options_;
   const JobStores stores_;
@@ -81,6 +90,10 @@ class JobManager {
   bool stopping_ TSA_GUARDED_BY(mu_) = false;
   bool started_ TSA_GUARDED_BY(mu_) = false;
   uint64_t sequence_ TSA_GUARDED_BY(mu_) = 0;
+  // Orders the record files' writes: held across a file write and rename (it
+  // exists for that), never with mu_, so status reads never wait for a disk.
+  Mutex files_mu_ TSA_ACQUIRED_AFTER(mu_);
+  std::map<std::string, uint64_t> written_ TSA_GUARDED_BY(files_mu_);  // id -> version on disk
   std::vector<std::thread> workers_;
 };
 

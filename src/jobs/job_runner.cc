@@ -104,6 +104,13 @@ Status JobRunner::Validate() {
   return Status::OK();
 }
 
+Status JobRunner::ValidateWithFirstRow() {
+  INFERD_RETURN_IF_ERROR(Validate());
+  Row row;
+  INFERD_ASSIGN_OR_RETURN(bool got, source_->Next(&row));
+  return got ? encoder_->CheckMapping(row) : Status::OK();
+}
+
 Status JobRunner::Prepare() {
   INFERD_RETURN_IF_ERROR(Validate());
   INFERD_ASSIGN_OR_RETURN(sink_, stores_->OpenSink(spec_));
@@ -143,6 +150,10 @@ Status JobRunner::Run() {
   MutexLock l(&mu_);
   if (st.ok() && !fatal_.ok()) st = fatal_;
   progress_.elapsed_seconds = std::chrono::duration<double>(clock_->Now() - started_).count();
+  // Interrupted while the server stopped under it (a request refused as the
+  // server shuts down, the model already unloading): the job did not fail,
+  // it resumes from its checkpoint at the next start.
+  if (!st.ok() && st.code() == StatusCode::kUnavailable && stop_.load() == Stop::kInterrupt) st = Status::OK();
   if (!st.ok()) {
     progress_.state = JobState::kFailed;
     progress_.message = st.message();

@@ -66,6 +66,10 @@ class JobRunner {
   // it), matches the mapping. INVALID_ARGUMENT / PERMISSION_DENIED /
   // NOT_FOUND say what is wrong. Run calls it when it was not called.
   Status Validate();
+  // Validate, then the mapping judged on the source's first row
+  // (RowEncoder::CheckMapping): for a runner made only to check a spec at
+  // submit, since it reads that row.
+  Status ValidateWithFirstRow();
   // Runs the job; returns its final status (OK = succeeded). A cancelled
   // job answers CANCELLED, an interrupted one UNAVAILABLE (resumable).
   Status Run();

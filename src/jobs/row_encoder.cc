@@ -265,6 +265,25 @@ RowEncoder::Batch RowEncoder::NewBatch() const {
   return b;
 }
 
+Status RowEncoder::CheckMapping(const Row& row) const {
+  for (const Input& in : inputs_) {
+    if (in.elements < 0) continue;  // a variable dimension takes what a row gives
+    std::string scratch;
+    ElementWriter w(&scratch, in.dtype);
+    bool parsed = true;
+    for (size_t c = 0; c < in.columns.size() && parsed; ++c)
+      parsed = in.columns[c] < row.cells.size() &&
+               AppendCell(row.cells[in.columns[c]], in.column_names[c], &w, in.dtype).ok();
+    if (!parsed || w.count() == in.elements) continue;
+    std::string names;
+    for (const auto& n : in.column_names) names += (names.empty() ? "" : ", ") + n;
+    return Status::InvalidArgument("job spec: the columns mapped to input '" + in.tensor + "' (" + names + ") give " +
+                                   std::to_string(w.count()) + " elements for the source's first row; its dims " +
+                                   ShapeToString(in.dims) + " need " + std::to_string(in.elements));
+  }
+  return Status::OK();
+}
+
 Status RowEncoder::Append(const Row& row, Batch* batch) const {
   std::vector<size_t> sizes;
   for (const auto& d : batch->data) sizes.push_back(d.size());

@@ -44,6 +44,12 @@ class RowEncoder {
   };
   Batch NewBatch() const;
   Status Append(const Row& row, Batch* batch) const;
+  // Whether the mapping can fill the inputs, judged on one row of the source
+  // (the first, at submit): INVALID_ARGUMENT when the columns mapped to an
+  // input of fixed size give it another number of elements (3 columns for
+  // dims [8]). A value that does not parse is not the mapping's fault (that
+  // row is a row error when the job runs): OK then.
+  Status CheckMapping(const Row& row) const;
   // The request for the rows appended so far.
   std::unique_ptr<InferRequest> ToRequest(Batch&& batch, const std::string& model, const std::string& version) const;
 

@@ -54,6 +54,27 @@ TEST(RowEncoder, ColumnsAndJsonArraysFillOneTensor) {
   EXPECT_EQ(std::vector<float>(v, v + 8), (std::vector<float>{1.5f, 2, 3, 4, 5, 6, 7, 8}));
 }
 
+// At submit the mapping is judged on the source's first row: too few or too
+// many elements for a fixed-size input refuse the job; a value that does not
+// parse does not (that row is a row error when the job runs).
+TEST(RowEncoder, CheckMappingRefusesColumnsThatCannotFillTheInput) {
+  auto enc = RowEncoder::Make(Spec({"a", "b", "c"}), Model(DataType::kFp32, {8}), {"id", "a", "b", "c"});
+  ASSERT_TRUE(enc.ok()) << enc.status().message();
+  Status few = enc->CheckMapping(MakeRow({std::string("k"), 1.0, 2.0, 3.0}));
+  EXPECT_EQ(few.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(few.message().find("input 'x' (a, b, c) give 3 elements"), std::string::npos) << few.message();
+  EXPECT_NE(few.message().find("need 8"), std::string::npos) << few.message();
+  // JSON arrays that make up the count fill it.
+  EXPECT_TRUE(
+      enc->CheckMapping(MakeRow({std::string("k"), 1.0, JsonText{"[2, 3, 4]"}, NumberArray{{5, 6, 7, 8}}})).ok());
+  // A value that does not parse is a row error later, not a mapping error.
+  EXPECT_TRUE(enc->CheckMapping(MakeRow({std::string("k"), std::string("abc"), 2.0, 3.0})).ok());
+  // A variable dimension takes any count.
+  auto var = RowEncoder::Make(Spec({"a"}), Model(DataType::kFp32, {-1}), {"id", "a"});
+  ASSERT_TRUE(var.ok());
+  EXPECT_TRUE(var->CheckMapping(MakeRow({std::string("k"), 1.0})).ok());
+}
+
 TEST(RowEncoder, IntegerTypesCheckRangeAndIntegrality) {
   auto enc = RowEncoder::Make(Spec({"a"}), Model(DataType::kInt8, {1}), {"id", "a"});
   ASSERT_TRUE(enc.ok());

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lifecycle/byte_size.h"
+#include "core/byte_size.h"
 
 namespace inferd {
 namespace {

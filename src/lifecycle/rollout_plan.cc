@@ -105,20 +105,22 @@ RolloutState JudgeInterval(RolloutState state, const IntervalStats& canary, cons
     state.step_started = now;  // the next interval judges what comes next, with the same step
     return state;
   }
-  // Stable's p99 of this interval counts when stable had enough requests
-  // itself (both measured under the same conditions). At high canary shares
-  // it has few, and its p99 from when it carried the most traffic stands in:
-  // the canary now carries that load.
-  const bool measured = stable.requests >= state.spec.min_requests && stable.p99_us > 0;
-  const uint32_t stable_share = 100 - state.canary_percent();
-  if (measured && stable_share >= state.stable_p99_baseline_share) {
-    state.stable_p99_baseline_us = stable.p99_us;
-    state.stable_p99_baseline_share = stable_share;
-  }
-  const double stable_p99 = measured ? stable.p99_us : state.stable_p99_baseline_us;
-  if (stable_p99 > 0 && canary.p99_us > stable_p99 * c.max_p99_ratio) {
-    return End(std::move(state), RolloutPhase::kRolledBack,
-               Fmt("p99 %.0f us vs stable %.0f us (max x%.2f)", canary.p99_us, stable_p99, c.max_p99_ratio), now);
+  // Latency is compared only within one interval: canary and stable
+  // measured over the same seconds, under the same machine load. A p99 of
+  // stable from an earlier step is no baseline (a good canary was rolled
+  // back once under machine noise that way). Where stable had too few
+  // requests of its own (high canary shares; 100%: none), the step's p99 is
+  // not judged; the lower steps judged it with both measured.
+  if (stable.requests >= state.spec.min_requests && stable.p99_us > 0) {
+    if (canary.p99_us > stable.p99_us * c.max_p99_ratio) {
+      return End(std::move(state), RolloutPhase::kRolledBack,
+                 Fmt("p99 %.0f us vs stable %.0f us in the same interval (max x%.2f)", canary.p99_us, stable.p99_us,
+                     c.max_p99_ratio),
+                 now);
+    }
+  } else {
+    state.events.push_back({now, "p99 not compared: stable had " + std::to_string(stable.requests) + " of " +
+                                     std::to_string(state.spec.min_requests) + " requests in the interval"});
   }
   if (state.step + 1 >= state.spec.steps.size()) return End(std::move(state), RolloutPhase::kPromoted, "", now);
   ++state.step;

@@ -60,12 +60,6 @@ struct RolloutState {
   size_t step = 0;  // index into spec.steps while running
   TimePoint step_started{};
   std::string reason;  // why it ended (rolled back, aborted)
-  // Stable's p99 from the interval in which it carried the largest share of
-  // the traffic with min_requests (the first, normally): what a canary
-  // taking (nearly) all the traffic is compared with, under the same load.
-  // Not persisted: a resumed rollout measures it again.
-  double stable_p99_baseline_us = 0;
-  uint32_t stable_p99_baseline_share = 0;  // stable's percent in that interval
   std::vector<RolloutEvent> events;
 
   // The canary's share now: the step's percent while running, 100 once

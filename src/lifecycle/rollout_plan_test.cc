@@ -45,7 +45,7 @@ TEST(RolloutPlan, EachFailingCheckRollsBackAtOnceWithTheNumbers) {
     const char* why;
   } cases[] = {
       {{1000, 120, 900, std::nullopt}, "error rate 0.120 vs stable 0.000 (max +0.010)"},
-      {{1000, 0, 9000, std::nullopt}, "p99 9000 us vs stable 900 us (max x1.50)"},
+      {{1000, 0, 9000, std::nullopt}, "p99 9000 us vs stable 900 us in the same interval (max x1.50)"},
       {{1000, 0, 900, 0.5}, "outputs agree on 0.500 of compared requests (min 0.990)"},
       // Errors count even before the canary has its minimum of requests.
       {{40, 30, 900, std::nullopt}, "error rate 0.750"},
@@ -75,26 +75,32 @@ TEST(RolloutPlan, TooFewCanaryRequestsWaitAtTheSameStep) {
   EXPECT_EQ(s.phase, RolloutPhase::kRunning);
 }
 
-TEST(RolloutPlan, WhenStableHasFewRequestsItsMeasurementAtTheLargestShareIsTheLatencyBaseline) {
+// Latency is judged only on canary and stable measured over the same
+// interval: never against stable's p99 from an earlier step.
+TEST(RolloutPlan, LatencyIsComparedWithinTheSameIntervalOnly) {
   TimePoint t{};
   RolloutState s = StartRollout(Spec(), t);
-  s = JudgeInterval(s, Good(), IntervalStats{1000, 0, 900, std::nullopt}, t + seconds(10));  // 95%: baseline 900
-  EXPECT_EQ(s.stable_p99_baseline_share, 95u);
-  // 25%: both measured; the canary's 1200 us is compared with stable's 1000 of the same interval. The
-  // baseline stays the one measured at 95% of the traffic.
-  s = JudgeInterval(s, IntervalStats{1000, 0, 1200, std::nullopt}, IntervalStats{1000, 0, 1000, std::nullopt},
-                    t + seconds(20));
+  // 5%: stable fast (900 us) while the machine was quiet.
+  s = JudgeInterval(s, Good(), IntervalStats{1000, 0, 900, std::nullopt}, t + seconds(10));
   EXPECT_EQ(s.phase, RolloutPhase::kRunning);
-  EXPECT_EQ(s.stable_p99_baseline_us, 900);
-  // 50%: stable's few requests were slow (noise): not a measurement; 1200 us is within 1.5 x 900.
-  s = JudgeInterval(s, IntervalStats{1000, 0, 1200, std::nullopt}, IntervalStats{5, 0, 300, std::nullopt},
+  // 25%: the machine got slower for both: canary 2000 us vs stable 1600 us of the same interval passes
+  // (it would fail against the 900 us of the earlier step).
+  s = JudgeInterval(s, IntervalStats{1000, 0, 2000, std::nullopt}, IntervalStats{1000, 0, 1600, std::nullopt},
+                    t + seconds(20));
+  EXPECT_EQ(s.phase, RolloutPhase::kRunning) << s.reason;
+  // 50%: stable had too few requests to measure: the step's p99 is not judged, and says so.
+  s = JudgeInterval(s, IntervalStats{1000, 0, 2700, std::nullopt}, IntervalStats{5, 0, 300, std::nullopt},
                     t + seconds(25));
   EXPECT_EQ(s.phase, RolloutPhase::kRunning);
-  EXPECT_EQ(s.stable_p99_baseline_us, 900);
-  // And a canary 3x the baseline fails even when stable saw no request at all.
-  s = JudgeInterval(s, IntervalStats{1000, 0, 2700, std::nullopt}, IntervalStats{}, t + seconds(30));
+  ASSERT_GE(s.events.size(), 2u);
+  EXPECT_EQ(s.events[s.events.size() - 2].what.rfind("p99 not compared: stable had 5 of 100 requests", 0), 0u)
+      << s.events[s.events.size() - 2].what;
+  EXPECT_EQ(s.canary_percent(), 100u);
+  // Measured together, a canary 3x stable fails, with both numbers in the reason.
+  s = JudgeInterval(s, IntervalStats{1000, 0, 2700, std::nullopt}, IntervalStats{1000, 0, 900, std::nullopt},
+                    t + seconds(30));
   EXPECT_EQ(s.phase, RolloutPhase::kRolledBack);
-  EXPECT_NE(s.reason.find("vs stable 900 us"), std::string::npos) << s.reason;
+  EXPECT_NE(s.reason.find("p99 2700 us vs stable 900 us in the same interval"), std::string::npos) << s.reason;
 }
 
 TEST(RolloutPlan, AnAbortEndsARunningRolloutOnly) {

@@ -13,7 +13,7 @@ LabelsInfo ModelManager::LabelsInfoLocked(const std::string& name, const Record&
   LabelsInfo info;
   info.model = name;
   if (const int64_t d = r.DefaultVersion()) info.default_version = std::to_string(d);
-  for (const auto& [v, _] : r.ready) info.serving_versions.push_back(std::to_string(v));
+  for (int64_t v : r.ReadyNumbers()) info.serving_versions.push_back(std::to_string(v));
   for (const auto& [l, v] : r.labels.labels) info.labels.emplace_back(l, std::to_string(v));
   for (int64_t v : r.labels.history) info.history.push_back(std::to_string(v));
   return info;
@@ -60,7 +60,7 @@ Result<LabelsInfo> ModelManager::SetLabel(const std::string& name, const std::st
     const Record* r = ReadyRecordLocked(name);
     if (r) {
       want.labels = r->labels;
-      serving = r->ready.count(version) > 0;
+      serving = r->IsReady(version);
     }
   }
   if (!want.labels) return NotServing(name).WithPrefix("load the model before labelling its versions");
@@ -92,7 +92,7 @@ Result<LabelsInfo> ModelManager::DeleteLabel(const std::string& name, const std:
   {
     WriterLock g(&mu_);
     auto it = models_.find(name);
-    if (it == models_.end() || it->second.ready.empty()) return NotServing(name);
+    if (it == models_.end() || !it->second.Serving()) return NotServing(name);
     Record& r = it->second;
     auto l = r.labels.labels.find(label);
     if (l == r.labels.labels.end()) return Status::NotFound("model '" + name + "' has no label '" + label + "'");
@@ -101,7 +101,7 @@ Result<LabelsInfo> ModelManager::DeleteLabel(const std::string& name, const std:
     INFERD_RETURN_IF_ERROR(SaveLabelsLocked(name, r, /*always=*/true));
     PublishLocked(name, r);
     spdlog::info("model '{}': label '{}' deleted", name, label);
-    if (r.ready.count(v) && !StillWantedLocked(r, v)) {
+    if (r.IsReady(v) && !StillWantedLocked(r, v)) {
       orphan = v;
       want.labels = r.labels;
       want.retry_failed = false;
@@ -123,7 +123,7 @@ Result<LabelsInfo> ModelManager::DeleteLabel(const std::string& name, const std:
 }
 
 bool ModelManager::StillWantedLocked(const Record& r, int64_t version) const {
-  if (r.policy_versions.count(version)) return true;
+  if (auto e = r.versions.find(version); e != r.versions.end() && e->second.policy) return true;
   for (const auto& [l, v] : r.labels.labels)
     if (v == version) return true;
   if (r.traffic) {

@@ -9,15 +9,13 @@ namespace inferd {
 
 std::vector<ModelManager::VersionRow> ModelManager::VersionRows(const Record& r) {
   std::vector<VersionRow> rows;
-  for (const auto& [v, s] : r.ready) rows.push_back({v, ModelState::kReady, "", &s});
+  for (const auto& [v, e] : r.versions)
+    if (e.ready()) rows.push_back({v, ModelState::kReady, "", &e});
   const size_t ready = rows.size();
-  for (int64_t v : r.loading)
-    if (!r.ready.count(v)) rows.push_back({v, ModelState::kLoading, "", nullptr});
-  for (int64_t v : r.unloading)
-    if (!r.ready.count(v) && !r.loading.count(v)) rows.push_back({v, ModelState::kUnloading, "", nullptr});
-  for (const auto& [v, f] : r.failed)
-    if (!r.ready.count(v) && !r.loading.count(v) && !r.unloading.count(v))
-      rows.push_back({v, ModelState::kUnavailable, f.why, nullptr});
+  for (const auto& [v, e] : r.versions) {
+    if (e.ready() || e.state.state == ModelState::kUnavailable) continue;  // UNAVAILABLE: only still draining
+    rows.push_back({v, e.state.state, e.state.state == ModelState::kFailed ? e.failed_why : e.state.reason, &e});
+  }
   std::sort(rows.begin() + static_cast<std::ptrdiff_t>(ready), rows.end(),
             [](const VersionRow& a, const VersionRow& b) { return a.version < b.version; });
   return rows;
@@ -35,7 +33,7 @@ Result<std::vector<RepositoryIndexEntry>> ModelManager::RepositoryIndex(bool rea
   std::vector<RepositoryIndexEntry> out;
   for (const auto& n : KnownNamesLocked(names)) {
     auto it = models_.find(n);
-    if (it != models_.end() && !it->second.ready.empty()) {
+    if (it != models_.end() && it->second.Serving()) {
       const Record& r = it->second;
       const std::string note = r.plan_error.empty()
                                    ? ""
@@ -54,8 +52,6 @@ Result<std::vector<RepositoryIndexEntry>> ModelManager::RepositoryIndex(bool rea
     if (it != models_.end()) {
       e.state = WireName(it->second.status.state);
       e.reason = it->second.status.reason;
-      if (!it->second.unloading.empty()) e.state = "UNLOADING";
-      if (!it->second.loading.empty()) e.state = "LOADING";
     }
     if (loader_ && loader_->IsPending(n)) e.state = "LOADING";
     out.push_back(std::move(e));
@@ -81,18 +77,18 @@ ModelListing ModelManager::ListModels() const {
       m.reason = r.status.reason;
       m.pinned = r.pinned;
       m.backend = r.backend;
-      if (!r.ready.empty()) {
+      if (r.Serving()) {
         m.state = "READY";
         m.default_version = std::to_string(r.DefaultVersion());
         m.resident_bytes = r.ResidentBytes();
         m.idle_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - r.LastUsed()).count();
         out.used_bytes += m.resident_bytes;
-      } else if (!r.loading.empty()) {
-        m.state = "LOADING";
+      } else if (r.status.state == ModelState::kLoading || r.status.state == ModelState::kUnloading) {
+        m.state = StateName(r.status.state);
       }
       for (const VersionRow& row : VersionRows(r)) {
         if (row.state == ModelState::kUnloading) continue;  // draining: no longer part of the model
-        const ServingVersion* s = row.serving;
+        const VersionEntry* s = row.state == ModelState::kReady ? row.entry : nullptr;
         m.versions.push_back({std::to_string(row.version), WireName(row.state), row.reason,
                               s ? s->version->resident_bytes() : 0, s ? s->version->size_source() : "",
                               s ? s->load_seconds : 0});

@@ -13,29 +13,81 @@ namespace {
 double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
 
+bool ModelManager::Record::Serving() const {
+  for (const auto& [v, e] : versions)
+    if (e.ready()) return true;
+  return false;
+}
+
+bool ModelManager::Record::IsReady(int64_t v) const {
+  auto it = versions.find(v);
+  return it != versions.end() && it->second.ready();
+}
+
+std::vector<int64_t> ModelManager::Record::ReadyNumbers() const {
+  std::vector<int64_t> out;
+  for (const auto& [v, e] : versions)
+    if (e.ready()) out.push_back(v);
+  return out;
+}
+
 int64_t ModelManager::Record::DefaultVersion() const {
-  if (ready.empty()) return 0;
-  if (auto stable = labels.Find(kStableLabel); stable && ready.count(*stable)) return *stable;
-  if (!policy_versions.empty()) return *policy_versions.rbegin();
-  return ready.rbegin()->first;
+  if (auto stable = labels.Find(kStableLabel); stable && IsReady(*stable)) return *stable;
+  int64_t newest = 0, newest_policy = 0;
+  for (const auto& [v, e] : versions) {
+    if (!e.ready()) continue;
+    newest = v;
+    if (e.policy) newest_policy = v;
+  }
+  return newest_policy ? newest_policy : newest;
 }
 
 uint64_t ModelManager::Record::ResidentBytes() const {
   uint64_t b = 0;
-  for (const auto& [v, s] : ready) b += s.version->resident_bytes();
+  for (const auto& [v, e] : versions)
+    if (e.ready()) b += e.version->resident_bytes();
   return b;
 }
 
 TimePoint ModelManager::Record::LastUsed() const {
   TimePoint t{};
-  for (const auto& [v, s] : ready) t = std::max(t, s.version->last_used());
+  for (const auto& [v, e] : versions)
+    if (e.ready()) t = std::max(t, e.version->last_used());
   return t;
 }
 
 bool ModelManager::Record::Busy() const {
-  for (const auto& [v, s] : ready)
-    if (s.version->busy()) return true;
+  for (const auto& [v, e] : versions)
+    if (e.ready() && e.version->busy()) return true;
   return false;
+}
+
+void ModelManager::MoveModelLocked(const std::string& name, Record& r, LifecycleEvent event,
+                                   std::optional<std::string> reason) {
+  auto next = ModelTransition(r.status.state, event);
+  if (!next.ok()) {
+    spdlog::error("model '{}': {} (a bug; the state stays)", name, next.status().message());
+    return;
+  }
+  r.status.state = *next;
+  if (reason) r.status.reason = std::move(*reason);
+}
+
+void ModelManager::MoveVersionLocked(const std::string& name, Record& r, int64_t version, LifecycleEvent event,
+                                     std::optional<std::string> reason) {
+  VersionEntry& e = r.versions[version];  // a new entry starts UNAVAILABLE
+  auto next = VersionTransition(e.state.state, event);
+  if (!next.ok()) {
+    spdlog::error("model '{}' version {}: {} (a bug; the state stays)", name, version, next.status().message());
+    if (e.state.state == ModelState::kUnavailable && e.draining == 0) r.versions.erase(version);
+    return;
+  }
+  if (*next == ModelState::kUnavailable && e.draining == 0) {
+    r.versions.erase(version);
+    return;
+  }
+  e.state.state = *next;  // UNAVAILABLE with snapshots still draining: erased when the last one is done
+  if (reason) e.state.reason = std::move(*reason);
 }
 
 ModelManager::ModelManager(Options options, const ModelRepository* repository, const BackendRegistry* backends,
@@ -66,7 +118,8 @@ void ModelManager::Shutdown() {
     models.swap(models_);
   }
   for (auto& [name, r] : models)
-    for (auto& [v, s] : r.ready) s.version->Drain();
+    for (auto& [v, e] : r.versions)
+      if (e.ready()) e.version->Drain();
 }
 
 Status ModelManager::Reconcile(const std::string& name, const Aspiration& want) {
@@ -84,9 +137,10 @@ void ModelManager::RecordPlanFailureLocked(const std::string& name, const Status
     it = models_.emplace(name, Record{}).first;
   }
   Record& r = it->second;
-  r.status.reason = st.message();
-  if (r.ready.empty()) r.status.state = ModelState::kFailed;
-  r.plan_error = r.ready.empty() ? "" : st.message();
+  // A serving model keeps serving (READY, the error as its reason and on its
+  // versions' index entries); one that serves nothing is FAILED.
+  MoveModelLocked(name, r, LifecycleEvent::kLoadFailed, st.message());
+  r.plan_error = r.Serving() ? st.message() : "";
 }
 
 Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want) {
@@ -99,18 +153,30 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
     return plan.status();
   }
   const ModelSource& src = plan->src;
-  std::map<int64_t, ServingVersion> current;
-  std::map<int64_t, FailedVersion> known_failed;
+  // What serves now, and the failures of earlier attempts.
+  struct Serving {
+    std::shared_ptr<ModelVersion> version;
+    std::string fingerprint;
+    double load_seconds = 0;
+  };
+  struct Failure {
+    std::string why;
+    std::string fingerprint;
+  };
+  std::map<int64_t, Serving> current;
+  std::map<int64_t, Failure> known_failed;
   {
     ReaderLock g(&mu_);
     if (auto it = models_.find(name); it != models_.end()) {
-      current = it->second.ready;
-      known_failed = it->second.failed;
+      for (const auto& [v, e] : it->second.versions) {
+        if (e.ready()) current[v] = {e.version, e.fingerprint, e.load_seconds};
+        if (!e.failed_fingerprint.empty()) known_failed[v] = {e.failed_why, e.failed_fingerprint};
+      }
     }
   }
   // Which versions keep serving as they are, which are known failures, which load.
-  std::map<int64_t, ServingVersion> next;
-  std::map<int64_t, FailedVersion> failed;
+  std::map<int64_t, Serving> next;
+  std::map<int64_t, Failure> failed;
   std::map<int64_t, std::string> to_load;  // version -> fingerprint
   for (int64_t v : plan->wanted) {
     std::string fp = Fingerprint(src.config_text, repository_->fs(), repository_->VersionDir(name, v));
@@ -123,10 +189,11 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
       to_load[v] = std::move(fp);
     }
   }
-  if (!to_load.empty()) {
+  {
     WriterLock g(&mu_);
     Record& r = models_[name];
-    for (const auto& [v, fp] : to_load) r.loading.insert(v);
+    MoveModelLocked(name, r, LifecycleEvent::kLoadStarted);
+    for (const auto& [v, fp] : to_load) MoveVersionLocked(name, r, v, LifecycleEvent::kLoadStarted);
   }
   // Load new and changed versions; nothing serving changes yet.
   Status first_error;  // of this attempt (versions skipped as known failures are not errors)
@@ -159,23 +226,56 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
   {
     WriterLock g(&mu_);
     Record& r = models_[name];
-    for (const auto& [v, fp] : to_load) r.loading.erase(v);
-    if (!next.empty()) {
-      bool changed = next.size() != r.ready.size();
-      for (auto& [v, s] : r.ready) {
-        auto it = next.find(v);
-        if (it != next.end() && it->second.version == s.version) continue;
-        changed = true;
-        retired.emplace_back(v, s.version);
-        r.unloading.insert(v);
+    const std::set<int64_t> selected(plan->selected.begin(), plan->selected.end());
+    bool changed = false;
+    // Loads of this attempt: swapped in, or failed (a serving snapshot of the
+    // same number keeps serving then).
+    for (const auto& [v, fp] : to_load) {
+      if (auto f = failed.find(v); f != failed.end()) {
+        MoveVersionLocked(name, r, v, LifecycleEvent::kLoadFailed, f->second.why);
+        continue;
       }
-      if (changed) r.loaded_at = clock_->Now();
-      r.ready = std::move(next);
-      r.last_bytes = r.ResidentBytes();
-      r.policy_versions.clear();
-      for (int64_t v : plan->selected)
-        if (r.ready.count(v)) r.policy_versions.insert(v);
+      VersionEntry& e = r.versions[v];
+      if (e.ready() && e.version) {  // a reload: the replaced snapshot drains
+        retired.emplace_back(v, e.version);
+        ++e.draining;
+      }
+      MoveVersionLocked(name, r, v, LifecycleEvent::kLoadSucceeded, "");
+      const Serving& s = next[v];
+      e.version = s.version;
+      e.fingerprint = s.fingerprint;
+      e.load_seconds = s.load_seconds;
+      changed = true;
     }
+    for (auto it = r.versions.begin(); it != r.versions.end();) {
+      const int64_t v = it->first;
+      VersionEntry& e = (it++)->second;  // advanced first: a move may erase the entry
+      // Failures: this attempt's and the known ones it skipped; the others are forgotten.
+      if (auto f = failed.find(v); f != failed.end()) {
+        e.failed_why = f->second.why;
+        e.failed_fingerprint = f->second.fingerprint;
+      } else {
+        e.failed_why.clear();
+        e.failed_fingerprint.clear();
+        if (e.state.state == ModelState::kFailed) {
+          MoveVersionLocked(name, r, v, LifecycleEvent::kUnloadStarted);  // no longer wanted: gone
+          continue;
+        }
+      }
+      if (!e.ready()) continue;
+      // A serving version the new set does not keep retires and drains.
+      if (!next.count(v)) {
+        retired.emplace_back(v, std::move(e.version));
+        ++e.draining;
+        e.policy = false;
+        changed = true;
+        MoveVersionLocked(name, r, v, LifecycleEvent::kUnloadStarted, "");
+        continue;
+      }
+      e.policy = selected.count(v) > 0;
+    }
+    if (changed) r.loaded_at = clock_->Now();
+    r.last_bytes = r.Serving() ? r.ResidentBytes() : r.last_bytes;
     // Labels requested by a caller (set label, rollback) apply only if their
     // versions loaded; labels read from the repository always apply.
     if (!want.labels || first_error.ok()) r.labels = std::move(plan->labels);
@@ -188,9 +288,9 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
     std::string why;
     for (const auto& [v, f] : failed)
       why += (why.empty() ? "" : "; ") + ("version " + std::to_string(v) + ": " + f.why);
-    r.failed = std::move(failed);
-    r.status = {r.ready.empty() ? ModelState::kFailed : ModelState::kReady, std::move(why)};
-    if (!r.ready.empty()) {
+    MoveModelLocked(name, r, r.Serving() ? LifecycleEvent::kLoadSucceeded : LifecycleEvent::kLoadFailed,
+                    std::move(why));
+    if (r.Serving()) {
       Status st = SaveLabelsLocked(name, r, /*always=*/false);
       if (!st.ok()) spdlog::warn("cannot persist version labels: {}", st.message());
     }
@@ -211,19 +311,32 @@ Status ModelManager::UnloadLocked(const std::string& name) {
       return Status::OK();
     }
     Record& r = it->second;
-    for (auto& [v, s] : r.ready) {
-      retired.emplace_back(v, std::move(s.version));
-      r.unloading.insert(v);
+    for (auto v_it = r.versions.begin(); v_it != r.versions.end();) {
+      const int64_t v = v_it->first;
+      VersionEntry& e = (v_it++)->second;  // advanced first: a move may erase the entry
+      e.failed_why.clear();
+      e.failed_fingerprint.clear();
+      e.policy = false;
+      if (e.ready()) {
+        retired.emplace_back(v, std::move(e.version));
+        ++e.draining;
+      }
+      if (e.state.state != ModelState::kUnloading && e.state.state != ModelState::kUnavailable)
+        MoveVersionLocked(name, r, v, LifecycleEvent::kUnloadStarted, "");
     }
-    r.ready.clear();
-    r.policy_versions.clear();
-    r.failed.clear();
-    r.status = {ModelState::kUnavailable, "unloaded"};
+    // READY -> UNLOADING until its versions drained; a model that served
+    // nothing is UNAVAILABLE at once.
+    MoveModelLocked(name, r, LifecycleEvent::kUnloadStarted, "unloaded");
     PublishLocked(name, r);
   }
   const TimePoint t0 = clock_->Now();
   const size_t n = retired.size();
   DrainRetired(name, std::move(retired));
+  {
+    WriterLock g(&mu_);
+    if (auto it = models_.find(name); it != models_.end() && it->second.status.state == ModelState::kUnloading)
+      MoveModelLocked(name, it->second, LifecycleEvent::kDrained, "unloaded");
+  }
   spdlog::info("model '{}' unloaded ({} versions) in {:.3f} s", name, n, Seconds(clock_->Now() - t0));
   return Status::OK();
 }
@@ -235,21 +348,23 @@ void ModelManager::Remove(const std::string& name) {
     WriterLock g(&mu_);
     auto it = models_.find(name);
     if (it == models_.end()) return;
-    for (auto& [v, s] : it->second.ready) retired.emplace_back(v, std::move(s.version));
-    models_.erase(it);
+    for (auto& [v, e] : it->second.versions)
+      if (e.ready()) retired.emplace_back(v, std::move(e.version));
+    models_.erase(it);  // forgotten: its snapshots drain without a record to tell
   }
   spdlog::info("model '{}' left the repository: unloaded", name);
   DrainRetired(name, std::move(retired));
 }
 
 void ModelManager::PublishLocked(const std::string& name, Record& r) {
-  if (r.ready.empty()) {
+  if (!r.Serving()) {
     r.serving = nullptr;
     return;
   }
   auto s = std::make_shared<ServingModel>();
   s->name = name;
-  for (const auto& [v, sv] : r.ready) s->versions.emplace(v, sv.version);
+  for (const auto& [v, e] : r.versions)
+    if (e.ready()) s->versions.emplace(v, e.version);
   s->default_version = r.DefaultVersion();
   s->labels = r.labels;
   s->traffic = r.traffic;
@@ -263,8 +378,18 @@ void ModelManager::DrainRetired(const std::string& name, Retired retired) {
   for (auto& [v, mv] : retired) mv->Drain();
   {
     WriterLock g(&mu_);
-    if (auto it = models_.find(name); it != models_.end())
-      for (auto& [v, mv] : retired) it->second.unloading.erase(v);
+    if (auto it = models_.find(name); it != models_.end()) {
+      Record& r = it->second;
+      for (auto& [v, mv] : retired) {
+        auto e = r.versions.find(v);
+        if (e == r.versions.end() || e->second.draining == 0) continue;
+        if (--e->second.draining > 0) continue;
+        if (e->second.state.state == ModelState::kUnavailable)
+          r.versions.erase(e);  // forgotten (unloaded after a failure) while it drained
+        else
+          MoveVersionLocked(name, r, v, LifecycleEvent::kDrained);
+      }
+    }
   }
   retired.clear();  // released here unless a request still holds one
   allocator::ReleaseFreeMemory();
@@ -312,7 +437,7 @@ StateInfo ModelManager::ModelStateOf(const std::string& name) const {
 bool ModelManager::AllServing() const {
   ReaderLock g(&mu_);
   for (const auto& [n, r] : models_)
-    if (r.ready.empty()) return false;
+    if (!r.Serving()) return false;
   return true;
 }
 
@@ -320,7 +445,8 @@ std::vector<std::shared_ptr<ModelVersion>> ModelManager::ServingVersions() const
   std::vector<std::shared_ptr<ModelVersion>> out;
   ReaderLock g(&mu_);
   for (const auto& [n, r] : models_)
-    for (const auto& [v, s] : r.ready) out.push_back(s.version);
+    for (const auto& [v, e] : r.versions)
+      if (e.ready()) out.push_back(e.version);
   return out;
 }
 
@@ -334,13 +460,21 @@ std::vector<std::string> ModelManager::ModelNames() const {
 std::pair<size_t, size_t> ModelManager::ModelCounts() const {
   ReaderLock g(&mu_);
   size_t serving = 0;
-  for (const auto& [n, r] : models_) serving += r.ready.empty() ? 0 : 1;
+  for (const auto& [n, r] : models_) serving += r.Serving() ? 1 : 0;
   return {models_.size(), serving};
+}
+
+std::map<ModelState, size_t> ModelManager::CountByState() const {
+  std::map<ModelState, size_t> out;
+  for (ModelState st : kAllModelStates) out[st] = 0;
+  ReaderLock g(&mu_);
+  for (const auto& [n, r] : models_) ++out[r.status.state];
+  return out;
 }
 
 const ModelManager::Record* ModelManager::ReadyRecordLocked(const std::string& name) const {
   auto it = models_.find(name);
-  return it == models_.end() || it->second.ready.empty() ? nullptr : &it->second;
+  return it == models_.end() || !it->second.Serving() ? nullptr : &it->second;
 }
 
 }  // namespace inferd

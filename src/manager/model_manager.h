@@ -175,6 +175,8 @@ class ModelManager {
   std::vector<std::string> ModelNames() const;
   // Models known / models serving, for metrics.
   std::pair<size_t, size_t> ModelCounts() const;
+  // Models by their stored state (every state, zeros included), for metrics.
+  std::map<ModelState, size_t> CountByState() const;
   // GET /v2/repository/index: repository models and every model known.
   Result<std::vector<RepositoryIndexEntry>> RepositoryIndex(bool ready_only) const;
   // GET /v2/repository/models (manager/listing.cc).
@@ -187,24 +189,27 @@ class ModelManager {
   void Shutdown();
 
  private:
-  struct ServingVersion {
-    std::shared_ptr<ModelVersion> version;
-    std::string fingerprint;  // config + files it was built from
-    double load_seconds = 0;  // load and warm-up
-  };
-  struct FailedVersion {
-    std::string why;
-    std::string fingerprint;  // not retried (unless asked) until the files change
+  // One version of a model, by number: its stored state (manager/model_state.h:
+  // LOADING, READY, UNLOADING or FAILED; a version with no entry is UNAVAILABLE)
+  // and what goes with it.
+  struct VersionEntry {
+    StateInfo state;
+    std::shared_ptr<ModelVersion> version;  // READY: the snapshot that serves
+    std::string fingerprint;                // config + files `version` was built from
+    double load_seconds = 0;                // its load and warm-up
+    bool policy = false;                    // READY and selected by the version_policy
+    // The last failed load of this number (FAILED, or a failed reload while an
+    // older snapshot serves): not retried with the same files unless asked.
+    std::string failed_why;
+    std::string failed_fingerprint;
+    int draining = 0;  // replaced or retired snapshots of this number still draining
+    bool ready() const { return state.state == ModelState::kReady; }
   };
   struct Record {
-    std::map<int64_t, ServingVersion> ready;  // READY, ascending
-    std::set<int64_t> policy_versions;        // READY versions the version_policy selects
-    std::map<int64_t, FailedVersion> failed;  // from the last load
-    std::set<int64_t> loading;                // LOADING now
-    std::set<int64_t> unloading;              // UNLOADING (draining) now
-    // The model's state: READY while a version is (reason: failures of the
-    // last load, if any); else UNAVAILABLE, FAILED or EVICTED with why.
+    // The model's state (READY while a version is; the reason: failures of
+    // the last load, if any), changed only through MoveModelLocked.
     StateInfo status{ModelState::kUnavailable, "unloaded"};
+    std::map<int64_t, VersionEntry> versions;  // by number, changed only through MoveVersionLocked
     // The last load's plan failed (broken config, unknown backend...) while
     // versions serve: shown on their index entries; cleared by a good plan.
     std::string plan_error;
@@ -218,20 +223,31 @@ class ModelManager {
     TimePoint loaded_at{};                        // when the serving set last changed
     std::shared_ptr<const ServingModel> serving;  // published snapshot; null when nothing is READY
 
+    bool Serving() const;           // a version is READY
+    bool IsReady(int64_t v) const;  // version v is READY
+    std::vector<int64_t> ReadyNumbers() const;
     int64_t DefaultVersion() const;
     uint64_t ResidentBytes() const;
     TimePoint LastUsed() const;
     bool Busy() const;
   };
   // One version of a record in the views (index, listing): READY ones, then
-  // the others that are LOADING, UNLOADING or UNAVAILABLE (failed), by number.
+  // the others by number, each with its stored state.
   struct VersionRow {
     int64_t version;
     ModelState state;
     std::string reason;
-    const ServingVersion* serving;  // READY only
+    const VersionEntry* entry;
   };
   static std::vector<VersionRow> VersionRows(const Record& r);
+  // The one way a stored state changes: the transition table of
+  // manager/model_state.h decides; an illegal move is logged as a bug and
+  // leaves the state as it was. A version that becomes UNAVAILABLE loses its
+  // entry. `reason` replaces the stored one (nullopt: kept).
+  void MoveModelLocked(const std::string& name, Record& r, LifecycleEvent event,
+                       std::optional<std::string> reason = std::nullopt) TSA_REQUIRES(mu_);
+  void MoveVersionLocked(const std::string& name, Record& r, int64_t version, LifecycleEvent event,
+                         std::optional<std::string> reason = std::nullopt) TSA_REQUIRES(mu_);
   // The names of the repository's models and of every model with a record.
   std::set<std::string> KnownNamesLocked(const std::vector<std::string>& repository_names) const
       TSA_REQUIRES_SHARED(mu_);
@@ -249,7 +265,8 @@ class ModelManager {
   void PublishLocked(const std::string& name, Record& r) TSA_REQUIRES(mu_);
   // Records `st` on the model after a failed plan.
   void RecordPlanFailureLocked(const std::string& name, const Status& st) TSA_REQUIRES(mu_);
-  // Marks the retired versions UNLOADING; DrainRetired drains and forgets them.
+  // Drains the retired snapshots (their versions were moved to UNLOADING or
+  // replaced), then tells each version entry (kDrained once its last one is done).
   void DrainRetired(const std::string& name, Retired retired) TSA_EXCLUDES(mu_);
   LabelsInfo LabelsInfoLocked(const std::string& name, const Record& r) const TSA_REQUIRES_SHARED(mu_);
   // Whether the version_policy, a label or the traffic policy still wants `version`.

@@ -4,8 +4,8 @@
 #include <optional>
 #include <set>
 
+#include "core/byte_size.h"
 #include "lifecycle/allocator.h"
-#include "lifecycle/byte_size.h"
 #include "manager/warmup.h"
 #include "repository/model_config.h"
 #include "repository/repository.h"

@@ -8,7 +8,7 @@
 #include <charconv>
 #include <filesystem>
 
-#include "lifecycle/byte_size.h"
+#include "core/byte_size.h"
 #include "lifecycle/residency_policy.h"
 #include "manager/model_manager.h"
 
@@ -42,18 +42,18 @@ bool ModelManager::Index(const std::string& name) {
   auto src = repository_->ReadModel(name);
   WriterLock g(&mu_);
   Record& r = models_[name];
-  if (!r.ready.empty()) return false;
+  if (r.Serving()) return false;
   if (!src.ok()) {
-    r.status = {ModelState::kFailed, src.status().message()};
+    MoveModelLocked(name, r, LifecycleEvent::kLoadFailed, src.status().message());
     return false;
   }
   r.dir = src->dir;
   auto pinned = PinnedParameter(src->spec);
   r.pinned = pinned.ok() && *pinned;
   if (!pinned.ok()) {
-    r.status = {ModelState::kFailed, src->config_path + ": " + pinned.status().message()};
-  } else if (r.status.state != ModelState::kFailed && r.status.state != ModelState::kEvicted) {
-    r.status = {ModelState::kUnavailable, kNotResident};
+    MoveModelLocked(name, r, LifecycleEvent::kLoadFailed, src->config_path + ": " + pinned.status().message());
+  } else if (r.status.state == ModelState::kUnavailable) {
+    MoveModelLocked(name, r, LifecycleEvent::kIndexed, kNotResident);
   }
   return r.pinned;
 }
@@ -87,7 +87,7 @@ uint64_t ModelManager::EstimateBytes(const std::string& name) const {
     ReaderLock g(&mu_);
     auto it = models_.find(name);
     if (it != models_.end()) {
-      if (!it->second.ready.empty()) return 0;  // a reload: sized after it
+      if (it->second.Serving()) return 0;  // a reload: sized after it
       if (it->second.last_bytes > 0) return it->second.last_bytes;
     }
   }
@@ -129,7 +129,7 @@ uint64_t ModelManager::MakeRoomLocked(const std::string& keep, uint64_t incoming
   {
     ReaderLock g(&mu_);
     for (const auto& [n, r] : models_) {
-      if (r.ready.empty()) continue;
+      if (!r.Serving()) continue;
       const uint64_t bytes = r.ResidentBytes();
       used += bytes;
       // Busy: requests in its queue, or waiters of its load on their way there.
@@ -156,16 +156,17 @@ uint64_t ModelManager::DetachForEviction(const std::string& name, Retired* out) 
   {
     WriterLock g(&mu_);
     auto it = models_.find(name);
-    if (it == models_.end() || it->second.ready.empty() || it->second.Busy() || it->second.pinned) return 0;
+    if (it == models_.end() || !it->second.Serving() || it->second.Busy() || it->second.pinned) return 0;
     Record& r = it->second;
     bytes = r.ResidentBytes();
-    for (auto& [v, s] : r.ready) {
-      out->emplace_back(v, std::move(s.version));
-      r.unloading.insert(v);
+    for (auto& [v, e] : r.versions) {
+      if (!e.ready()) continue;
+      out->emplace_back(v, std::move(e.version));
+      ++e.draining;
+      e.policy = false;
+      MoveVersionLocked(name, r, v, LifecycleEvent::kEvictStarted, "");
     }
-    r.ready.clear();
-    r.policy_versions.clear();
-    r.status = {ModelState::kEvicted, kEvicted};
+    MoveModelLocked(name, r, LifecycleEvent::kEvictStarted, kEvicted);
     loaded_at = r.loaded_at;
     PublishLocked(name, r);
   }

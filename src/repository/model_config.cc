@@ -335,6 +335,11 @@ Result<ModelSpec> ParseModelConfig(std::string_view text, std::string_view model
     s.batching.padding = std::move(batching->padding);
   }
   {
+    auto compare = ParseCompareSpec(s.parameters, s);
+    if (!compare.ok()) return Status::InvalidArgument(std::string(source) + ": " + compare.status().message());
+    s.compare = std::move(*compare);
+  }
+  {
     auto features = ParseFeatureSpec(s.parameters, s);
     if (!features.ok()) return Status::InvalidArgument(std::string(source) + ": " + features.status().message());
     s.features = std::move(*features);
@@ -433,6 +438,9 @@ std::string RenderModelConfigJson(std::string_view original_text, const ModelSpe
   std::string json;
   pb::util::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
+  // Every scalar field, zero or not, as Triton prints a config: clients read
+  // config["max_batch_size"] without a default (Triton's auto_complete example).
+  opts.always_print_primitive_fields = true;
   (void)pb::util::MessageToJsonString(c, &json, opts);
   rapidjson::Document doc;
   doc.Parse(json.data(), json.size());

@@ -264,6 +264,30 @@ TEST(ModelConfig, RenderedJsonUsesNumbersForInt64Fields) {
   EXPECT_NE(json.find("\"max_batch_size\":8"), std::string::npos) << json;
 }
 
+// Triton prints every scalar field of a config, zero or not: its own clients
+// read config["max_batch_size"] of a model that does not batch.
+TEST(ModelConfig, RenderedJsonPrintsZeroScalars) {
+  constexpr const char* kNoBatch = R"pb(
+    backend: "identity"
+    input {
+      name: "a"
+      data_type: TYPE_FP32
+      dims: [ 2 ]
+    }
+    output {
+      name: "b"
+      data_type: TYPE_FP32
+      dims: [ 2 ]
+    }
+  )pb";
+  auto s = ParseModelConfig(kNoBatch, "m", "f");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->max_batch_size, 0);
+  const std::string json = RenderModelConfigJson(kNoBatch, *s);
+  EXPECT_NE(json.find("\"max_batch_size\":0"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"is_shape_tensor\":false"), std::string::npos) << json;
+}
+
 TEST(VersionPolicy, SelectsVersions) {
   const std::vector<int64_t> avail = {1, 2, 5, 9};
   VersionPolicySpec latest;

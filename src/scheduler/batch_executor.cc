@@ -305,10 +305,12 @@ std::vector<Result<InferResponse>> RunPerRequest(ModelInstance& instance, const 
       st = CheckOutput(spec, o, batch[i]->rows);
       if (!st.ok()) break;
     }
-    if (st.ok())
-      results.push_back(BuildResponse(spec, *batch[i], *outputs[i], false, 0, !spec.decoupled));
-    else
+    if (!st.ok()) {
       results.emplace_back(st);
+      continue;
+    }
+    results.push_back(BuildResponse(spec, *batch[i], *outputs[i], false, 0, !spec.decoupled));
+    if (spec.decoupled && results.back().ok() && outputs[i]->empty()) results.back()->final_flag_only = true;
   }
   return results;
 }

@@ -134,9 +134,13 @@ Status InferenceServer::Start() {
 }
 
 void InferenceServer::Shutdown() {
-  if (shutting_down_.exchange(true)) return;
-  admin_.Stop();      // a running load finishes; queued management calls are cancelled
-  jobs_->Shutdown();  // running jobs stop at their next commit and resume after a restart
+  if (stopping_.exchange(true)) return;
+  admin_.Stop();  // a running load finishes; queued management calls are cancelled
+  // Running jobs stop at their next commit and resume after a restart
+  // (recorded `interrupted`); their requests in flight are still served, so
+  // the request path refuses new work only after them.
+  jobs_->Shutdown();
+  shutting_down_ = true;
   rollouts_->Stop();
   source_->Stop();
   if (features_) features_->Shutdown();  // running fetches finish; queued ones are answered
@@ -146,7 +150,7 @@ void InferenceServer::Shutdown() {
 }
 
 bool InferenceServer::IsReady() const {
-  if (!started_.load() || shutting_down_.load()) return false;
+  if (!started_.load() || stopping_.load()) return false;
   return !options_.strict_readiness || manager_->AllServing();
 }
 
@@ -196,7 +200,7 @@ Result<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& name,
 
 Result<bool> InferenceServer::IsModelReady(const std::string& name, const std::string& version) const {
   auto mv = FindVersion(name, version);
-  if (mv.ok()) return !shutting_down_.load();
+  if (mv.ok()) return !stopping_.load();
   if (mv.status().code() == StatusCode::kUnavailable) {
     // On demand, a model that is not resident is ready to serve: a request
     // loads it. Only a failed last load makes it not ready.
@@ -298,7 +302,7 @@ Status InferenceServer::RequireExplicitControl() const {
 }
 
 Status InferenceServer::LoadModel(const std::string& name, const std::optional<std::string>& config_json) {
-  if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
+  if (stopping_.load()) return Status::Unavailable("the server is shutting down");
   if (started_.load()) INFERD_RETURN_IF_ERROR(RequireExplicitControl());
   Aspiration want;
   if (config_json) {
@@ -332,7 +336,7 @@ Status InferenceServer::UnloadModel(const std::string& name) {
 }
 
 void InferenceServer::PollRepository() {
-  if (!shutting_down_.load()) source_->Poll();
+  if (!stopping_.load()) source_->Poll();
 }
 
 Result<LabelsInfo> InferenceServer::GetLabels(const std::string& name) const { return manager_->GetLabels(name); }

@@ -293,7 +293,8 @@ class InferenceServer final : public RequestSubmitter {
 
   std::atomic<bool> live_{true};
   std::atomic<bool> started_{false};
-  std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> stopping_{false};       // Shutdown began (not ready any more)
+  std::atomic<bool> shutting_down_{false};  // the request path refuses new requests
   std::atomic<uint64_t> client_cancellations_{0};
 };
 

@@ -214,6 +214,11 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   w.Sample("inferd_models_registered", {}, static_cast<double>(registered));
   w.Family("inferd_models_loaded", "gauge", "Models with at least one version loaded and serving");
   w.Sample("inferd_models_loaded", {}, static_cast<double>(loaded));
+  w.Family("inferd_models_by_state", "gauge",
+           "Models known to the server by their lifecycle state (LOADING, READY, UNLOADING, UNAVAILABLE, FAILED, "
+           "EVICTED)");
+  for (const auto& [state, n] : manager_->CountByState())
+    w.Sample("inferd_models_by_state", {{"state", StateName(state)}}, static_cast<double>(n));
   w.Family("inferd_model_versions_loaded", "gauge", "Model versions loaded and serving");
   w.Sample("inferd_model_versions_loaded", {}, static_cast<double>(versions.size()));
   uint64_t used = 0;

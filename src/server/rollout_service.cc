@@ -64,21 +64,21 @@ void RolloutService::Start() {
 
 void RolloutService::Stop() {
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void RolloutService::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stop_) {
-    clock_->WaitUntil(cv_, lock, clock_->Now() + std::chrono::seconds(1));
+    cv_.WaitUntil(&mu_, clock_, clock_->Now() + std::chrono::seconds(1));
     if (stop_) break;
-    lock.unlock();
+    lock.Unlock();  // the controller judges without this lock (it takes its own)
     controller_->Tick();
-    lock.lock();
+    lock.Lock();
   }
 }
 

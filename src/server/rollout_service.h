@@ -5,11 +5,10 @@
 // Thread-safety: thread-safe; Stop() is idempotent and joins the thread.
 #pragma once
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "core/mutex.h"
 #include "manager/model_manager.h"
 #include "server/rollout_controller.h"
 
@@ -32,9 +31,9 @@ class RolloutService {
   std::unique_ptr<RolloutHost> host_;
   std::unique_ptr<RolloutController> controller_;
   Clock* clock_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_ (std::mutex for Clock::WaitUntil)
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ TSA_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

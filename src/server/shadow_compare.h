@@ -2,15 +2,18 @@
 //
 // Outputs are matched by name. Two answers agree when every output of the
 // served answer is in the shadow's with the same datatype and shape, and:
-// for floating-point outputs whose last dimension has several classes
-// (classifiers: [batch, classes]), the top-1 class of every row is the same;
-// for other numeric outputs, every element is within `tolerance` (absolute,
-// scaled by 1 + |value|); for BYTES, the bytes are equal. The largest
-// absolute difference of numeric elements is reported either way.
+// for a classifier output (`rules.classifier_outputs`: from the config's label
+// files and `compare.classifier_outputs`, core/compare_spec.h) the top-1 class
+// of every row is the same; for every other numeric output, every element is
+// within `rules.tolerance` (scaled by 1 + |served value|), whatever its shape;
+// for BYTES, the bytes are equal. Whether an output is a classifier comes from
+// the config, never from its shape: a regression canary off by +100 disagrees.
+// The largest absolute difference of numeric elements is reported either way.
 //
 // Thread-safety: pure functions.
 #pragma once
 
+#include "core/compare_spec.h"
 #include "core/infer_request.h"
 
 namespace inferd {
@@ -21,6 +24,6 @@ struct ShadowVerdict {
   std::string why;          // when not agreed: the first difference found
 };
 
-ShadowVerdict CompareAnswers(const InferResponse& served, const InferResponse& shadow, double tolerance = 1e-4);
+ShadowVerdict CompareAnswers(const InferResponse& served, const InferResponse& shadow, const CompareSpec& rules = {});
 
 }  // namespace inferd

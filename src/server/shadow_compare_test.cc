@@ -14,15 +14,34 @@ InferResponse Answer(std::vector<float> v, Shape shape, std::string name = "y") 
 }
 
 TEST(ShadowCompare, ClassifiersAgreeOnTopOneDespiteSmallDifferences) {
+  CompareSpec classifier;
+  classifier.classifier_outputs = {"y"};
   auto a = Answer({0.1f, 0.7f, 0.2f, 0.5f, 0.3f, 0.2f}, {2, 3});
   auto b = Answer({0.15f, 0.6f, 0.25f, 0.45f, 0.35f, 0.2f}, {2, 3});
-  ShadowVerdict v = CompareAnswers(a, b);
+  ShadowVerdict v = CompareAnswers(a, b, classifier);
   EXPECT_TRUE(v.agreed) << v.why;
   EXPECT_NEAR(v.max_abs_diff, 0.1, 1e-6);
   auto c = Answer({0.1f, 0.7f, 0.2f, 0.3f, 0.5f, 0.2f}, {2, 3});  // row 1's top-1 moved
-  v = CompareAnswers(a, c);
+  v = CompareAnswers(a, c, classifier);
   EXPECT_FALSE(v.agreed);
   EXPECT_NE(v.why.find("row 1"), std::string::npos) << v.why;
+  // Without the config saying so the same [batch, 3] output is numeric: the small differences disagree.
+  EXPECT_FALSE(CompareAnswers(a, b).agreed);
+}
+
+// The shape never makes an output a classifier: a regression model with
+// several values per row whose answers all move by +100 keeps its top-1 but
+// disagrees (it was promoted as a canary once); within the tolerance it agrees.
+TEST(ShadowCompare, MultiValueRegressionOutputsOffByAConstantDisagree) {
+  auto a = Answer({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3});
+  auto shifted = Answer({101.0f, 102.0f, 103.0f, 104.0f, 105.0f, 106.0f}, {2, 3});
+  ShadowVerdict v = CompareAnswers(a, shifted);
+  EXPECT_FALSE(v.agreed);
+  EXPECT_NEAR(v.max_abs_diff, 100, 1e-4);
+  CompareSpec loose;
+  loose.tolerance = 0.01;
+  EXPECT_TRUE(CompareAnswers(a, Answer({1.01f, 2.0f, 3.0f, 4.0f, 5.0f, 6.05f}, {2, 3}), loose).agreed);
+  EXPECT_FALSE(CompareAnswers(a, Answer({1.1f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {2, 3}), loose).agreed);
 }
 
 TEST(ShadowCompare, RegressionOutputsNeedToBeWithinTolerance) {

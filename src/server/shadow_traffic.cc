@@ -13,7 +13,8 @@ namespace {
 // Waits for both answers, then judges them once.
 class Comparison {
  public:
-  explicit Comparison(std::shared_ptr<ModelStats> stats) : stats_(std::move(stats)) {}
+  Comparison(std::shared_ptr<ModelStats> stats, CompareSpec rules)
+      : stats_(std::move(stats)), rules_(std::move(rules)) {}
 
   void Served(const Result<InferResponse>& r) {
     MutexLock g(&mu_);
@@ -34,7 +35,7 @@ class Comparison {
     if (!shadowed_->ok()) {
       stats_->RecordShadow(/*failed=*/true, false, 0);
     } else {
-      ShadowVerdict v = CompareAnswers(*served_, **shadowed_);
+      ShadowVerdict v = CompareAnswers(*served_, **shadowed_, rules_);
       stats_->RecordShadow(false, v.agreed, v.max_abs_diff);
     }
     served_.reset();  // release the tensors
@@ -43,6 +44,7 @@ class Comparison {
   }
 
   std::shared_ptr<ModelStats> stats_;
+  const CompareSpec rules_;
   Mutex mu_;
   bool served_done_ TSA_GUARDED_BY(mu_) = false;
   std::optional<InferResponse> served_ TSA_GUARDED_BY(mu_);
@@ -66,7 +68,13 @@ InferCallback MirrorRequest(const InferRequest& request, std::shared_ptr<ModelVe
     stats->RecordShadow(/*failed=*/true, false, 0);
     return final;
   }
-  auto comparison = std::make_shared<Comparison>(stats);
+  // Classifier outputs come from the config; outputs the client asked the
+  // classification extension for are judged by top-1 too (both raw answers
+  // are compared, before classification is applied to the client's).
+  CompareSpec rules = spec.compare;
+  for (const auto& o : request.outputs)
+    if (o.classification > 0) rules.classifier_outputs.insert(o.name);
+  auto comparison = std::make_shared<Comparison>(stats, std::move(rules));
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(copy);
   pending->rows = *rows;

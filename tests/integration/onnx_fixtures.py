@@ -8,6 +8,7 @@ running the same module.
                 dynamic batching (preferred 8, long delay: requests merge)
   onnx_lstm     opset 13, embedding + 2-layer LSTM text classifier (INT64 token ids, dynamic batch and length)
   onnx_gru      opset 17, the same with a GRU
+  onnx_bigru    opset 17, a bidirectional 1-layer GRU (exported without `activations`: the defaults, both ways)
   onnx_encoder  opset 17, BERT-style transformer encoder (attention padding mask, GELU, LayerNormalization)
   onnx_resnet18 opset 13, the standard ResNet-18 (scripts/make_examples.py) on 64x64 images
   onnx_<name>_o13 / _o17  the same modules at the other opset (every real model at 13 and 17)
@@ -54,11 +55,13 @@ class Cnn(nn.Module):
 class TextClassifier(nn.Module):
     """Token ids -> embedding -> LSTM or GRU (2 layers, batch first) -> the last step's state -> 4 classes."""
 
-    def __init__(self, cell):
+    def __init__(self, cell, bidirectional=False):
         super().__init__()
         self.embed = nn.Embedding(50, 12)
-        self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(12, 16, num_layers=2, batch_first=True)
-        self.head = nn.Linear(16, 4)
+        layers = 1 if bidirectional else 2
+        self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(12, 16, num_layers=layers, batch_first=True,
+                                                            bidirectional=bidirectional)
+        self.head = nn.Linear(32 if bidirectional else 16, 4)
 
     def forward(self, tokens):
         out, _ = self.rnn(self.embed(tokens))
@@ -94,6 +97,11 @@ def text_modules():
     return TextClassifier("lstm").eval(), TextClassifier("gru").eval(), Encoder().eval()
 
 
+def bigru():
+    torch.manual_seed(7)
+    return TextClassifier("gru", bidirectional=True).eval()
+
+
 def modules():
     torch.manual_seed(3)
     mlp = Mlp().eval()
@@ -124,6 +132,7 @@ def exports():
             ("onnx_cnn", cnn, torch.zeros(2, 3, 16, 16), 17, "image", "logits"),
             ("onnx_lstm", lstm, tokens, 13, "tokens", "logits"),
             ("onnx_gru", gru, tokens, 17, "tokens", "logits"),
+            ("onnx_bigru", bigru(), tokens, 17, "tokens", "logits"),
             ("onnx_encoder", enc, (tokens, torch.ones(2, 7, dtype=torch.long)), 17, ["tokens", "mask"], "logits"),
             ("onnx_resnet18", resnet18(), torch.zeros(2, 3, 64, 64), 13, "image", "logits")]
 

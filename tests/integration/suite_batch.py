@@ -76,38 +76,51 @@ def mlp_inputs(n, seed):
     return ["k%d" % i for i in range(n)], rng.standard_normal((n, 8)).astype(np.float32)
 
 
+def slow_csv_job(name, n, seed):
+    """A CSV job on mlp into SQLite that takes seconds (12-row requests one at a time, each waiting out mlp's 2 ms
+    batching delay), so a signal lands inside it. Returns (keys, x, db, spec_path)."""
+    d = workdir(name)
+    keys, x = mlp_inputs(n, seed)
+    write_csv(os.path.join(d, "in.csv"), keys, x)
+    db = os.path.join(d, "out.db")
+    spec = {"model": "mlp", "source": {"type": "csv", "path": os.path.join(d, "in.csv")},
+            "sink": {"type": "sqlite", "path": db, "table": "predictions"}, "key": "id",
+            "inputs": {"x": ["f%d" % i for i in range(8)]}, "outputs": ["y"],
+            "rows_per_request": 12, "max_in_flight": 1, "commit_rows": 1000}
+    spec_path = os.path.join(d, "job.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    return keys, x, db, spec_path
+
+
+def start_batch(spec_path):
+    return subprocess.Popen([C.ARGS.inferd, "batch", "--model-repository", C.REPO, "--job", spec_path,
+                             "--progress", "none", "--intra-op-threads", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_rows(test, proc, db, rows):
+    """Waits (bounded) until the job's checkpoint counts `rows`; the job ending first fails the test."""
+    deadline = time.monotonic() + 300
+    while True:
+        cp = checkpoint(db)
+        if cp and cp[0] >= rows:
+            return
+        test.assertLess(time.monotonic(), deadline, "the job never reached row %d" % rows)
+        try:  # the poll interval; the job ending is an error
+            proc.wait(timeout=0.005)
+            test.fail("the job ended before row %d: %s" % (rows, proc.stderr.read() or ""))
+        except subprocess.TimeoutExpired:
+            pass
+
+
 class Batch(unittest.TestCase):
     def test_a_100k_row_csv_job_killed_with_sigkill_resumes_and_writes_each_key_once(self):
-        d = workdir("sigkill")
         n = 100000
-        keys, x = mlp_inputs(n, 1)
-        write_csv(os.path.join(d, "in.csv"), keys, x)
-        db = os.path.join(d, "out.db")
-        spec = {"model": "mlp", "source": {"type": "csv", "path": os.path.join(d, "in.csv")},
-                "sink": {"type": "sqlite", "path": db, "table": "predictions"}, "key": "id",
-                "inputs": {"x": ["f%d" % i for i in range(8)]}, "outputs": ["y"],
-                # 12-row requests one at a time: each waits out mlp's 2 ms batching delay, so the job takes
-                # seconds and the kill lands at a random point inside it.
-                "rows_per_request": 12, "max_in_flight": 1, "commit_rows": 1000}
-        spec_path = os.path.join(d, "job.json")
-        with open(spec_path, "w") as f:
-            json.dump(spec, f)
-        cmd = [C.ARGS.inferd, "batch", "--model-repository", C.REPO, "--job", spec_path, "--progress", "none",
-               "--intra-op-threads", "1"]
-        kill_at = random.Random().randint(5000, 60000)
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        keys, x, db, spec_path = slow_csv_job("sigkill", n, 1)
+        proc = start_batch(spec_path)
         try:
-            deadline = time.monotonic() + 300
-            while True:
-                cp = checkpoint(db)
-                if cp and cp[0] >= kill_at:
-                    break
-                self.assertLess(time.monotonic(), deadline, "the job never reached row %d" % kill_at)
-                try:  # the poll interval; the job ending is an error
-                    proc.wait(timeout=0.005)
-                    self.fail("the job ended before the kill: " + (proc.stderr.read() or ""))
-                except subprocess.TimeoutExpired:
-                    pass
+            wait_for_rows(self, proc, db, random.Random().randint(5000, 60000))  # a random point inside the job
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=60)
@@ -131,7 +144,32 @@ class Batch(unittest.TestCase):
         self.assertEqual({r[1] for r in rows}, {"mlp"})
         self.assertEqual({r[2] for r in rows}, {"1"})
         out = np.array([got[k] for k in keys], np.float32)
-        np.testing.assert_array_equal(out, ref)  # FP32 written with 9 digits reads back exactly
+        C.assert_matches_torch(out, ref)  # FP32 written with 9 digits reads back exactly; PyTorch's batch may round 1 ulp apart
+
+    def test_sigterm_stops_the_job_at_a_commit_with_exit_3_and_the_same_command_resumes(self):
+        n = 60000
+        _, _, db, spec_path = slow_csv_job("sigterm", n, 2)
+        proc = start_batch(spec_path)
+        try:
+            wait_for_rows(self, proc, db, 2000)
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout=120)
+            err = proc.stderr.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=60)
+            proc.stderr.close()
+        self.assertEqual(rc, 3, err)
+        self.assertIn("interrupted", err)
+        done, finished = checkpoint(db)
+        self.assertEqual(finished, 0)
+        resumed = batch(spec_path)
+        self.assertIn("succeeded", resumed.stderr)
+        self.assertIn("(%s resumed from the checkpoint)" % format(done, ","), resumed.stderr)
+        con = sqlite3.connect(db)
+        self.assertEqual(con.execute("SELECT count(DISTINCT id), count(*) FROM predictions").fetchone(), (n, n))
+        con.close()
 
     def test_row_errors_are_recorded_and_the_job_goes_on(self):
         d = workdir("errors")
@@ -162,7 +200,7 @@ class Batch(unittest.TestCase):
         ref = C.torch_ref("mlp", x)
         for r in rows:
             i = int(r["id"][1:])
-            np.testing.assert_array_equal(np.array(json.loads(r["y"]), np.float32), ref[i])
+            C.assert_matches_torch(np.array(json.loads(r["y"]), np.float32), ref[i])
         with open(out + ".errors.jsonl") as f:
             errors = [json.loads(line) for line in f]
         self.assertEqual([(e["row_ordinal"], e["key"]) for e in errors], [(10, "k10"), (20, "")])
@@ -193,7 +231,7 @@ class Batch(unittest.TestCase):
         self.assertEqual(sorted(int(r["customer_id"]) for r in rows), list(range(1, 300, 2)))
         ref = C.torch_ref("mlp", x)
         for r in rows:
-            np.testing.assert_array_equal(np.array(r["y"], np.float32), ref[int(r["customer_id"])])
+            C.assert_matches_torch(np.array(r["y"], np.float32), ref[int(r["customer_id"])])
 
     def test_postgres_into_postgres_equals_pytorch_and_survives_the_database_stopping(self):
         d = workdir("postgres")
@@ -246,7 +284,7 @@ class Batch(unittest.TestCase):
                 k, y = line.split("|", 1)
                 got[k] = json.loads(y)
             ref = C.torch_ref("mlp", x)
-            np.testing.assert_array_equal(np.array([got[k] for k in keys], np.float32), ref)
+            C.assert_matches_torch(np.array([got[k] for k in keys], np.float32), ref)
         finally:
             pg.close()
 
@@ -297,7 +335,7 @@ class Batch(unittest.TestCase):
             got = {lines[i][len("scores:"):]: json.loads(lines[i + 1]) for i in range(0, len(lines), 2)}
             self.assertEqual(len(got), n)
             self.assertEqual(redis.cli("HGET", "scores:k0", "model_name").strip(), "mlp")
-            np.testing.assert_array_equal(np.array([got[k] for k in keys], np.float32), C.torch_ref("mlp", x))
+            C.assert_matches_torch(np.array([got[k] for k in keys], np.float32), C.torch_ref("mlp", x))
         finally:
             redis.close()
 

@@ -203,7 +203,7 @@ class Onnx(Served):
 
     def sample(self, name, batch, rng):
         """Inputs for one of O.exports() at a batch size, as {input name: array}."""
-        if name.startswith(("onnx_lstm", "onnx_gru")):
+        if name.startswith(("onnx_lstm", "onnx_gru", "onnx_bigru")):
             return {"tokens": rng.integers(0, 50, size=(batch, 9)).astype(np.int64)}
         if name.startswith("onnx_encoder"):
             mask = np.ones((batch, 9), np.int64)
@@ -214,7 +214,7 @@ class Onnx(Served):
         return {key: rng.standard_normal((batch,) + shape).astype(np.float32)}
 
     def test_every_model_at_opsets_13_and_17_matches_pytorch_over_every_protocol(self):
-        # ResNet-18, MLP, CNN, LSTM, GRU and encoder, each exported at both opsets, at batch 1 and 8.
+        # ResNet-18, MLP, CNN, LSTM, GRU, bidirectional GRU and encoder, each exported at both opsets, at batch 1 and 8.
         for name, module, _, opset, _, _ in O.exports():
             for model in (name, O.other_opset(name, opset)):
                 # onnx_cnn batches with a 30 s delay (8 rows go at once): a lone row of it would wait out the

@@ -85,17 +85,21 @@ def chat_stream_text(events):
 class Generative(unittest.TestCase):
     def test_generate_extension_matches_the_reference(self):
         for prompt in PROMPTS[:4]:
-            status, body = SERVER.post_json("/v2/models/tiny_chat/generate",
-                                            {"text_input": prompt, "parameters": {"max_tokens": 24, "temperature": 0}})
-            self.assertEqual(status, 200, body)
+            status, hdrs, data = post("/v2/models/tiny_chat/generate",
+                                      {"text_input": prompt, "parameters": {"max_tokens": 24, "temperature": 0}})
+            self.assertEqual(status, 200, data)
+            body = json.loads(data)
             self.assertEqual(body["text_output"], expected(prompt, 24)[0], prompt)
             self.assertEqual(body["model_name"], "tiny_chat")
+            # Every inference answer names the version that served it (docs/rollout.md).
+            self.assertEqual(hdrs.get("inferd-model-version"), "1", hdrs)
 
     def test_generate_stream_parts_add_up(self):
         status, hdrs, data = post("/v2/models/tiny_chat/generate_stream",
                                   {"text_input": PROMPTS[0], "parameters": {"max_tokens": 24, "temperature": 0}})
         self.assertEqual(status, 200)
         self.assertIn("text/event-stream", hdrs["content-type"])
+        self.assertEqual(hdrs.get("inferd-model-version"), "1", hdrs)
         events = [json.loads(e) for e in sse(data)]
         self.assertGreater(len(events), 3)
         self.assertEqual("".join(e["text_output"] for e in events), expected(PROMPTS[0], 24)[0])
@@ -151,6 +155,7 @@ class Generative(unittest.TestCase):
                                                            "temperature": 0, "stream": True,
                                                            "stream_options": {"include_usage": True}})
         self.assertEqual(status, 200)
+        self.assertEqual(hdrs.get("inferd-model-version"), "1", hdrs)
         events = sse(data)
         self.assertEqual(events[-1], "[DONE]")
         first = json.loads(events[0])

@@ -95,7 +95,7 @@ class Jobs(unittest.TestCase):
             self.assertEqual(doc["model_versions"], ["1"])
             got = self.predictions(table)
             self.assertEqual(len(got), 20000)
-            np.testing.assert_array_equal(np.array([got[k] for k in keys], np.float32), ref)
+            C.assert_matches_torch(np.array([got[k] for k in keys], np.float32), ref)
         status, listing = self.server.get_json("/v2/jobs")
         self.assertEqual(status, 200)
         self.assertEqual([j["id"] for j in listing["jobs"]], ids[::-1])  # newest first
@@ -141,7 +141,7 @@ class Jobs(unittest.TestCase):
         self.assertEqual((final["rows_done"], final["rows_written"]), (n, n))
         got = self.predictions("resumed")
         self.assertEqual(len(got), n)
-        np.testing.assert_array_equal(np.array([got[k] for k in keys], np.float32), C.torch_ref("mlp", x))
+        C.assert_matches_torch(np.array([got[k] for k in keys], np.float32), C.torch_ref("mlp", x))
 
     def test_online_requests_of_another_model_run_while_a_job_runs(self):
         keys, x = mlp_inputs(100000, 14)
@@ -168,6 +168,39 @@ class Jobs(unittest.TestCase):
         print("online digits p99 while a job ran: %.2f ms over %d requests"
               % (1000 * float(np.percentile(latencies, 99)), len(latencies)), file=sys.stderr)
 
+    def test_a_job_running_at_sigterm_is_interrupted_and_resumes_at_the_next_start(self):
+        n = 60000
+        keys, x = mlp_inputs(n, 12)
+        write_csv(os.path.join(self.data, "in.csv"), keys, x)
+        self.start()
+        # 12-row requests one at a time (each waits out mlp's batching delay): the job runs for seconds.
+        status, doc = self.server.post_json("/v2/jobs", self.spec("resume", rows_per_request=12, max_in_flight=1,
+                                                                  commit_rows=1000))
+        self.assertEqual(status, 201, doc)
+        job = doc["id"]
+        deadline = time.monotonic() + 300
+        while True:
+            status, doc = self.server.get_json("/v2/jobs/" + job)
+            self.assertEqual(status, 200, doc)
+            self.assertNotIn(doc["state"], ("succeeded", "failed", "cancelled"), "ended before the stop: %s" % doc)
+            if doc["rows_done"] >= 2000:
+                break
+            self.assertLess(time.monotonic(), deadline, "the job never reached row 2000: %s" % doc)
+        self.assertEqual(self.server.stop(), 0, "".join(self.server.log[-30:]))  # SIGTERM
+        self.server = None
+        with open(os.path.join(self.state, "jobs", job + ".json")) as f:
+            record = json.load(f)
+        self.assertEqual(record["state"], "interrupted", record)
+        self.assertLess(record["rows_done"], n)
+        self.start()
+        doc = self.wait_job(job)
+        self.assertEqual(doc["state"], "succeeded", doc)
+        self.assertGreater(doc["rows_resumed"], 0, doc)
+        self.assertEqual((doc["rows_done"], doc["rows_written"], doc["row_errors"]), (n, n, 0))
+        got = self.predictions("resume")
+        self.assertEqual(len(got), n)
+        C.assert_matches_torch(np.array([got[k] for k in keys], np.float32), C.torch_ref("mlp", x))
+
     def test_bad_jobs_are_refused_with_a_clear_status_and_write_nothing(self):
         keys, x = mlp_inputs(10, 15)
         write_csv(os.path.join(self.data, "in.csv"), keys, x)
@@ -187,6 +220,8 @@ class Jobs(unittest.TestCase):
             (dict(self.spec("t"), sink={"type": "postgres", "connection": "prod", "table": "t"}), 403,
              "does not define"),
             (dict(self.spec("t"), inputs={"x": ["f0", "nope"]}), 400, "which the source does not have"),
+            # Three of mlp's eight features: the mapping cannot fill input x (judged on the first row).
+            (dict(self.spec("t"), inputs={"x": FEATURES[:3]}), 400, "give 3 elements for the source's first row"),
             (dict(self.spec("t"), model="no_such_model"), 404, "no_such_model"),
             (dict(self.spec("t"), source={"type": "sqlite", "connection": "warehouse", "query": "SELECT * FROM nope"}),
              400, "no such table"),

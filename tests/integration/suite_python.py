@@ -179,6 +179,18 @@ class PythonBackend(unittest.TestCase):
         self.assertEqual(got["b"][1][0], "error")
         self.assertIn("negative value at 1", got["b"][1][1])
         self.assertEqual(finals, {"a": 1, "b": 1})
+        # Without triton_enable_empty_final_response a request the model answers with the final flag alone gets
+        # no message on the stream (Triton's square example, input 0), and none ends the others' answers either.
+        with grpc.insecure_channel("127.0.0.1:%d" % C.SERVER.grpc_port) as ch:
+            stub = s.pb_grpc.GRPCInferenceServiceStub(ch)
+            reqs = [gc.infer_request(s.pb, "py_repeat", {"IN": np.array([], np.int32)}, id="none"),
+                    gc.infer_request(s.pb, "py_repeat", {"IN": np.array([8, 9], np.int32)}, id="two")]
+            seen = []
+            for r in stub.ModelStreamInfer(iter(reqs), timeout=60):
+                self.assertEqual(r.error_message, "")
+                out = gc.outputs_of(r.infer_response) if r.infer_response.outputs else {}
+                seen.append((r.infer_response.id, [int(v) for v in out.get("OUT", [])]))
+        self.assertEqual(seen, [("two", [8]), ("two", [9])])
         # Over unary HTTP a decoupled model may answer once; more answers need the stream.
         st, js = C.SERVER.post_json("/v2/models/py_repeat/infer", ic.v2_json_request({"IN": np.array([9], np.int32)}))
         self.assertEqual(st, 200, js)

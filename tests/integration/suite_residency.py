@@ -90,6 +90,12 @@ class Residency(unittest.TestCase):
             self.assertEqual(C.metric(text, "inferd_memory_budget_bytes"), budget)
             self.assertEqual(C.metric(text, "inferd_models_registered"), self.N)
             self.assertLess(C.metric(text, "inferd_models_loaded"), self.N)
+            # The stored states add up: every model is in exactly one, READY ones are the loaded ones.
+            by_state = {st: C.metric(text, 'inferd_models_by_state{state="%s"}' % st)
+                        for st in ("LOADING", "READY", "UNLOADING", "UNAVAILABLE", "FAILED", "EVICTED")}
+            self.assertEqual(sum(by_state.values()), self.N, by_state)
+            self.assertEqual(by_state["READY"], C.metric(text, "inferd_models_loaded"), by_state)
+            self.assertGreater(by_state["EVICTED"], 0, by_state)
             self.assertGreater(C.metric(text, "inferd_model_load_duration_seconds_count"), self.N)
             self.assertGreater(C.metric(text, "inferd_model_eviction_age_seconds_count"), 0)
 

@@ -15,7 +15,9 @@ import common as C  # noqa: E402
 import inferd_client as ic  # noqa: E402
 from common import setUpModule, tearDownModule  # noqa: E402,F401
 
-# Versions 1 and 2 answer Y = 2X in ~1 ms; 3 fails every request; 4 answers Y = 2X + 1 (wrong); 5 is slow (30 ms).
+# Versions 1 and 2 answer Y = [2X, 2X + 1, 2X + 2] in ~1 ms; 3 fails every request; 4 answers every element + 100
+# (wrong, with the same largest element: a regression the config does not call a classifier must still disagree);
+# 5 is slow (30 ms).
 ROLL = textwrap.dedent("""
     import time
 
@@ -35,7 +37,7 @@ ROLL = textwrap.dedent("""
                     out.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("version 3 is broken")))
                     continue
                 time.sleep(0.03 if self.version == 5 else 0.001)
-                y = x * 2 + (1 if self.version == 4 else 0)
+                y = np.concatenate([x * 2, x * 2 + 1, x * 2 + 2], axis=-1) + (100 if self.version == 4 else 0)
                 out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", y.astype(np.float32))]))
             return out
     """).lstrip()
@@ -51,7 +53,7 @@ def make_repo(root):
     with open(os.path.join(m, "config.pbtxt"), "w") as f:
         f.write('backend: "python"\nversion_policy { specific { versions: [ 1 ] } }\n'
                 'input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
-                'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n')
+                'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 3 ] } ]\n')
 
 
 class Load:

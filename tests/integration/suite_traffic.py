@@ -98,12 +98,15 @@ class Traffic(unittest.TestCase):
             self.assertEqual(len(seen), 1, (u, seen))
             firsts[u] = seen.pop()
         self.assertLessEqual(set(firsts.values()), {"1", "2"})
-        # TF Serving's predict (no version in the URL) is split as well.
+        # TF Serving's predict (no version in the URL) is split as well; its header names the version too.
         tf = set()
         for _ in range(300):
-            st, _, data = server.request("POST", "/v1/models/which:predict", b'{"inputs": {"X": [0.0]}}', conn=conn)
+            st, hdrs, data = server.request("POST", "/v1/models/which:predict", b'{"inputs": {"X": [0.0]}}',
+                                            conn=conn)
             self.assertEqual(st, 200, data)
-            tf.add(json.loads(data)["outputs"]["V"][0])
+            v = json.loads(data)["outputs"]["V"][0]
+            self.assertEqual(hdrs.get("inferd-model-version"), str(int(v)), hdrs)
+            tf.add(v)
         self.assertEqual(tf, {1, 2})
         # gRPC: unaddressed requests are split; the metadata key is sticky.
         import grpc

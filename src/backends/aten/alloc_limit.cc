@@ -6,7 +6,7 @@
 
 #include <mutex>
 
-#include "lifecycle/byte_size.h"
+#include "core/byte_size.h"
 
 namespace inferd::aten {
 namespace {

@@ -11,7 +11,7 @@
 #include "backends/aten/torch_convert.h"
 #include "backends/onnx/model_loader.h"
 #include "backends/onnx/tensor_proto.h"
-#include "lifecycle/byte_size.h"
+#include "core/byte_size.h"
 
 namespace inferd {
 namespace {

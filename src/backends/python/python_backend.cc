@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "backends/python/python_worker.h"
-#include "lifecycle/byte_size.h"
+#include "core/byte_size.h"
 
 namespace inferd {
 namespace {

@@ -411,6 +411,9 @@ void PythonWorker::AnswerBls(uint64_t id, Result<InferResponse> result, bool fin
       outputs.push_back(TensorDesc{t.name, t.dtype, t.shape, *at, t.byte_size});
     }
   }
+  // Sent under mu_ on purpose: the message names offsets in to_worker_ and the
+  // region's size, which the next allocation under mu_ may grow (remap); the
+  // worker must get them in that order. Send is bounded (its send timeout).
   (void)process_->Send(EncodeBlsResult(id, to_worker_.size(), st, outputs, final));  // a failure shows on the next read
 }
 

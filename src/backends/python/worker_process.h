@@ -72,6 +72,9 @@ class WorkerProcess {
   bool reaped_ = false;
   int wait_status_ = 0;
   size_t max_frame_bytes_ = 0;
+  // Serializes frames on the socket: held across send() on purpose, since a
+  // frame must go out whole before another thread's starts. A send waits at
+  // most Options::send_timeout (SO_SNDTIMEO), then the worker counts as gone.
   Mutex send_mu_;
 };
 

@@ -204,7 +204,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     (*decoded)->sticky_key = sticky_key_;
     // A model that answers in parts (decoupled) sends each part as its own
     // stream response; the final answer follows, marked final when the
-    // client asked. An empty final answer after parts is sent only then.
+    // client asked. An empty final answer -- after parts, or a decoupled
+    // model's final flag alone (no response at all for this request, as
+    // Triton's square example sends for 0) -- is sent only then.
     auto parts = std::make_shared<std::atomic<size_t>>(0);
     ResponseSink sink;
     sink.partial = [this, raw, parts](InferResponse part) {
@@ -215,7 +217,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     };
     sink.final = [this, raw, mark_final, parts, name = r.model_name, version = r.model_version,
                   id = r.id](Result<InferResponse> result) {
-      if (result.ok() && result->outputs.empty() && parts->load(std::memory_order_relaxed) > 0 && !mark_final) {
+      if (result.ok() && result->outputs.empty() &&
+          (parts->load(std::memory_order_relaxed) > 0 || result->final_flag_only) && !mark_final) {
         return Answered();
       }
       ModelStreamInferResponse resp;

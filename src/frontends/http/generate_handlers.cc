@@ -30,7 +30,8 @@ void Generate(InferenceServer* server, Request&& req, const std::string& model, 
   if (const std::string* key = req.Header("inferd-sticky-key")) (*parsed)->sticky_key = *key;
   if (!stream) {
     return server->InferAsync(std::move(*parsed), [respond = std::move(respond)](Result<InferResponse> r) {
-      respond(r.ok() ? JsonResponse(200, generate::EncodeGenerateResponse(*r)) : ErrorResponse(r.status()));
+      respond(r.ok() ? WithModelVersion(JsonResponse(200, generate::EncodeGenerateResponse(*r)), r->model_version)
+                     : ErrorResponse(r.status()));
     });
   }
   // Parts and the final answer come in order (ResponseSink's contract); the
@@ -39,7 +40,8 @@ void Generate(InferenceServer* server, Request&& req, const std::string& model, 
   ResponseSink sink;
   sink.partial = [respond, parts, cancellation = req.cancellation](InferResponse part) {
     parts->fetch_add(1, std::memory_order_relaxed);
-    respond(ServerSentEvent(generate::EncodeGenerateResponse(part), /*more=*/true));
+    respond(
+        WithModelVersion(ServerSentEvent(generate::EncodeGenerateResponse(part), /*more=*/true), part.model_version));
     return !(cancellation && cancellation->cancelled());
   };
   sink.final = [respond = std::move(respond), parts](Result<InferResponse> r) {
@@ -53,7 +55,7 @@ void Generate(InferenceServer* server, Request&& req, const std::string& model, 
       end.content_type = std::string(kEventStreamType);
       return respond(std::move(end));
     }
-    respond(ServerSentEvent(generate::EncodeGenerateResponse(*r), /*more=*/false));
+    respond(WithModelVersion(ServerSentEvent(generate::EncodeGenerateResponse(*r), /*more=*/false), r->model_version));
   };
   server->InferAsync(std::move(*parsed), std::move(sink));
 }

@@ -373,6 +373,10 @@ void HttpServer::Impl::ScheduleCancelCheck() {
 // peek finds it without taking bytes a pipelined next request may have sent.
 void HttpServer::Impl::CheckForHangUps() {
   const auto now = std::chrono::steady_clock::now();
+  // Held across the peeks on purpose: an entry's socket stays open only while
+  // the entry is listed (its session unlists it before closing), so the fd
+  // cannot be closed and reused under a peek. Each peek is MSG_DONTWAIT: it
+  // returns at once and never waits for the network.
   MutexLock g(&mu);
   for (InFlight* r = in_flight_head; r != nullptr; r = r->next) {
     if (r->gone || now - r->since < options.cancel_check) continue;

@@ -214,9 +214,8 @@ void Infer(InferenceServer* server, Request&& req, std::string model, std::strin
           resp.content_type = "application/octet-stream";
           resp.headers.emplace_back("Inference-Header-Content-Length", std::to_string(*enc.header_length));
         }
-        // Which version answered (a traffic split may have picked it): also in the body's model_version.
-        resp.headers.emplace_back("Inferd-Model-Version", r->model_version);
-        respond(std::move(resp));
+        // Which version answered: also in the body's model_version.
+        respond(WithModelVersion(std::move(resp), r->model_version));
       });
 }
 

@@ -65,9 +65,10 @@ struct Call {
     if (answered || error) return false;
     openai::Choice c = openai::ChoiceFrom(part);
     c.finish_reason.clear();
-    respond(ServerSentEvent(
-        openai::EncodeChunk(endpoint, id, created, model, index, first[index], c, logprobs, include_usage),
-        /*more=*/true));
+    respond(WithModelVersion(ServerSentEvent(openai::EncodeChunk(endpoint, id, created, model, index, first[index], c,
+                                                                 logprobs, include_usage),
+                                             /*more=*/true),
+                             part.model_version));
     first[index] = false;
     started = true;
     return !(cancellation && cancellation->cancelled());
@@ -97,11 +98,15 @@ struct Call {
       choices[index] = std::move(c);
       if (remaining > 0) return;
       answered = true;
-      return respond(JsonResponse(200, openai::EncodeResponse(endpoint, id, created, model, choices, logprobs, usage)));
+      return respond(WithModelVersion(
+          JsonResponse(200, openai::EncodeResponse(endpoint, id, created, model, choices, logprobs, usage)),
+          r->model_version));
     }
     if (!error) {
-      respond(ServerSentEvent(
-          openai::EncodeChunk(endpoint, id, created, model, index, first[index], c, logprobs, include_usage), true));
+      respond(WithModelVersion(
+          ServerSentEvent(
+              openai::EncodeChunk(endpoint, id, created, model, index, first[index], c, logprobs, include_usage), true),
+          r->model_version));
       first[index] = false;
       started = true;
     }

@@ -37,6 +37,11 @@ Response ServerSentEvent(std::string_view payload, bool more) {
   return r;
 }
 
+Response WithModelVersion(Response r, const std::string& version) {
+  if (!version.empty()) r.headers.emplace_back("Inferd-Model-Version", version);
+  return r;
+}
+
 Response JsonResponse(int status, std::string body) {
   Response r;
   r.status = status;

@@ -55,5 +55,9 @@ void Generate(InferenceServer* server, Request&& req, const std::string& model, 
 std::vector<std::string> SplitPath(const std::string& path);
 
 Response JsonResponse(int status, std::string body);
+// `r` with the `Inferd-Model-Version` header naming the version that answered
+// (a traffic split may have picked it; docs/rollout.md): every inference
+// answer carries it, on every protocol. Unchanged when `version` is empty.
+Response WithModelVersion(Response r, const std::string& version);
 
 }  // namespace inferd::http

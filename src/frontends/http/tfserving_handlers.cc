@@ -110,7 +110,8 @@ void Predict(InferenceServer* server, const Request& req, const std::string& mod
   server->InferAsync(std::move(parsed->request), [respond = std::move(respond), format](Result<InferResponse> r) {
     if (!r.ok()) return respond(ErrorResponse(r.status()));
     auto body = v1::EncodePredictResponse(*r, format);
-    respond(body.ok() ? JsonResponse(200, std::move(*body)) : ErrorResponse(body.status()));
+    respond(body.ok() ? WithModelVersion(JsonResponse(200, std::move(*body)), r->model_version)
+                      : ErrorResponse(body.status()));
   });
 }
 

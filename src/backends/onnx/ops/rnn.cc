@@ -104,7 +104,12 @@ Result<Compiled> Build(const NodeInfo& n, Cell cell) {
     names = cell == Cell::kLstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
             : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                  : std::vector<std::string>{"Tanh"};
-    if (a.dirs == 2) names.insert(names.end(), names.begin(), names.end());
+    // Both directions use the defaults. (Inserting a vector's own range into
+    // it reads through invalidated iterators: copy first.)
+    if (a.dirs == 2) {
+      const std::vector<std::string> one = names;
+      names.insert(names.end(), one.begin(), one.end());
+    }
   }
   if (names.size() != per_dir * a.dirs) return n.Error("activations: expected " + std::to_string(per_dir * a.dirs));
   const auto alphas = n.Floats("activation_alpha"), betas = n.Floats("activation_beta");

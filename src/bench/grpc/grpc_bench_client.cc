@@ -1,4 +1,4 @@
-#include "frontends/grpc/grpc_bench_client.h"
+#include "bench/grpc/grpc_bench_client.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -6,10 +6,10 @@
 
 #include "grpc_service.grpc.pb.h"
 
-namespace inferd::grpcfe {
+namespace inferd::bench {
 namespace {
 
-class GrpcSender final : public bench::Sender {
+class GrpcSender final : public Sender {
  public:
   explicit GrpcSender(const std::string& target) {
     grpc::ChannelArguments args;
@@ -20,7 +20,7 @@ class GrpcSender final : public bench::Sender {
         grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
   }
 
-  bool Send(const bench::PreparedRequest& req, std::string* error) override {
+  bool Send(const PreparedRequest& req, std::string* error) override {
     // Parsed once per prepared request: the load generator cycles a few.
     auto it = parsed_.find(&req);
     if (it == parsed_.end()) {
@@ -43,13 +43,13 @@ class GrpcSender final : public bench::Sender {
 
  private:
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
-  std::map<const bench::PreparedRequest*, inference::ModelInferRequest> parsed_;
+  std::map<const PreparedRequest*, inference::ModelInferRequest> parsed_;
 };
 
 }  // namespace
 
-bench::PreparedRequest EncodeBenchRequest(const std::string& model, const std::string& version,
-                                          const std::vector<Tensor>& inputs) {
+PreparedRequest EncodeBenchRequest(const std::string& model, const std::string& version,
+                                   const std::vector<Tensor>& inputs) {
   inference::ModelInferRequest m;
   m.set_model_name(model);
   m.set_model_version(version);
@@ -60,14 +60,14 @@ bench::PreparedRequest EncodeBenchRequest(const std::string& model, const std::s
     in->mutable_shape()->Add(t.shape.begin(), t.shape.end());
     m.add_raw_input_contents()->assign(reinterpret_cast<const char*>(t.data), t.byte_size);
   }
-  bench::PreparedRequest r;
+  PreparedRequest r;
   r.path = "/inference.GRPCInferenceService/ModelInfer";
   r.body = m.SerializeAsString();
   return r;
 }
 
-bench::SenderFactory GrpcSenderFactory(std::string target) {
+SenderFactory GrpcSenderFactory(std::string target) {
   return [target = std::move(target)] { return std::make_unique<GrpcSender>(target); };
 }
 
-}  // namespace inferd::grpcfe
+}  // namespace inferd::bench

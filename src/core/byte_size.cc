@@ -1,4 +1,4 @@
-#include "lifecycle/byte_size.h"
+#include "core/byte_size.h"
 
 #include <cctype>
 #include <charconv>

@@ -1,4 +1,4 @@
-// The gRPC side of `inferd bench --protocol grpc`, behind gRPC-free
+// The gRPC client of `inferd bench --protocol grpc`, behind gRPC-free
 // signatures (the CLI includes this header).
 #pragma once
 
@@ -11,15 +11,15 @@
 #include "core/status.h"
 #include "core/tensor.h"
 
-namespace inferd::grpcfe {
+namespace inferd::bench {
 
 // A serialized inference.ModelInferRequest carrying `inputs` as
 // raw_input_contents (what Triton's client libraries send).
-bench::PreparedRequest EncodeBenchRequest(const std::string& model, const std::string& version,
-                                          const std::vector<Tensor>& inputs);
+PreparedRequest EncodeBenchRequest(const std::string& model, const std::string& version,
+                                   const std::vector<Tensor>& inputs);
 
 // Senders calling ModelInfer at `target` ("host:port"), each over its own
 // channel and HTTP/2 connection (like one HTTP keep-alive connection each).
-bench::SenderFactory GrpcSenderFactory(std::string target);
+SenderFactory GrpcSenderFactory(std::string target);
 
-}  // namespace inferd::grpcfe
+}  // namespace inferd::bench
