@@ -46,8 +46,11 @@ all: build
 deps:
 	@scripts/setup.sh
 
+# The release build is a unity build too (CMake joins a library's sources 8 to a file; measured 2026-11-27: its
+# libraries and non-unit test binaries in 600 CPU s instead of 1,262). A missing include still fails: the clang build compiles every file alone, and the libtorch
+# backends, which clang cannot compile, are never joined (src/CMakeLists.txt).
 build: deps
-	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release $(LAUNCHER)
+	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON $(LAUNCHER)
 	$(call CCACHE_ENV,release) cmake --build build -j $(JOBS)
 
 install: build
@@ -88,8 +91,8 @@ test: deps
 # reports, and quicker to build (http_server.cc: 21% less compile time under
 # TSan, 7% under ASan, than with -g). They are unity builds (CMake joins a
 # library's sources 8 to a file, so shared headers are parsed once per 8;
-# the unit tests stay file by file): the release and clang builds
-# still compile every file on its own, so a missing include shows there.
+# the unit tests stay file by file), as is the release build: the clang build
+# still compiles every file on its own, so a missing include shows there.
 check: asan-test
 asan-build: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DINFERD_SANITIZE=ON \

@@ -1,6 +1,8 @@
 // KeyedMutex: one mutual-exclusion lock per key (a model name), created on
 // demand, so work on different keys runs in parallel while work on one key is
-// serialized. Locks are RAII handles; TryAcquire never blocks.
+// serialized. Locks are RAII handles; TryAcquire never blocks. A function
+// that must run under one key's lock takes `const KeyedMutex::Lock&` (the
+// proof that the caller acquired it) and asserts Holds().
 //
 // Thread-safety: thread-safe. A handle must not outlive its KeyedMutex.
 #pragma once
@@ -30,6 +32,12 @@ class KeyedMutex {
     }
     ~Lock() { Release(); }
     bool owns() const { return owner_ != nullptr; }
+    // The key it holds ("" when it owns nothing).
+    const std::string& key() const { return key_; }
+    // Whether it is `owner`'s lock of `key`: functions that need a key's lock
+    // take the Lock itself as proof (clang's analysis cannot name one key of
+    // many) and check this.
+    bool Holds(const KeyedMutex& owner, const std::string& key) const { return owner_ == &owner && key_ == key; }
 
    private:
     friend class KeyedMutex;

@@ -52,7 +52,7 @@ Result<LabelsInfo> ModelManager::SetLabel(const std::string& name, const std::st
   INFERD_RETURN_IF_ERROR(ValidateLabelName(label));
   if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
   auto lock = model_locks_.Acquire(name);
-  INFERD_RETURN_IF_ERROR(EnsureResidentLocked(name));
+  INFERD_RETURN_IF_ERROR(EnsureResidentLocked(lock, name));
   Aspiration want;
   bool serving = false;
   {
@@ -73,7 +73,7 @@ Result<LabelsInfo> ModelManager::SetLabel(const std::string& name, const std::st
     if (!std::binary_search(src.available_versions.begin(), src.available_versions.end(), version)) {
       return Status::NotFound("model '" + name + "' has no version " + std::to_string(version) + " in the repository");
     }
-    INFERD_RETURN_IF_ERROR(LoadWithinBudgetLocked(name, want));
+    INFERD_RETURN_IF_ERROR(LoadWithinBudgetLocked(lock, name, want));
   }
   WriterLock g(&mu_);
   Record& r = models_[name];
@@ -86,7 +86,7 @@ Result<LabelsInfo> ModelManager::SetLabel(const std::string& name, const std::st
 
 Result<LabelsInfo> ModelManager::DeleteLabel(const std::string& name, const std::string& label) {
   auto lock = model_locks_.Acquire(name);
-  INFERD_RETURN_IF_ERROR(EnsureResidentLocked(name));
+  INFERD_RETURN_IF_ERROR(EnsureResidentLocked(lock, name));
   Aspiration want;  // set when the version the label held is no longer wanted
   int64_t orphan = 0;
   {
@@ -112,7 +112,7 @@ Result<LabelsInfo> ModelManager::DeleteLabel(const std::string& name, const std:
     // again with the labels left, which retires it (in-flight requests on it
     // complete first). Nothing loads: the other versions are unchanged.
     spdlog::info("model '{}': version {} has no label, policy or traffic share left: unloading it", name, orphan);
-    if (Status st = LoadLocked(name, want); !st.ok()) {
+    if (Status st = LoadLocked(lock, name, want); !st.ok()) {
       spdlog::warn("model '{}': version {} stays loaded: {}", name, orphan, st.message());
     }
   }
@@ -138,7 +138,7 @@ bool ModelManager::StillWantedLocked(const Record& r, int64_t version) const {
 Result<RollbackResult> ModelManager::Rollback(const std::string& name) {
   if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
   auto lock = model_locks_.Acquire(name);
-  INFERD_RETURN_IF_ERROR(EnsureResidentLocked(name));
+  INFERD_RETURN_IF_ERROR(EnsureResidentLocked(lock, name));
   Aspiration want;
   int64_t from = 0;
   {
@@ -161,7 +161,7 @@ Result<RollbackResult> ModelManager::Rollback(const std::string& name) {
   want.labels->TruncateAfter(*target);
   want.retry_failed = false;
   // Loads the target if it is not serving.
-  INFERD_RETURN_IF_ERROR(LoadWithinBudgetLocked(name, want));
+  INFERD_RETURN_IF_ERROR(LoadWithinBudgetLocked(lock, name, want));
   RollbackResult result;
   result.model = name;
   result.from_version = std::to_string(from);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cassert>
 #include <filesystem>
 
 #include "lifecycle/allocator.h"
@@ -125,8 +126,8 @@ void ModelManager::Shutdown() {
 Status ModelManager::Reconcile(const std::string& name, const Aspiration& want) {
   if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
   auto lock = model_locks_.Acquire(name);
-  if (!want.serve) return UnloadLocked(name);
-  return LoadWithinBudgetLocked(name, want);
+  if (!want.serve) return UnloadLocked(lock, name);
+  return LoadWithinBudgetLocked(lock, name, want);
 }
 
 void ModelManager::RecordPlanFailureLocked(const std::string& name, const Status& st) {
@@ -143,7 +144,8 @@ void ModelManager::RecordPlanFailureLocked(const std::string& name, const Status
   r.plan_error = r.Serving() ? st.message() : "";
 }
 
-Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want) {
+Status ModelManager::LoadLocked(const KeyedMutex::Lock& held, const std::string& name, const Aspiration& want) {
+  assert(held.Holds(model_locks_, name));
   auto plan = PlanLoad(*repository_, *backends_, *options_.state, name, want.config_text, want.labels);
   if (!plan.ok()) {
     metrics_.load_failures.fetch_add(1, std::memory_order_relaxed);
@@ -301,7 +303,8 @@ Status ModelManager::LoadLocked(const std::string& name, const Aspiration& want)
   return first_error;
 }
 
-Status ModelManager::UnloadLocked(const std::string& name) {
+Status ModelManager::UnloadLocked(const KeyedMutex::Lock& held, const std::string& name) {
+  assert(held.Holds(model_locks_, name));
   Retired retired;
   {
     WriterLock g(&mu_);

@@ -253,14 +253,16 @@ class ModelManager {
       TSA_REQUIRES_SHARED(mu_);
   using Retired = std::vector<std::pair<int64_t, std::shared_ptr<ModelVersion>>>;
 
-  // Reconcile's load under the model's lock, within the memory budget when
-  // one is active (manager/residency.cc).
-  Status LoadWithinBudgetLocked(const std::string& name, const Aspiration& want) TSA_EXCLUDES(mu_, room_mu_);
-  // The load itself: plan, load new and changed versions, swap, drain the
-  // retired ones. TSA_REQUIRES the model's lock.
-  Status LoadLocked(const std::string& name, const Aspiration& want) TSA_EXCLUDES(mu_);
-  Status UnloadLocked(const std::string& name) TSA_EXCLUDES(mu_);
-  Status EnsureResidentLocked(const std::string& name) TSA_EXCLUDES(mu_);
+  // The functions below run under the model's lock (model_locks_): each
+  // takes the caller's KeyedMutex::Lock as proof and asserts it holds `name`.
+  //
+  // Reconcile's load within the memory budget when one is active (manager/residency.cc).
+  Status LoadWithinBudgetLocked(const KeyedMutex::Lock& held, const std::string& name, const Aspiration& want)
+      TSA_EXCLUDES(mu_, room_mu_);
+  // The load itself: plan, load new and changed versions, swap, drain the retired ones.
+  Status LoadLocked(const KeyedMutex::Lock& held, const std::string& name, const Aspiration& want) TSA_EXCLUDES(mu_);
+  Status UnloadLocked(const KeyedMutex::Lock& held, const std::string& name) TSA_EXCLUDES(mu_);
+  Status EnsureResidentLocked(const KeyedMutex::Lock& held, const std::string& name) TSA_EXCLUDES(mu_);
   // Rebuilds the published snapshot after a change to `r`.
   void PublishLocked(const std::string& name, Record& r) TSA_REQUIRES(mu_);
   // Records `st` on the model after a failed plan.

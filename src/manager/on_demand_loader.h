@@ -29,11 +29,15 @@ namespace inferd {
 class OnDemandLoader {
  public:
   struct Waiter {
-    std::unique_ptr<InferRequest> request;
+    std::unique_ptr<InferRequest> request;  // its model_name names the model (also for a `resident` waiter)
     InferCallback callback;
     PartialCallback partial;  // may be null
     TimePoint arrival;
     TimePoint deadline;
+    // Set for a caller that waits for the model itself, not to run a
+    // request (metadata, configs, the OpenAI routes): `done` calls it
+    // instead of dispatching `request`.
+    std::function<void(const Status&)> resident;
   };
   using LoadFn = std::function<Status(const std::string& model)>;
   using DoneFn = std::function<void(Waiter waiter, const Status& status)>;

@@ -5,6 +5,7 @@
 // never holds up another model's load.
 #include <spdlog/spdlog.h>
 
+#include <cassert>
 #include <charconv>
 #include <filesystem>
 
@@ -61,10 +62,11 @@ bool ModelManager::Index(const std::string& name) {
 Status ModelManager::EnsureResident(const std::string& name) {
   auto lock = model_locks_.Acquire(name);
   if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
-  return EnsureResidentLocked(name);
+  return EnsureResidentLocked(lock, name);
 }
 
-Status ModelManager::EnsureResidentLocked(const std::string& name) {
+Status ModelManager::EnsureResidentLocked(const KeyedMutex::Lock& held, const std::string& name) {
+  assert(held.Holds(model_locks_, name));
   if (!loader_) return Status::OK();
   {
     ReaderLock g(&mu_);
@@ -73,7 +75,7 @@ Status ModelManager::EnsureResidentLocked(const std::string& name) {
   if (!repository_->HasModel(name)) return Status::OK();  // the caller reports NOT_FOUND
   Aspiration want;
   want.retry_failed = false;
-  Status st = LoadWithinBudgetLocked(name, want);
+  Status st = LoadWithinBudgetLocked(held, name, want);
   return st.ok() ? st : st.WithPrefix("model '" + name + "' could not be loaded");
 }
 
@@ -94,8 +96,10 @@ uint64_t ModelManager::EstimateBytes(const std::string& name) const {
   return LargestVersionBytes(repository_->fs(), repository_->ModelDir(name));
 }
 
-Status ModelManager::LoadWithinBudgetLocked(const std::string& name, const Aspiration& want) {
-  if (!BudgetActive()) return LoadLocked(name, want);
+Status ModelManager::LoadWithinBudgetLocked(const KeyedMutex::Lock& held, const std::string& name,
+                                            const Aspiration& want) {
+  assert(held.Holds(model_locks_, name));
+  if (!BudgetActive()) return LoadLocked(held, name, want);
   const uint64_t incoming = EstimateBytes(name);
   std::vector<std::pair<std::string, Retired>> evicted;
   {
@@ -104,7 +108,7 @@ Status ModelManager::LoadWithinBudgetLocked(const std::string& name, const Aspir
     reserved_bytes_ += incoming;
   }
   DrainEvicted(std::move(evicted));
-  Status st = LoadLocked(name, want);
+  Status st = LoadLocked(held, name, want);
   uint64_t used = 0;
   {
     MutexLock room(&room_mu_);

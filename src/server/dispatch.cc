@@ -39,7 +39,26 @@ void InferenceServer::WaitForLoad(std::unique_ptr<InferRequest> request, Respons
                                                           std::move(sink.partial), arrival, arrival + wait});
 }
 
+void InferenceServer::WhenResident(const std::string& name, std::function<void(const Status&)> then) {
+  auto serving = FindVersion(name, "");
+  if (serving.ok() || !CanWaitForLoad(serving.status())) return then(Status::OK());
+  OnDemandLoader::Waiter w;
+  w.request = std::make_unique<InferRequest>();
+  w.request->model_name = name;
+  w.arrival = clock_->Now();
+  w.deadline = w.arrival + options_.load_wait;
+  w.resident = std::move(then);
+  manager_->LoadInBackground(name, std::move(w));
+}
+
 void InferenceServer::OnLoadDone(OnDemandLoader::Waiter w, const Status& st) {
+  if (w.resident) {
+    if (st.code() == StatusCode::kDeadlineExceeded) {
+      manager_->mutable_metrics().cold_start_timeouts.fetch_add(1, std::memory_order_relaxed);
+    }
+    const bool keep = st.ok() || st.code() == StatusCode::kDeadlineExceeded || st.code() == StatusCode::kUnavailable;
+    return w.resident(keep ? st : Status::Unavailable(st.message()));
+  }
   if (st.ok()) {
     return Dispatch(std::move(w.request), ResponseSink{std::move(w.partial), std::move(w.callback)}, w.arrival,
                     /*may_wait=*/false);

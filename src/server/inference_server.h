@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -199,6 +200,15 @@ class InferenceServer final : public RequestSubmitter {
   void Submit(std::unique_ptr<InferRequest> request, InferCallback callback) override {
     InferAsync(std::move(request), std::move(callback));
   }
+  // Calls `then` once `name` can answer: at once (with OK) when it serves,
+  // when residency is eager, or when it is not a repository model (the call
+  // that follows answers why); under on-demand residency, for a model that is
+  // not resident, after its load (bounded by load_wait, like a request's
+  // wait): OK, or why it did not load (DEADLINE_EXCEEDED, UNAVAILABLE). For
+  // front ends whose answer needs the model's metadata (metadata and config
+  // routes, TF Serving predict, generate, the OpenAI routes). `then` runs on
+  // the calling thread or a loader thread, exactly once; it must not block.
+  void WhenResident(const std::string& name, std::function<void(const Status&)> then);
   // The serving version's config; a repository model that does not serve is
   // loaded first (made resident under on-demand residency).
   Result<ModelSpec> Describe(const std::string& model, const std::string& version) override;

@@ -172,6 +172,43 @@ REPEAT = """
             sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     """
 
+# BLS into the decoupled model from `async def execute`, as Triton's bls_decoupled async example: two calls in
+# flight at once (asyncio.gather of async_exec(decoupled=True)), then each one's responses iterated; answers the
+# sums of IN and of IN + 1 and how many responses carried outputs.
+BLS_REPEAT_ASYNC = """
+    import asyncio
+
+    import numpy as np
+    import triton_python_backend_utils as pb_utils
+
+
+    class TritonPythonModel:
+        async def execute(self, requests):
+            responses = []
+            for request in requests:
+                values = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+                calls = [pb_utils.InferenceRequest(model_name="py_repeat", requested_output_names=["OUT"],
+                                                   inputs=[pb_utils.Tensor("IN", (values + k).astype(np.int32))])
+                         for k in (0, 1)]
+                streams = await asyncio.gather(*[c.async_exec(decoupled=True) for c in calls])
+                sums, count, error = [], 0, None
+                for stream in streams:
+                    total = 0
+                    for resp in stream:  # read to the end, the error response included
+                        if resp.has_error():
+                            error = error or resp.error().message()
+                        elif resp.output_tensors():
+                            total += int(pb_utils.get_output_tensor_by_name(resp, "OUT").as_numpy()[0])
+                            count += 1
+                    sums.append(total)
+                if error:
+                    responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("repeat failed: " + error)))
+                    continue
+                responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("SUMS", np.array(sums, np.int64)),
+                                                             pb_utils.Tensor("COUNT", np.array([count], np.int64))]))
+            return responses
+    """
+
 # BLS into the decoupled model: iterates over its responses and sums them.
 BLS_REPEAT = """
     import numpy as np
@@ -240,6 +277,12 @@ def make(repo):
         input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
         output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "IDX" data_type: TYPE_INT32 dims: [ 1 ] } ]
         """, REPEAT)
+    _model(repo, "py_bls_repeat_async", """
+        name: "py_bls_repeat_async"
+        backend: "python"
+        input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
+        output [ { name: "SUMS" data_type: TYPE_INT64 dims: [ 2 ] }, { name: "COUNT" data_type: TYPE_INT64 dims: [ 1 ] } ]
+        """, BLS_REPEAT_ASYNC)
     _model(repo, "py_bls_repeat", """
         name: "py_bls_repeat"
         backend: "python"

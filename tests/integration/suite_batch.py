@@ -115,12 +115,12 @@ def wait_for_rows(test, proc, db, rows):
 
 
 class Batch(unittest.TestCase):
-    def test_a_100k_row_csv_job_killed_with_sigkill_resumes_and_writes_each_key_once(self):
-        n = 100000
+    def test_a_40k_row_csv_job_killed_with_sigkill_resumes_and_writes_each_key_once(self):
+        n = 40000
         keys, x, db, spec_path = slow_csv_job("sigkill", n, 1)
         proc = start_batch(spec_path)
         try:
-            wait_for_rows(self, proc, db, random.Random().randint(5000, 60000))  # a random point inside the job
+            wait_for_rows(self, proc, db, random.Random().randint(4000, 30000))  # a random point inside the job
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=60)
@@ -147,7 +147,7 @@ class Batch(unittest.TestCase):
         C.assert_matches_torch(out, ref)  # FP32 written with 9 digits reads back exactly; PyTorch's batch may round 1 ulp apart
 
     def test_sigterm_stops_the_job_at_a_commit_with_exit_3_and_the_same_command_resumes(self):
-        n = 60000
+        n = 12000  # a few seconds at 12-row requests one at a time; the signal comes after the second commit
         _, _, db, spec_path = slow_csv_job("sigterm", n, 2)
         proc = start_batch(spec_path)
         try:

@@ -209,6 +209,16 @@ class PythonBackend(unittest.TestCase):
         self.assertEqual(st, 500, js)
         self.assertIn("repeat failed: negative value at 1", js["error"])
 
+    def test_async_bls_gathers_decoupled_calls_and_iterates_their_responses(self):
+        st, js = C.SERVER.post_json("/v2/models/py_bls_repeat_async/infer",
+                                    ic.v2_json_request({"IN": np.array([3, 4, 5], np.int32)}))
+        self.assertEqual(st, 200, js)
+        self.assertEqual({o["name"]: o["data"] for o in js["outputs"]}, {"SUMS": [12, 15], "COUNT": [6]})
+        st, js = C.SERVER.post_json("/v2/models/py_bls_repeat_async/infer",
+                                    ic.v2_json_request({"IN": np.array([2, -5], np.int32)}))
+        self.assertEqual(st, 500, js)
+        self.assertIn("repeat failed: negative value at 1", js["error"])
+
     def test_three_step_ensemble_matches_the_pipeline_run_in_python(self):
         rng = np.random.default_rng(11)
         rows = (rng.standard_normal((6, 8)) * 3).astype(np.float32)

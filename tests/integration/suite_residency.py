@@ -111,6 +111,43 @@ class Residency(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_metadata_config_and_predict_of_a_model_not_resident_wait_for_its_load(self):
+        # Like /infer, every route whose answer needs the model waits for an on-demand model's load instead of
+        # answering 503 (one model not resident per route: each call is that model's first).
+        server = ic.Server(C.ARGS.inferd, self.repo, "--model-residency", "on-demand", "--memory-budget", "64MiB",
+                           "--model-min-residency-secs", "0")
+        try:
+            names = [self.mtm.model_name("tenant_", i) for i in (1, 2, 3, 4, 5)]
+            for name in names:
+                st, index = server.post_json("/v2/repository/index", {})
+                state = {e["name"]: e["state"] for e in index}[name]
+                self.assertEqual(state, "UNAVAILABLE", (name, state))  # not resident before its first call
+            st, md = server.get_json("/v2/models/" + names[0])
+            self.assertEqual(st, 200, md)
+            self.assertEqual(md["name"], names[0])
+            self.assertEqual([t["name"] for t in md["inputs"]], ["x"])
+            st, cfg = server.get_json("/v2/models/%s/config" % names[1])
+            self.assertEqual(st, 200, cfg)
+            self.assertEqual(cfg["name"], names[1])
+            st, v1 = server.get_json("/v1/models/%s/metadata" % names[2])
+            self.assertEqual(st, 200, v1)
+            st, pred = server.post_json("/v1/models/%s:predict" % names[3], {"instances": self.x.tolist()})
+            self.assertEqual(st, 200, pred)
+            np.testing.assert_allclose(np.array(pred["predictions"], np.float32), self.expected[names[3]],
+                                       atol=C.TOL)
+            import grpc
+            s = C.stubs()
+            with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
+                stub = s.pb_grpc.GRPCInferenceServiceStub(ch)
+                self.assertEqual(stub.ModelMetadata(s.pb.ModelMetadataRequest(name=names[4]), timeout=60).name,
+                                 names[4])
+                self.assertEqual(stub.ModelConfig(s.pb.ModelConfigRequest(name=names[4]), timeout=60).config.name,
+                                 names[4])
+            st, _, _ = server.request("GET", "/v2/models/nope")
+            self.assertEqual(st, 404)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_budget_needs_on_demand_and_valid_units(self):
         for extra, why in ((["--memory-budget", "1GiB"], "needs --model-residency on-demand"),
                            (["--model-residency", "on-demand", "--memory-budget", "12XB"], "invalid byte size")):

@@ -355,14 +355,22 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
                                                           const inference::ModelMetadataRequest* req,
                                                           inference::ModelMetadataResponse* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
-  auto md = ctx_->server->GetModelMetadata(req->name(), req->version());
-  if (!md.ok()) return Done(c, md.status());
-  resp->set_name(md->name);
-  for (const auto& v : md->versions) resp->add_versions(v);
-  resp->set_platform(md->platform);
-  SetTensorMetadata(md->inputs, resp->mutable_inputs());
-  SetTensorMetadata(md->outputs, resp->mutable_outputs());
-  return Done(c, Status::OK());
+  // An on-demand model loads first, as for ModelInfer; gRPC keeps `req` and
+  // `resp` until Finish, which the continuation calls (possibly on a loader thread).
+  auto* reactor = c->DefaultReactor();
+  InferenceServer* server = ctx_->server;
+  server->WhenResident(req->name(), [server, reactor, req, resp](const Status& resident) {
+    if (!resident.ok()) return reactor->Finish(ToGrpcStatus(resident));
+    auto md = server->GetModelMetadata(req->name(), req->version());
+    if (!md.ok()) return reactor->Finish(ToGrpcStatus(md.status()));
+    resp->set_name(md->name);
+    for (const auto& v : md->versions) resp->add_versions(v);
+    resp->set_platform(md->platform);
+    SetTensorMetadata(md->inputs, resp->mutable_inputs());
+    SetTensorMetadata(md->outputs, resp->mutable_outputs());
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* c,
@@ -403,13 +411,21 @@ grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerCont
                                                         const inference::ModelConfigRequest* req,
                                                         inference::ModelConfigResponse* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
-  auto json = ctx_->server->GetModelConfigJson(req->name(), req->version());
-  if (!json.ok()) return Done(c, json.status());
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = true;
-  auto st = google::protobuf::util::JsonStringToMessage(*json, resp->mutable_config(), opts);
-  if (!st.ok()) return Done(c, Status::Internal("cannot render the model config: " + st.ToString()));
-  return Done(c, Status::OK());
+  auto* reactor = c->DefaultReactor();  // finished by the continuation, as in ModelMetadata
+  InferenceServer* server = ctx_->server;
+  server->WhenResident(req->name(), [server, reactor, req, resp](const Status& resident) {
+    if (!resident.ok()) return reactor->Finish(ToGrpcStatus(resident));
+    auto json = server->GetModelConfigJson(req->name(), req->version());
+    if (!json.ok()) return reactor->Finish(ToGrpcStatus(json.status()));
+    google::protobuf::util::JsonParseOptions opts;
+    opts.ignore_unknown_fields = true;
+    auto st = google::protobuf::util::JsonStringToMessage(*json, resp->mutable_config(), opts);
+    if (!st.ok()) {
+      return reactor->Finish(ToGrpcStatus(Status::Internal("cannot render the model config: " + st.ToString())));
+    }
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServerContext* c,

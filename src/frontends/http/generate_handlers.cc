@@ -11,10 +11,11 @@
 #include "frontends/http/router.h"
 
 namespace inferd::http {
-namespace {}  // namespace
 
-void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,
-              Responder respond) {
+namespace {
+
+void GenerateResident(InferenceServer* server, Request&& req, const std::string& model, const std::string& version,
+                      bool stream, Responder respond) {
   if (Status st = server->Admit(model, version); !st.ok()) return respond(ErrorResponse(st));
   auto md = server->GetModelMetadata(model, version);
   if (!md.ok()) return respond(ErrorResponse(md.status()));
@@ -58,6 +59,18 @@ void Generate(InferenceServer* server, Request&& req, const std::string& model, 
     respond(WithModelVersion(ServerSentEvent(generate::EncodeGenerateResponse(*r), /*more=*/false), r->model_version));
   };
   server->InferAsync(std::move(*parsed), std::move(sink));
+}
+
+}  // namespace
+
+void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,
+              Responder respond) {
+  // The request is parsed with the model's metadata: an on-demand model loads first, as for /infer.
+  server->WhenResident(model, [server, req = std::move(req), model, version, stream,
+                               respond = std::move(respond)](const Status& st) mutable {
+    if (!st.ok()) return respond(ErrorResponse(st));
+    GenerateResident(server, std::move(req), model, version, stream, std::move(respond));
+  });
 }
 
 }  // namespace inferd::http

@@ -320,9 +320,13 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
     return Generate(server, std::move(req), model, version, action == "generate_stream", std::move(respond));
   }
   if (!get) return respond(MethodNotAllowed(req, kAllowGet));
+  // Metadata and config wait for an on-demand model's load as /infer does.
   if (action.empty()) {
-    auto md = server->GetModelMetadata(model, version);
-    return respond(md.ok() ? JsonResponse(200, MetadataJson(*md)) : ErrorResponse(md.status()));
+    return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
+      if (!st.ok()) return respond(ErrorResponse(st));
+      auto md = server->GetModelMetadata(model, version);
+      respond(md.ok() ? JsonResponse(200, MetadataJson(*md)) : ErrorResponse(md.status()));
+    });
   }
   if (action == "ready") {
     auto ready = server->IsModelReady(model, version);
@@ -333,8 +337,11 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
     return respond(std::move(r));
   }
   if (action == "config") {
-    auto cfg = server->GetModelConfigJson(model, version);
-    return respond(cfg.ok() ? JsonResponse(200, *cfg) : ErrorResponse(cfg.status()));
+    return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
+      if (!st.ok()) return respond(ErrorResponse(st));
+      auto cfg = server->GetModelConfigJson(model, version);
+      respond(cfg.ok() ? JsonResponse(200, *cfg) : ErrorResponse(cfg.status()));
+    });
   }
   if (action == "stats") {
     auto stats = server->GetStatistics(model, version);

@@ -117,10 +117,8 @@ struct Call {
   }
 };
 
-void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint, Responder respond) {
-  if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
-  auto parsed = openai::ParseRequest(endpoint, req.body ? std::string_view(*req.body) : std::string_view());
-  if (!parsed.ok()) return respond(OpenAiError(parsed.status()));
+void CompleteResident(InferenceServer* server, const Request& req, openai::Endpoint endpoint,
+                      openai::ParsedRequest* parsed, Responder respond) {
   auto md = server->GetModelMetadata(parsed->model, "");
   if (!md.ok()) {
     if (md.status().code() == StatusCode::kNotFound) {
@@ -157,6 +155,20 @@ void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint,
     sink.final = [call, i](Result<InferResponse> r) { call->Final(i, std::move(r)); };
     server->InferAsync(openai::ChoiceRequest(*parsed, i), std::move(sink));
   }
+}
+
+void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint, Responder respond) {
+  if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
+  auto parsed = openai::ParseRequest(endpoint, req.body ? std::string_view(*req.body) : std::string_view());
+  if (!parsed.ok()) return respond(OpenAiError(parsed.status()));
+  // An on-demand model loads first, as for /infer (the answer needs its metadata).
+  auto p = std::make_shared<openai::ParsedRequest>(std::move(parsed).value());
+  const std::string model = p->model;
+  server->WhenResident(
+      model, [server, req = std::move(req), endpoint, p, respond = std::move(respond)](const Status& st) mutable {
+        if (!st.ok()) return respond(OpenAiError(st));
+        CompleteResident(server, req, endpoint, p.get(), std::move(respond));
+      });
 }
 
 void ListModels(InferenceServer* server, const Request& req, const Responder& respond) {

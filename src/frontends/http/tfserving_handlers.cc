@@ -148,13 +148,24 @@ void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::str
     }
     if (verb != "predict") return respond(ErrorResponse(Status::NotFound("unknown method ':" + verb + "'")));
     if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
-    return Predict(server, req, model, version, std::move(respond));
+    // Predict and metadata wait for an on-demand model's load as /infer does
+    // (the status route does not load a model).
+    return server->WhenResident(model, [server, req, model, version, respond = std::move(respond)](const Status& st) {
+      if (!st.ok()) return respond(ErrorResponse(st));
+      Predict(server, req, model, version, respond);
+    });
   }
   if (!IsGet(req)) return respond(MethodNotAllowed(req, kAllowGet));
+  if (tail == "metadata") {
+    return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
+      if (!st.ok()) return respond(ErrorResponse(st));
+      auto md = server->GetModelMetadata(model, version);
+      respond(md.ok() ? JsonResponse(200, V1MetadataJson(*md)) : ErrorResponse(md.status()));
+    });
+  }
   auto md = server->GetModelMetadata(model, version);
   if (!md.ok()) return respond(ErrorResponse(md.status()));
   if (tail.empty()) return respond(JsonResponse(200, StatusJson(*md, version)));
-  if (tail == "metadata") return respond(JsonResponse(200, V1MetadataJson(*md)));
   respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
 }
 

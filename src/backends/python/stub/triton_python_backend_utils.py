@@ -331,21 +331,26 @@ class InferenceRequest:
                 yield resp
 
     def async_exec(self, decoupled=False):
-        if decoupled:
-            raise TritonModelException("async_exec(decoupled=True) is not supported by inferd yet: "
-                                       "use exec(decoupled=True)")
+        """exec() for `async def execute`: the call is sent at once; awaiting the result gives the called model's
+        response, or with decoupled=True the iterator over its responses (as exec(decoupled=True) returns it;
+        Triton's bls_decoupled async example: `for r in await request.async_exec(decoupled=True)`). Several
+        calls may be in flight together (asyncio.gather)."""
         if _channel is None:
             raise TritonModelException("BLS needs the inferd server")
-        return _BlsFuture(_channel.bls_send(self))
+        return _BlsFuture(_channel.bls_send(self, decoupled), decoupled)
 
 
 class _BlsFuture:
-    """What async_exec returns: the request is already on its way; awaiting waits for its answer."""
+    """What async_exec returns: the request is already on its way; awaiting waits for its answer (or, for a
+    decoupled call, gives the iterator that waits for each response in turn)."""
 
-    def __init__(self, call_id):
+    def __init__(self, call_id, decoupled=False):
         self._id = call_id
+        self._decoupled = decoupled
 
     def __await__(self):
+        if self._decoupled:
+            return _channel.bls_stream(self._id)
         return _channel.bls_wait(self._id)
         yield  # noqa: unreachable: makes __await__ a generator
 
