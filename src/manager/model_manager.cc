@@ -277,7 +277,7 @@ Status ModelManager::LoadLocked(const KeyedMutex::Lock& held, const std::string&
       e.policy = selected.count(v) > 0;
     }
     if (changed) r.loaded_at = clock_->Now();
-    r.last_bytes = r.Serving() ? r.ResidentBytes() : r.last_bytes;
+    if (r.Serving()) r.last_bytes = r.ResidentBytes();
     // Labels requested by a caller (set label, rollback) apply only if their
     // versions loaded; labels read from the repository always apply.
     if (!want.labels || first_error.ok()) r.labels = std::move(plan->labels);

@@ -40,6 +40,8 @@ void InferenceServer::WaitForLoad(std::unique_ptr<InferRequest> request, Respons
 }
 
 void InferenceServer::WhenResident(const std::string& name, std::function<void(const Status&)> then) {
+  // Eager residency (the common case): nothing to wait for, and no second lookup on the request path.
+  if (!manager_->on_demand()) return then(Status::OK());
   auto serving = FindVersion(name, "");
   if (serving.ok() || !CanWaitForLoad(serving.status())) return then(Status::OK());
   OnDemandLoader::Waiter w;

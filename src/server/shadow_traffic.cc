@@ -13,7 +13,7 @@ namespace {
 // Waits for both answers, then judges them once.
 class Comparison {
  public:
-  Comparison(std::shared_ptr<ModelStats> stats, CompareSpec rules)
+  Comparison(std::shared_ptr<ModelStats> stats, std::shared_ptr<const CompareSpec> rules)
       : stats_(std::move(stats)), rules_(std::move(rules)) {}
 
   void Served(const Result<InferResponse>& r) {
@@ -35,7 +35,7 @@ class Comparison {
     if (!shadowed_->ok()) {
       stats_->RecordShadow(/*failed=*/true, false, 0);
     } else {
-      ShadowVerdict v = CompareAnswers(*served_, **shadowed_, rules_);
+      ShadowVerdict v = CompareAnswers(*served_, **shadowed_, *rules_);
       stats_->RecordShadow(false, v.agreed, v.max_abs_diff);
     }
     served_.reset();  // release the tensors
@@ -44,7 +44,7 @@ class Comparison {
   }
 
   std::shared_ptr<ModelStats> stats_;
-  const CompareSpec rules_;
+  const std::shared_ptr<const CompareSpec> rules_;
   Mutex mu_;
   bool served_done_ TSA_GUARDED_BY(mu_) = false;
   std::optional<InferResponse> served_ TSA_GUARDED_BY(mu_);
@@ -71,9 +71,17 @@ InferCallback MirrorRequest(const InferRequest& request, std::shared_ptr<ModelVe
   // Classifier outputs come from the config; outputs the client asked the
   // classification extension for are judged by top-1 too (both raw answers
   // are compared, before classification is applied to the client's).
-  CompareSpec rules = spec.compare;
-  for (const auto& o : request.outputs)
-    if (o.classification > 0) rules.classifier_outputs.insert(o.name);
+  // The config's rules, shared with the shadow version (no copy per mirrored
+  // request) unless the request adds classification outputs.
+  std::shared_ptr<const CompareSpec> rules(shadow, &spec.compare);
+  for (const auto& o : request.outputs) {
+    if (o.classification == 0) continue;
+    auto own = std::make_shared<CompareSpec>(*rules);
+    for (const auto& c : request.outputs)
+      if (c.classification > 0) own->classifier_outputs.insert(c.name);
+    rules = std::move(own);
+    break;
+  }
   auto comparison = std::make_shared<Comparison>(stats, std::move(rules));
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(copy);
