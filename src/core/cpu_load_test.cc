@@ -8,7 +8,7 @@
 namespace inferd {
 namespace {
 
-const TimePoint kT0 = TimePoint(std::chrono::seconds(100));
+const TimePoint kLoadT0 = TimePoint(std::chrono::seconds(100));
 using std::chrono::milliseconds;
 
 constexpr std::string_view kStat =
@@ -47,7 +47,7 @@ TEST(ParseProcStat, ReadsThisMachine) {
   ASSERT_TRUE(t);
   EXPECT_GT(t->total, 0u);
   EXPECT_LE(t->busy, t->total);
-  EXPECT_EQ(MakeSystemCpuLoad()->Utilization(kT0), 0);  // no window yet
+  EXPECT_EQ(MakeSystemCpuLoad()->Utilization(kLoadT0), 0);  // no window yet
 }
 
 // Ticks handed out by hand: each Read() returns the next entry.
@@ -65,11 +65,11 @@ struct ScriptedTicks {
 TEST(SampledCpuLoad, MeasuresTheBusyFractionBetweenSamples) {
   ScriptedTicks s{{{0, 0}, {90, 100}, {180, 200}}};
   SampledCpuLoad load([&] { return s.Read(); }, milliseconds(100), milliseconds(500));
-  EXPECT_EQ(load.Utilization(kT0), 0);
-  EXPECT_EQ(load.Utilization(kT0 + milliseconds(50)), 0);  // not due: no read
+  EXPECT_EQ(load.Utilization(kLoadT0), 0);
+  EXPECT_EQ(load.Utilization(kLoadT0 + milliseconds(50)), 0);  // not due: no read
   EXPECT_EQ(s.reads, 1);
-  EXPECT_NEAR(load.Utilization(kT0 + milliseconds(100)), 0.9, 1e-12);  // first window taken whole
-  EXPECT_NEAR(load.Utilization(kT0 + milliseconds(200)), 0.9, 1e-12);
+  EXPECT_NEAR(load.Utilization(kLoadT0 + milliseconds(100)), 0.9, 1e-12);  // first window taken whole
+  EXPECT_NEAR(load.Utilization(kLoadT0 + milliseconds(200)), 0.9, 1e-12);
   EXPECT_EQ(s.reads, 3);
 }
 
@@ -80,7 +80,7 @@ TEST(SampledCpuLoad, SmoothsAndFollowsAChange) {
   for (int i = 0; i < 5; ++i) s.ticks.push_back({busy += 90, total += 100});   // 0.9 busy
   for (int i = 0; i < 30; ++i) s.ticks.push_back({busy += 10, total += 100});  // then 0.1
   SampledCpuLoad load([&] { return s.Read(); }, milliseconds(100), milliseconds(500));
-  TimePoint t = kT0;
+  TimePoint t = kLoadT0;
   for (int i = 0; i <= 5; ++i, t += milliseconds(100)) load.Utilization(t);
   EXPECT_NEAR(load.Utilization(t - milliseconds(100)), 0.9, 1e-9);
   const double after_one = load.Utilization(t);  // one 0.1 window: moves part of the way
@@ -93,10 +93,10 @@ TEST(SampledCpuLoad, SmoothsAndFollowsAChange) {
 TEST(SampledCpuLoad, KeepsItsValueWhenTheSourceFailsOrGoesBackwards) {
   ScriptedTicks s{{{0, 0}, {50, 100}, {10, 20}}};  // the third read: counters went back
   SampledCpuLoad load([&] { return s.Read(); });
-  load.Utilization(kT0);
-  EXPECT_NEAR(load.Utilization(kT0 + milliseconds(100)), 0.5, 1e-12);
-  EXPECT_NEAR(load.Utilization(kT0 + milliseconds(200)), 0.5, 1e-12);  // backwards: ignored
-  EXPECT_NEAR(load.Utilization(kT0 + milliseconds(300)), 0.5, 1e-12);  // no reading: kept
+  load.Utilization(kLoadT0);
+  EXPECT_NEAR(load.Utilization(kLoadT0 + milliseconds(100)), 0.5, 1e-12);
+  EXPECT_NEAR(load.Utilization(kLoadT0 + milliseconds(200)), 0.5, 1e-12);  // backwards: ignored
+  EXPECT_NEAR(load.Utilization(kLoadT0 + milliseconds(300)), 0.5, 1e-12);  // no reading: kept
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 namespace inferd {
 namespace {
 
-ModelSpec Model() {
+ModelSpec FeatureModel() {
   ModelSpec m;
   m.name = "m";
   m.max_batch_size = 8;
@@ -25,13 +25,13 @@ std::map<std::string, std::string> Base() {
 }
 
 TEST(FeatureSpec, AbsentWithoutParametersAndReadOtherwise) {
-  auto none = ParseFeatureSpec({{"precomputed.table", "t"}}, Model());
+  auto none = ParseFeatureSpec({{"precomputed.table", "t"}}, FeatureModel());
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
   auto p = Base();
   p["features.key_prefix"] = "user:";
   p["features.defaults"] = "0,,1.5";
-  auto f = ParseFeatureSpec(p, Model());
+  auto f = ParseFeatureSpec(p, FeatureModel());
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_EQ((*f)->names, (std::vector<std::string>{"age", "visits", "spend"}));
   EXPECT_EQ((*f)->key_prefix, "user:");
@@ -40,10 +40,10 @@ TEST(FeatureSpec, AbsentWithoutParametersAndReadOtherwise) {
   EXPECT_FALSE((*f)->defaults[1].has_value());
   EXPECT_EQ((*f)->defaults[2], std::optional<double>(1.5));
   p["features.defaults"] = "-1";  // one value for all
-  f = ParseFeatureSpec(p, Model());
+  f = ParseFeatureSpec(p, FeatureModel());
   ASSERT_TRUE(f.ok());
   EXPECT_EQ((*f)->defaults, (std::vector<std::optional<double>>{-1.0, -1.0, -1.0}));
-  f = ParseFeatureSpec(Base(), Model());
+  f = ParseFeatureSpec(Base(), FeatureModel());
   ASSERT_TRUE(f.ok());
   EXPECT_EQ((*f)->defaults, (std::vector<std::optional<double>>(3)));
 }
@@ -77,7 +77,7 @@ TEST(FeatureSpec, RefusesWhatIsMissingUnknownOrMalformed) {
       {with("features.defaults", "inf"), "features.defaults"},
   };
   for (const auto& c : cases) {
-    auto f = ParseFeatureSpec(c.params, Model());
+    auto f = ParseFeatureSpec(c.params, FeatureModel());
     ASSERT_FALSE(f.ok()) << c.field;
     EXPECT_NE(f.status().message().find("'parameters." + c.field + "'"), std::string::npos) << f.status().message();
   }

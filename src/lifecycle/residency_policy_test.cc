@@ -9,36 +9,36 @@ namespace {
 
 using std::chrono::seconds;
 
-const TimePoint kT0(seconds(1000));
+const TimePoint kResidencyT0(seconds(1000));
 
 ResidentModel M(std::string name, uint64_t bytes, int used_s, int loaded_s = 0) {
   ResidentModel m;
   m.name = std::move(name);
   m.bytes = bytes;
-  m.last_used = kT0 + seconds(used_s);
-  m.loaded_at = kT0 + seconds(loaded_s);
+  m.last_used = kResidencyT0 + seconds(used_s);
+  m.loaded_at = kResidencyT0 + seconds(loaded_s);
   return m;
 }
 
 TEST(ResidencyPolicy, NothingEvictedWhileItFits) {
-  auto plan = PlanEvictions({M("a", 10, 1), M("b", 10, 2)}, 100, 20, 80, kT0 + seconds(60), seconds(1));
+  auto plan = PlanEvictions({M("a", 10, 1), M("b", 10, 2)}, 100, 20, 80, kResidencyT0 + seconds(60), seconds(1));
   EXPECT_TRUE(plan.victims.empty());
   EXPECT_TRUE(plan.fits);
   // No budget: never evicts.
-  plan = PlanEvictions({M("a", 10, 1)}, 0, 1000, 1000, kT0 + seconds(60), seconds(1));
+  plan = PlanEvictions({M("a", 10, 1)}, 0, 1000, 1000, kResidencyT0 + seconds(60), seconds(1));
   EXPECT_TRUE(plan.victims.empty());
 }
 
 TEST(ResidencyPolicy, LeastRecentlyUsedFirstUntilItFits) {
   // used 60 of 100; incoming 70 needs 30 freed: c (oldest use, 20) then a (15).
-  auto plan = PlanEvictions({M("a", 15, 5), M("b", 25, 9), M("c", 20, 1)}, 100, 60, 70, kT0 + seconds(60), seconds(1));
+  auto plan = PlanEvictions({M("a", 15, 5), M("b", 25, 9), M("c", 20, 1)}, 100, 60, 70, kResidencyT0 + seconds(60), seconds(1));
   EXPECT_EQ(plan.victims, (std::vector<std::string>{"c", "a"}));
   EXPECT_EQ(plan.freed, 35u);
   EXPECT_TRUE(plan.fits);
 }
 
 TEST(ResidencyPolicy, TiesPreferTheLargerModel) {
-  auto plan = PlanEvictions({M("small", 10, 3), M("big", 30, 3)}, 100, 40, 70, kT0 + seconds(60), seconds(1));
+  auto plan = PlanEvictions({M("small", 10, 3), M("big", 30, 3)}, 100, 40, 70, kResidencyT0 + seconds(60), seconds(1));
   EXPECT_EQ(plan.victims, (std::vector<std::string>{"big"}));
 }
 
@@ -49,7 +49,7 @@ TEST(ResidencyPolicy, PinnedBusyAndYoungModelsStay) {
   busy.busy = true;
   auto young = M("young", 50, 2, /*loaded_s=*/59);  // loaded 1 s before now; min residency 5 s
   auto old = M("old", 10, 3);
-  const TimePoint now = kT0 + seconds(60);
+  const TimePoint now = kResidencyT0 + seconds(60);
   auto plan = PlanEvictions({pinned, busy, young, old}, 100, 160, 10, now, seconds(5));
   EXPECT_EQ(plan.victims, (std::vector<std::string>{"old"}));
   EXPECT_FALSE(plan.fits);  // 160 + 10 - 10 > 100: the caller loads over budget
@@ -60,14 +60,14 @@ TEST(ResidencyPolicy, PinnedBusyAndYoungModelsStay) {
 }
 
 TEST(ResidencyPolicy, IncomingLargerThanBudgetEvictsEverythingEvictable) {
-  auto plan = PlanEvictions({M("a", 10, 1), M("b", 10, 2)}, 100, 20, 500, kT0 + seconds(60), seconds(1));
+  auto plan = PlanEvictions({M("a", 10, 1), M("b", 10, 2)}, 100, 20, 500, kResidencyT0 + seconds(60), seconds(1));
   EXPECT_EQ(plan.victims.size(), 2u);
   EXPECT_FALSE(plan.fits);
 }
 
 TEST(ResidencyPolicy, InconsistentUsedDoesNotUnderflow) {
   // Sizes summing to more than `used` (a racing measurement) must not wrap.
-  auto plan = PlanEvictions({M("a", 500, 1)}, 100, 50, 60, kT0 + seconds(60), seconds(1));
+  auto plan = PlanEvictions({M("a", 500, 1)}, 100, 50, 60, kResidencyT0 + seconds(60), seconds(1));
   EXPECT_EQ(plan.victims, (std::vector<std::string>{"a"}));
   EXPECT_TRUE(plan.fits);
 }

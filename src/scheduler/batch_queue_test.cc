@@ -10,7 +10,7 @@ namespace {
 using std::chrono::microseconds;
 using testing::Pending;
 
-const TimePoint kT0 = TimePoint(std::chrono::seconds(100));
+const TimePoint kQueueT0 = TimePoint(std::chrono::seconds(100));
 
 BatchPolicy Dynamic(int max_bs, int64_t delay_us, std::vector<int> preferred = {}) {
   BatchPolicy p;
@@ -22,7 +22,7 @@ BatchPolicy Dynamic(int max_bs, int64_t delay_us, std::vector<int> preferred = {
   return p;
 }
 
-void Push(BatchQueue& q, std::unique_ptr<PendingRequest> p, TimePoint now = kT0) { ASSERT_TRUE(q.Push(p, now).ok()); }
+void Push(BatchQueue& q, std::unique_ptr<PendingRequest> p, TimePoint now = kQueueT0) { ASSERT_TRUE(q.Push(p, now).ok()); }
 
 std::vector<int64_t> Rows(const BatchQueue::Decision& d) {
   std::vector<int64_t> r;
@@ -34,12 +34,12 @@ TEST(BatchQueue, WaitsForTheDelayThenSendsWhatIsThere) {
   BatchQueue q(Dynamic(8, 1000));
   Push(q, Pending(1));
   Push(q, Pending(1));
-  auto d = q.Next(kT0);
+  auto d = q.Next(kQueueT0);
   EXPECT_TRUE(d.batch.empty());
   ASSERT_TRUE(d.wake_at.has_value());
-  EXPECT_EQ(*d.wake_at, kT0 + microseconds(1000));
-  EXPECT_TRUE(q.Next(kT0 + microseconds(999)).batch.empty());
-  d = q.Next(kT0 + microseconds(1000));
+  EXPECT_EQ(*d.wake_at, kQueueT0 + microseconds(1000));
+  EXPECT_TRUE(q.Next(kQueueT0 + microseconds(999)).batch.empty());
+  d = q.Next(kQueueT0 + microseconds(1000));
   EXPECT_EQ(Rows(d), (std::vector<int64_t>{1, 1}));
   EXPECT_TRUE(q.empty());
 }
@@ -48,13 +48,13 @@ TEST(BatchQueue, NoDelaySendsImmediately) {
   BatchQueue q(Dynamic(8, 0));
   Push(q, Pending(1));
   Push(q, Pending(2));
-  EXPECT_EQ(Rows(q.Next(kT0)), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(Rows(q.Next(kQueueT0)), (std::vector<int64_t>{1, 2}));
 }
 
 TEST(BatchQueue, FullBatchIsSentWithoutWaiting) {
   BatchQueue q(Dynamic(4, 1000000));
   for (int i = 0; i < 5; ++i) Push(q, Pending(1));
-  EXPECT_EQ(Rows(q.Next(kT0)), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(Rows(q.Next(kQueueT0)), (std::vector<int64_t>{1, 1, 1, 1}));
   EXPECT_EQ(q.size(), 1u);
 }
 
@@ -62,36 +62,36 @@ TEST(BatchQueue, MultiRowRequestsCountTheirRows) {
   BatchQueue q(Dynamic(4, 1000000));
   Push(q, Pending(3));
   Push(q, Pending(2));  // would overflow: closes the batch
-  EXPECT_EQ(Rows(q.Next(kT0)), (std::vector<int64_t>{3}));
-  EXPECT_EQ(Rows(q.Next(kT0 + microseconds(1000000))), (std::vector<int64_t>{2}));
+  EXPECT_EQ(Rows(q.Next(kQueueT0)), (std::vector<int64_t>{3}));
+  EXPECT_EQ(Rows(q.Next(kQueueT0 + microseconds(1000000))), (std::vector<int64_t>{2}));
 }
 
 TEST(BatchQueue, ReachingTheLargestPreferredSizeSendsAtOnce) {
   BatchQueue q(Dynamic(8, 1000000, {2, 4}));
   for (int i = 0; i < 3; ++i) Push(q, Pending(1));
-  EXPECT_TRUE(q.Next(kT0).batch.empty());
+  EXPECT_TRUE(q.Next(kQueueT0).batch.empty());
   Push(q, Pending(1));
-  EXPECT_EQ(Rows(q.Next(kT0)).size(), 4u);
+  EXPECT_EQ(Rows(q.Next(kQueueT0)).size(), 4u);
 }
 
 TEST(BatchQueue, PreferredSizeWinsEvenWhenAFullBatchIsQueued) {
   BatchQueue q(Dynamic(8, 1000, {2}));
   for (int i = 0; i < 10; ++i) Push(q, Pending(1));
-  EXPECT_EQ(Rows(q.Next(kT0)).size(), 2u);  // not 8: Triton sends preferred sizes when it can
+  EXPECT_EQ(Rows(q.Next(kQueueT0)).size(), 2u);  // not 8: Triton sends preferred sizes when it can
   EXPECT_EQ(q.size(), 8u);
   BatchQueue no_delay(Dynamic(8, 0, {4}));
   for (int i = 0; i < 5; ++i) Push(no_delay, Pending(1));
-  EXPECT_EQ(Rows(no_delay.Next(kT0)).size(), 4u);
+  EXPECT_EQ(Rows(no_delay.Next(kQueueT0)).size(), 4u);
   BatchQueue no_fit(Dynamic(8, 0, {4}));
   Push(no_fit, Pending(3));
   Push(no_fit, Pending(2));  // prefix sums 3, 5: no preferred size reachable -> everything
-  EXPECT_EQ(Rows(no_fit.Next(kT0)), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(Rows(no_fit.Next(kQueueT0)), (std::vector<int64_t>{3, 2}));
 }
 
 TEST(BatchQueue, OnDelayExpirySendsTheLargestPreferredPrefix) {
   BatchQueue q(Dynamic(8, 1000, {2, 4}));
   for (int i = 0; i < 3; ++i) Push(q, Pending(1));
-  auto d = q.Next(kT0 + microseconds(1000));
+  auto d = q.Next(kQueueT0 + microseconds(1000));
   EXPECT_EQ(Rows(d).size(), 2u);  // 3 rows: the largest preferred prefix is 2
   EXPECT_EQ(q.size(), 1u);
 }
@@ -101,10 +101,10 @@ TEST(BatchQueue, IncompatibleShapesAreNotBatchedTogether) {
   Push(q, Pending(1, /*width=*/2));
   Push(q, Pending(1, /*width=*/3));
   Push(q, Pending(1, /*width=*/2));
-  auto d = q.Next(kT0);  // the batch cannot grow past the width-3 request: sent now
+  auto d = q.Next(kQueueT0);  // the batch cannot grow past the width-3 request: sent now
   ASSERT_EQ(d.batch.size(), 1u);
   EXPECT_EQ(d.batch[0]->request->inputs[0].shape[1], 2);
-  d = q.Next(kT0);
+  d = q.Next(kQueueT0);
   ASSERT_EQ(d.batch.size(), 1u);
   EXPECT_EQ(d.batch[0]->request->inputs[0].shape[1], 3);
 }
@@ -116,7 +116,7 @@ TEST(BatchQueue, QueueFullIsUnavailableAndKeepsOwnership) {
   Push(q, Pending(1));
   Push(q, Pending(1));
   auto third = Pending(1);
-  Status st = q.Push(third, kT0);
+  Status st = q.Push(third, kQueueT0);
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
   EXPECT_NE(third, nullptr);
   EXPECT_EQ(q.size(), 2u);
@@ -127,10 +127,10 @@ TEST(BatchQueue, TimedOutRequestsAreRejected) {
   p.queue.default_timeout_us = 100;
   BatchQueue q(p);
   Push(q, Pending(1));
-  auto d = q.Next(kT0 + microseconds(50));
+  auto d = q.Next(kQueueT0 + microseconds(50));
   EXPECT_TRUE(d.expired.empty());
-  EXPECT_EQ(*d.wake_at, kT0 + microseconds(100));  // woken for the deadline, not the delay
-  d = q.Next(kT0 + microseconds(100));
+  EXPECT_EQ(*d.wake_at, kQueueT0 + microseconds(100));  // woken for the deadline, not the delay
+  d = q.Next(kQueueT0 + microseconds(100));
   EXPECT_EQ(d.expired.size(), 1u);
   EXPECT_TRUE(q.empty());
 }
@@ -142,15 +142,15 @@ TEST(BatchQueue, RequestTimeoutOverridesOnlyDownwardsWhenAllowed) {
   BatchQueue q(p);
   Push(q, Pending(1, 2, 0, /*timeout_us=*/10));
   Push(q, Pending(1, 2, 0, /*timeout_us=*/5000));  // cannot extend past the default
-  auto d = q.Next(kT0 + microseconds(10));
+  auto d = q.Next(kQueueT0 + microseconds(10));
   EXPECT_EQ(d.expired.size(), 1u);
-  d = q.Next(kT0 + microseconds(1000));
+  d = q.Next(kQueueT0 + microseconds(1000));
   EXPECT_EQ(d.expired.size(), 1u);
 
   p.queue.allow_timeout_override = false;
   BatchQueue strict(p);
   Push(strict, Pending(1, 2, 0, /*timeout_us=*/10));
-  EXPECT_TRUE(strict.Next(kT0 + microseconds(10)).expired.empty());
+  EXPECT_TRUE(strict.Next(kQueueT0 + microseconds(10)).expired.empty());
 }
 
 TEST(BatchQueue, DelayActionKeepsTimedOutRequestsBehindOthers) {
@@ -162,11 +162,11 @@ TEST(BatchQueue, DelayActionKeepsTimedOutRequestsBehindOthers) {
   p.queue.delay_on_timeout = true;
   BatchQueue q(p);
   Push(q, Pending(1));
-  Push(q, Pending(2), kT0 + microseconds(90));
-  auto d = q.Next(kT0 + microseconds(100));  // first one timed out: delayed, not failed
+  Push(q, Pending(2), kQueueT0 + microseconds(90));
+  auto d = q.Next(kQueueT0 + microseconds(100));  // first one timed out: delayed, not failed
   EXPECT_TRUE(d.expired.empty());
   EXPECT_EQ(Rows(d), (std::vector<int64_t>{2}));
-  EXPECT_EQ(Rows(q.Next(kT0 + microseconds(100))), (std::vector<int64_t>{1}));
+  EXPECT_EQ(Rows(q.Next(kQueueT0 + microseconds(100))), (std::vector<int64_t>{1}));
 }
 
 // A pending request of `rows` rows covered by `flag`.
@@ -185,13 +185,13 @@ TEST(BatchQueue, CancelledRequestsLeaveAtTheNextDecisionAndNeverRun) {
   Push(q, Cancellable(3, gone));  // one flag may cover many requests (a stream)
   Push(q, Pending(1));            // not cancellable
   gone->Cancel();
-  auto d = q.Next(kT0);
+  auto d = q.Next(kQueueT0);
   ASSERT_EQ(d.cancelled.size(), 2u);
   EXPECT_EQ(d.cancelled[0]->rows, 1);
   EXPECT_EQ(d.cancelled[1]->rows, 3);
   EXPECT_EQ(Rows(d), (std::vector<int64_t>{2, 1}));  // the cancelled rows do not take batch room
   EXPECT_TRUE(q.empty());
-  EXPECT_TRUE(q.Next(kT0).cancelled.empty());  // reported once
+  EXPECT_TRUE(q.Next(kQueueT0).cancelled.empty());  // reported once
 }
 
 TEST(BatchQueue, CancelledRequestsAreAlsoTakenFromTheDelayedQueue) {
@@ -201,9 +201,9 @@ TEST(BatchQueue, CancelledRequestsAreAlsoTakenFromTheDelayedQueue) {
   BatchQueue q(p);
   auto flag = std::make_shared<Cancellation>();
   Push(q, Cancellable(1, flag));
-  EXPECT_TRUE(q.Next(kT0 + microseconds(100)).batch.empty());  // timed out: moved behind, still queued
+  EXPECT_TRUE(q.Next(kQueueT0 + microseconds(100)).batch.empty());  // timed out: moved behind, still queued
   flag->Cancel();
-  auto d = q.Next(kT0 + microseconds(100));
+  auto d = q.Next(kQueueT0 + microseconds(100));
   EXPECT_EQ(d.cancelled.size(), 1u);
   EXPECT_TRUE(d.batch.empty());
   EXPECT_TRUE(q.empty());
@@ -217,11 +217,11 @@ TEST(BatchQueue, ADecisionOnlyLooksForCancelledRequestsWithinReachOfTheNextBatch
   Push(q, Cancellable(1, flag));  // beyond the 2 rows a batch can take
   Push(q, Pending(1));
   flag->Cancel();
-  auto d = q.Next(kT0);
+  auto d = q.Next(kQueueT0);
   EXPECT_TRUE(d.cancelled.empty());
   EXPECT_EQ(Rows(d), (std::vector<int64_t>{1, 1}));
   EXPECT_EQ(q.size(), 2u);
-  d = q.Next(kT0);  // now within reach: answered, and the batch takes the request behind it
+  d = q.Next(kQueueT0);  // now within reach: answered, and the batch takes the request behind it
   ASSERT_EQ(d.cancelled.size(), 1u);
   EXPECT_EQ(Rows(d), (std::vector<int64_t>{1}));
   EXPECT_TRUE(q.empty());
@@ -235,9 +235,9 @@ TEST(BatchQueue, ACancelledRequestBehindTimedOutOnesNeverRuns) {
   Push(q, Pending(1));
   auto flag = std::make_shared<Cancellation>();
   auto late = Cancellable(1, flag);
-  ASSERT_TRUE(q.Push(late, kT0 + microseconds(50)).ok());  // times out 50 us after the two ahead
+  ASSERT_TRUE(q.Push(late, kQueueT0 + microseconds(50)).ok());  // times out 50 us after the two ahead
   flag->Cancel();
-  auto d = q.Next(kT0 + microseconds(100));  // the two ahead time out: the cancelled one moves to the front
+  auto d = q.Next(kQueueT0 + microseconds(100));  // the two ahead time out: the cancelled one moves to the front
   EXPECT_EQ(d.expired.size(), 2u);
   EXPECT_EQ(d.cancelled.size(), 1u);
   EXPECT_TRUE(d.batch.empty());
@@ -252,22 +252,22 @@ TEST(BatchQueue, AFullQueueMakesRoomByDroppingCancelledRequests) {
   Push(q, Pending(2));
   Push(q, Cancellable(1, flag));
   auto third = Pending(2);
-  EXPECT_EQ(q.Push(third, kT0).code(), StatusCode::kUnavailable);  // full, nothing cancelled
+  EXPECT_EQ(q.Push(third, kQueueT0).code(), StatusCode::kUnavailable);  // full, nothing cancelled
   flag->Cancel();
   // Having found nothing, a full queue does not look again before the next decision.
-  EXPECT_EQ(q.Push(third, kT0).code(), StatusCode::kUnavailable);
-  auto d = q.Next(kT0);
+  EXPECT_EQ(q.Push(third, kQueueT0).code(), StatusCode::kUnavailable);
+  auto d = q.Next(kQueueT0);
   EXPECT_EQ(Rows(d), (std::vector<int64_t>{2}));
   EXPECT_TRUE(d.cancelled.empty());  // beyond the batch's reach
   Push(q, std::move(third));
   auto fourth = Pending(1);
-  ASSERT_TRUE(q.Push(fourth, kT0).ok());  // full again: the cancelled one made room
+  ASSERT_TRUE(q.Push(fourth, kQueueT0).ok());  // full again: the cancelled one made room
   EXPECT_EQ(q.size(), 2u);
   EXPECT_FALSE(q.empty());
-  d = q.Next(kT0, /*flush=*/true);
+  d = q.Next(kQueueT0, /*flush=*/true);
   EXPECT_EQ(d.cancelled.size(), 1u);  // the dropped request is still answered, once
   EXPECT_EQ(Rows(d), (std::vector<int64_t>{2}));
-  d = q.Next(kT0);
+  d = q.Next(kQueueT0);
   EXPECT_TRUE(d.cancelled.empty());
   EXPECT_EQ(Rows(d), (std::vector<int64_t>{1}));
   EXPECT_TRUE(q.empty());
@@ -281,12 +281,12 @@ TEST(BatchQueue, HigherPriorityGoesFirst) {
   Push(q, Pending(1, 2, /*priority=*/0));  // default level 2
   Push(q, Pending(1, 2, /*priority=*/2));
   Push(q, Pending(1, 2, /*priority=*/1));
-  auto d = q.Next(kT0);
+  auto d = q.Next(kQueueT0);
   ASSERT_EQ(d.batch.size(), 2u);
   EXPECT_EQ(d.batch[0]->level, 0u);  // the priority-1 request, though it came last
   EXPECT_EQ(d.batch[1]->level, 1u);
   auto bad = Pending(1, 2, /*priority=*/3);
-  EXPECT_EQ(q.Push(bad, kT0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(q.Push(bad, kQueueT0).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(BatchQueue, BackgroundRequestsWaitBehindEveryPriorityLevel) {
@@ -299,11 +299,11 @@ TEST(BatchQueue, BackgroundRequestsWaitBehindEveryPriorityLevel) {
   Push(q, std::move(job));
   Push(q, Pending(1, 2, /*priority=*/2));
   Push(q, Pending(1, 2, /*priority=*/0));
-  auto d = q.Next(kT0);
+  auto d = q.Next(kQueueT0);
   ASSERT_EQ(d.batch.size(), 2u);
   EXPECT_FALSE(d.batch[0]->request->background);
   EXPECT_FALSE(d.batch[1]->request->background);
-  d = q.Next(kT0);
+  d = q.Next(kQueueT0);
   ASSERT_EQ(d.batch.size(), 1u);
   EXPECT_TRUE(d.batch[0]->request->background);
   EXPECT_EQ(d.batch[0]->level, 2u);  // below the two configured levels
@@ -315,8 +315,8 @@ TEST(BatchQueue, BackgroundRequestsWithoutPriorityLevelsComeLast) {
   job->request->background = true;
   Push(q, std::move(job));
   Push(q, Pending(1));
-  EXPECT_FALSE(q.Next(kT0).batch.at(0)->request->background);
-  EXPECT_TRUE(q.Next(kT0).batch.at(0)->request->background);
+  EXPECT_FALSE(q.Next(kQueueT0).batch.at(0)->request->background);
+  EXPECT_TRUE(q.Next(kQueueT0).batch.at(0)->request->background);
 }
 
 TEST(BatchQueue, WithoutDynamicBatchingEachRequestRunsAlone) {
@@ -326,14 +326,14 @@ TEST(BatchQueue, WithoutDynamicBatchingEachRequestRunsAlone) {
   BatchQueue q(p);
   Push(q, Pending(2));
   Push(q, Pending(3));
-  EXPECT_EQ(Rows(q.Next(kT0)), (std::vector<int64_t>{2}));
-  EXPECT_EQ(Rows(q.Next(kT0)), (std::vector<int64_t>{3}));
+  EXPECT_EQ(Rows(q.Next(kQueueT0)), (std::vector<int64_t>{2}));
+  EXPECT_EQ(Rows(q.Next(kQueueT0)), (std::vector<int64_t>{3}));
 }
 
 TEST(BatchQueue, FlushSendsWithoutWaiting) {
   BatchQueue q(Dynamic(8, 1000000));
   Push(q, Pending(1));
-  EXPECT_EQ(q.Next(kT0, /*flush=*/true).batch.size(), 1u);
+  EXPECT_EQ(q.Next(kQueueT0, /*flush=*/true).batch.size(), 1u);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ using testing::F32;
 using testing::Pending;
 using testing::ToFloats;
 
-const TimePoint kT0 = TimePoint(std::chrono::seconds(100));
+const TimePoint kPadT0 = TimePoint(std::chrono::seconds(100));
 
 // Model "m": x [-1] padded with -1, mask [-1] (FP32), y [-1, 2] cut back, s [1] not.
 ModelSpec Spec(std::vector<int64_t> buckets) {
@@ -78,9 +78,9 @@ TEST(PaddedBatching, DifferentLengthsBatchTogetherWithoutBuckets) {
   BatchQueue q(BatchPolicy::FromSpec(spec, 100));
   for (int64_t len : {5, 40, 7}) {
     auto p = Request(spec, len, 0);
-    ASSERT_TRUE(q.Push(p, kT0).ok());
+    ASSERT_TRUE(q.Push(p, kPadT0).ok());
   }
-  auto d = q.Next(kT0 + microseconds(1000));
+  auto d = q.Next(kPadT0 + microseconds(1000));
   EXPECT_EQ(Lengths(d), (std::vector<int64_t>{5, 40, 7}));
   EXPECT_EQ(d.padded_length, 40);
 }
@@ -90,19 +90,19 @@ TEST(PaddedBatching, BucketsGroupSimilarLengthsAndLeaveTheRestInPlace) {
   BatchQueue q(BatchPolicy::FromSpec(spec, 100));
   for (int64_t len : {5, 40, 7, 33, 10, 200, 300, 200}) {
     auto p = Request(spec, len, 0);
-    ASSERT_TRUE(q.Push(p, kT0).ok());
+    ASSERT_TRUE(q.Push(p, kPadT0).ok());
   }
-  EXPECT_TRUE(q.Next(kT0).batch.empty());  // the head's bucket waits for the delay
-  auto d = q.Next(kT0 + microseconds(1000));
+  EXPECT_TRUE(q.Next(kPadT0).batch.empty());  // the head's bucket waits for the delay
+  auto d = q.Next(kPadT0 + microseconds(1000));
   EXPECT_EQ(Lengths(d), (std::vector<int64_t>{5, 7, 10}));
   EXPECT_EQ(d.padded_length, 16);
-  d = q.Next(kT0 + microseconds(1000));
+  d = q.Next(kPadT0 + microseconds(1000));
   EXPECT_EQ(Lengths(d), (std::vector<int64_t>{40, 33}));
   EXPECT_EQ(d.padded_length, 64);
-  d = q.Next(kT0 + microseconds(1000));
+  d = q.Next(kPadT0 + microseconds(1000));
   EXPECT_EQ(Lengths(d), (std::vector<int64_t>{200, 200}));  // beyond the buckets: only equal lengths
   EXPECT_EQ(d.padded_length, 200);
-  d = q.Next(kT0 + microseconds(1000));
+  d = q.Next(kPadT0 + microseconds(1000));
   EXPECT_EQ(Lengths(d), (std::vector<int64_t>{300}));  // never pads the others up to 300
   EXPECT_TRUE(q.empty());
 }
@@ -111,36 +111,36 @@ TEST(PaddedBatching, AFullBucketGoesWhileTheHeadsBucketWaits) {
   const ModelSpec spec = Spec({16, 64});
   BatchQueue q(BatchPolicy::FromSpec(spec, 100));
   auto head = Request(spec, 3, 0);
-  ASSERT_TRUE(q.Push(head, kT0).ok());
+  ASSERT_TRUE(q.Push(head, kPadT0).ok());
   for (int i = 0; i < 8; ++i) {
     auto p = Request(spec, 50, 0);
-    ASSERT_TRUE(q.Push(p, kT0).ok());
+    ASSERT_TRUE(q.Push(p, kPadT0).ok());
   }
-  auto d = q.Next(kT0);
+  auto d = q.Next(kPadT0);
   EXPECT_EQ(d.batch.size(), 8u);
   EXPECT_EQ(d.padded_length, 64);
-  d = q.Next(kT0);
+  d = q.Next(kPadT0);
   EXPECT_TRUE(d.batch.empty());  // the head still waits for its delay
-  EXPECT_EQ(Lengths(q.Next(kT0 + microseconds(1000))), (std::vector<int64_t>{3}));
+  EXPECT_EQ(Lengths(q.Next(kPadT0 + microseconds(1000))), (std::vector<int64_t>{3}));
 }
 
 TEST(PaddedBatching, ACancelledRequestDeepInTheQueueIsNotGathered) {
   const ModelSpec spec = Spec({16, 64});
   BatchQueue q(BatchPolicy::FromSpec(spec, 100));
   auto head = Request(spec, 3, 0);
-  ASSERT_TRUE(q.Push(head, kT0).ok());
+  ASSERT_TRUE(q.Push(head, kPadT0).ok());
   for (int i = 0; i < 7; ++i) {  // another bucket, not full: more than a batch's reach of live rows
     auto p = Request(spec, 50, 0);
-    ASSERT_TRUE(q.Push(p, kT0).ok());
+    ASSERT_TRUE(q.Push(p, kPadT0).ok());
   }
   auto flag = std::make_shared<Cancellation>();
   auto gone = Request(spec, 4, 0);
   gone->request->cancellation = flag;
-  ASSERT_TRUE(q.Push(gone, kT0).ok());
+  ASSERT_TRUE(q.Push(gone, kPadT0).ok());
   auto kept = Request(spec, 5, 0);
-  ASSERT_TRUE(q.Push(kept, kT0).ok());
+  ASSERT_TRUE(q.Push(kept, kPadT0).ok());
   flag->Cancel();
-  auto d = q.Next(kT0 + microseconds(1000));
+  auto d = q.Next(kPadT0 + microseconds(1000));
   EXPECT_EQ(Lengths(d), (std::vector<int64_t>{3, 5}));
 }
 

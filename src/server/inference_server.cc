@@ -11,6 +11,7 @@
 #include "repository/model_config.h"
 #include "server/hybrid_serving.h"
 #include "server/output_rules.h"
+#include "server/pipeline/stages.h"
 
 namespace inferd {
 
@@ -92,6 +93,25 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   jo.state_dir = options_.control_state_dir.empty() ? "" : options_.control_state_dir + "/jobs";
   jo.max_running = options_.max_running_jobs;
   jobs_ = std::make_unique<jobs::JobManager>(std::move(jo), options_.jobs_config, this, clock_);
+  AdminService::Parts ap;
+  ap.manager = manager_.get();
+  ap.source = source_.get();
+  ap.rollouts = rollouts_.get();
+  ap.jobs = jobs_.get();
+  ap.executor = &admin_;
+  ap.control_mode = options_.control_mode;
+  ap.started = &started_;
+  ap.stopping = &stopping_;
+  admin_service_ = std::make_unique<AdminService>(ap);
+  PipelineParts parts;
+  parts.clock = clock_;
+  parts.shutting_down = &shutting_down_;
+  parts.features = features_.get();
+  parts.hybrid = hybrid_.get();
+  parts.cache = cache_.get();
+  parts.shadow_max_in_flight = options_.shadow_max_in_flight;
+  parts.rerouter = MakeRerouter();
+  pipeline_ = BuildRequestPipeline(std::move(parts));
 }
 
 InferenceServer::~InferenceServer() { Shutdown(); }
@@ -267,50 +287,9 @@ Result<std::vector<ModelStatsSnapshot>> InferenceServer::GetStatistics(const std
   return out;
 }
 
-Result<std::vector<RepositoryIndexEntry>> InferenceServer::RepositoryIndex(bool ready_only) const {
-  return manager_->RepositoryIndex(ready_only);
-}
 
-ModelListing InferenceServer::ListModels() const {
-  ModelListing listing = manager_->ListModels();
-  if (!rollouts_) return listing;
-  const std::map<std::string, RolloutState> all = rollouts_->controller().All();
-  if (all.empty()) return listing;
-  for (auto& m : listing.models) {
-    auto it = all.find(m.name);
-    if (it == all.end()) continue;
-    const RolloutState& s = it->second;
-    ModelListing::Model::Rollout r;
-    r.phase = std::string(RolloutPhaseName(s.phase));
-    r.version = s.spec.version;
-    r.canary_percent = s.canary_percent();
-    if (s.phase == RolloutPhase::kRunning) {
-      r.step = s.step + 1;
-      r.steps = s.spec.steps.size();
-    }
-    r.reason = s.reason;
-    m.rollout = std::move(r);
-  }
-  return listing;
-}
 
-Status InferenceServer::RequireExplicitControl() const {
-  if (options_.control_mode == ModelControlMode::kExplicit) return Status::OK();
-  return Status::FailedPrecondition(std::string("model load / unload is not allowed with --model-control-mode=") +
-                                    (options_.control_mode == ModelControlMode::kPoll ? "poll" : "none") +
-                                    " (it needs explicit)");
-}
 
-Status InferenceServer::LoadModel(const std::string& name, const std::optional<std::string>& config_json) {
-  if (stopping_.load()) return Status::Unavailable("the server is shutting down");
-  if (started_.load()) INFERD_RETURN_IF_ERROR(RequireExplicitControl());
-  Aspiration want;
-  if (config_json) {
-    INFERD_ASSIGN_OR_RETURN(std::string t, ModelConfigJsonToText(*config_json));
-    want.config_text = std::move(t);
-  }
-  return manager_->Reconcile(name, want);
-}
 
 Result<ModelSpec> InferenceServer::Describe(const std::string& name, const std::string& version) {
   auto mv = FindVersion(name, version);
@@ -328,45 +307,15 @@ Result<ModelSpec> InferenceServer::Describe(const std::string& name, const std::
   return (*mv)->spec();
 }
 
-Status InferenceServer::UnloadModel(const std::string& name) {
-  INFERD_RETURN_IF_ERROR(RequireExplicitControl());
-  Aspiration want;
-  want.serve = false;
-  return manager_->Reconcile(name, want);
-}
 
-void InferenceServer::PollRepository() {
-  if (!stopping_.load()) source_->Poll();
-}
 
-Result<LabelsInfo> InferenceServer::GetLabels(const std::string& name) const { return manager_->GetLabels(name); }
 
-Result<TrafficInfo> InferenceServer::GetTraffic(const std::string& name) const { return manager_->GetTraffic(name); }
 
-Result<TrafficInfo> InferenceServer::SetTraffic(const std::string& name, std::string_view json) {
-  INFERD_ASSIGN_OR_RETURN(TrafficPolicy policy, ParseTrafficPolicyJson(json));
-  return manager_->SetTraffic(name, std::move(policy));
-}
 
-Result<TrafficInfo> InferenceServer::ClearTraffic(const std::string& name) { return manager_->ClearTraffic(name); }
 
-Result<std::string> InferenceServer::StartRollout(const std::string& name, std::string_view json) {
-  INFERD_ASSIGN_OR_RETURN(RolloutRequest request, ParseRolloutRequestJson(json));
-  INFERD_ASSIGN_OR_RETURN(RolloutState state, rollouts_->controller().Start(name, std::move(request)));
-  return RolloutStateToJson(name, state);
-}
 
-Result<std::string> InferenceServer::GetRollout(const std::string& name) const {
-  INFERD_ASSIGN_OR_RETURN(RolloutState state, rollouts_->controller().Get(name));
-  return RolloutStateToJson(name, state);
-}
 
-Result<std::string> InferenceServer::AbortRollout(const std::string& name) {
-  INFERD_ASSIGN_OR_RETURN(RolloutState state, rollouts_->controller().Abort(name, "aborted through the API"));
-  return RolloutStateToJson(name, state);
-}
 
-RolloutController::Counts InferenceServer::RolloutCounts() const { return rollouts_->controller().counts(); }
 
 ResponseCacheStats InferenceServer::CacheStats() const { return cache_ ? cache_->Stats() : ResponseCacheStats{}; }
 
@@ -375,29 +324,8 @@ Result<std::string> InferenceServer::ResolveLabel(const std::string& name, const
   return std::to_string(v);
 }
 
-Result<LabelsInfo> InferenceServer::SetLabel(const std::string& name, const std::string& label,
-                                             const std::string& version) {
-  INFERD_RETURN_IF_ERROR(ValidateLabelName(label));
-  INFERD_ASSIGN_OR_RETURN(VersionRef ref, VersionRef::Parse(version));
-  if (ref.kind != VersionRef::Kind::kNumber) {
-    return Status::InvalidArgument("invalid model version '': versions are positive integers");
-  }
-  return manager_->SetLabel(name, label, ref.number);
-}
 
-Result<LabelsInfo> InferenceServer::DeleteLabel(const std::string& name, const std::string& label) {
-  return manager_->DeleteLabel(name, label);
-}
 
-Result<RollbackResult> InferenceServer::Rollback(const std::string& name) { return manager_->Rollback(name); }
 
 }  // namespace inferd
 
-namespace inferd {
-
-Result<std::string> InferenceServer::SubmitJob(std::string_view spec_json) { return jobs_->Submit(spec_json); }
-Result<std::string> InferenceServer::GetJob(const std::string& id) const { return jobs_->Get(id); }
-std::string InferenceServer::ListJobs() const { return jobs_->List(); }
-Result<std::string> InferenceServer::CancelJob(const std::string& id) { return jobs_->Cancel(id); }
-
-}  // namespace inferd

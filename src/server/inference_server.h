@@ -38,6 +38,7 @@
 #include "repository/repository.h"
 #include "routing/routing_policy.h"
 #include "server/admin_executor.h"
+#include "server/admin_service.h"
 #include "server/authorizer.h"
 #include "server/response_cache.h"
 #include "server/rollout_service.h"
@@ -112,6 +113,8 @@ class JobManager;
 class JobStores;
 }  // namespace jobs
 class HybridServing;
+class RequestPipeline;
+struct Rerouter;
 namespace features {
 class FeatureFetcher;
 }
@@ -140,46 +143,11 @@ class InferenceServer final : public RequestSubmitter {
   // `name` empty = all loaded models.
   Result<std::vector<ModelStatsSnapshot>> GetStatistics(const std::string& name, const std::string& version) const;
 
-  Result<std::vector<RepositoryIndexEntry>> RepositoryIndex(bool ready_only) const;
-  // `config_json`: optional ModelConfig JSON replacing config.pbtxt.
-  // Loads or reloads a model as a set of immutable version snapshots: the
-  // versions its version_policy selects plus those its labels point at.
-  // Unchanged versions (same config and files) keep serving untouched; new or
-  // changed ones load and warm up before they take requests; a version that
-  // fails never replaces a serving one (its error shows in the index).
-  Status LoadModel(const std::string& name, const std::optional<std::string>& config_json = {});
-  Status UnloadModel(const std::string& name);
-  // kPoll: one rescan: new and changed models (re)load, removed ones unload.
-  void PollRepository();
-
-  // Version labels. A label names a version of the model's repository; the
-  // version is loaded when a label points at it. `stable`, when set, is the
-  // default version for unversioned requests (else the newest version the
-  // policy selects). Changes persist in <model>/version_labels.json.
-  Result<LabelsInfo> GetLabels(const std::string& name) const;
-  Result<LabelsInfo> SetLabel(const std::string& name, const std::string& label, const std::string& version);
-  Result<LabelsInfo> DeleteLabel(const std::string& name, const std::string& label);
   // The version string a label points at (NOT_FOUND for an unknown label).
   Result<std::string> ResolveLabel(const std::string& name, const std::string& label) const;
-  // Makes the previous default version the default again (sets `stable`),
-  // loading it if needed. FAILED_PRECONDITION when there is none.
-  Result<RollbackResult> Rollback(const std::string& name);
-  // Traffic policies (canary / A/B / shadow; manager/traffic.cc).
-  Result<TrafficInfo> GetTraffic(const std::string& name) const;
-  // `json`: the API form (lifecycle/traffic_policy.h); malformed -> INVALID_ARGUMENT, nothing changes.
-  Result<TrafficInfo> SetTraffic(const std::string& name, std::string_view json);
-  Result<TrafficInfo> ClearTraffic(const std::string& name);
-  // Progressive rollouts (server/rollout_controller.h). `json`: the API form.
-  Result<std::string> StartRollout(const std::string& name, std::string_view json);
-  Result<std::string> GetRollout(const std::string& name) const;
-  Result<std::string> AbortRollout(const std::string& name);
-  RolloutController::Counts RolloutCounts() const;
-  // Batch prediction jobs (jobs/job_manager.h): documents as JSON.
-  // SubmitJob validates (it may load the model): call it off I/O threads.
-  Result<std::string> SubmitJob(std::string_view spec_json);
-  Result<std::string> GetJob(const std::string& id) const;
-  std::string ListJobs() const;
-  Result<std::string> CancelJob(const std::string& id);
+  // Management: model control, labels, traffic, rollouts, jobs (server/admin_service.h).
+  AdminService& admin() { return *admin_service_; }
+  const AdminService& admin() const { return *admin_service_; }
   // The response cache's counters (zeros without one).
   ResponseCacheStats CacheStats() const;
 
@@ -213,12 +181,6 @@ class InferenceServer final : public RequestSubmitter {
   // loaded first (made resident under on-demand residency).
   Result<ModelSpec> Describe(const std::string& model, const std::string& version) override;
 
-  // Runs a management job (load, unload, labels, rollback: calls that block
-  // for a model load) on the admin thread shared by every front end, never on
-  // the caller's I/O thread. `cancelled` is true when the server is stopping:
-  // the job then only answers its caller.
-  void RunAdmin(AdminExecutor::Job job) { admin_.Post(std::move(job)); }
-
   // Whether a call with this `Authorization` value ("Bearer <token>", or ""
   // when absent) may use a management route (`management`) or another one.
   Status Authorize(std::string_view authorization, bool management) const {
@@ -233,9 +195,6 @@ class InferenceServer final : public RequestSubmitter {
   // Prometheus exposition of all model and server metrics.
   void WriteMetrics(PrometheusWriter& w) const;
 
-  // Every model the server knows, with versions, labels and memory, for
-  // `inferd models` (GET /v2/repository/models).
-  ModelListing ListModels() const;
 
   const ServerOptions& options() const { return options_; }
 
@@ -250,37 +209,16 @@ class InferenceServer final : public RequestSubmitter {
   // also starts its load (the caller answers "retry").
   Result<std::shared_ptr<ModelVersion>> FindVersionOrPrefetch(const std::string& name,
                                                               const std::string& version) const;
-  // InferAsync's body (server/dispatch.cc). `may_wait`: a request for a
-  // model that is not resident waits for its load (on-demand), once.
+  // InferAsync's body (server/dispatch.cc): resolves the request into a
+  // pinned version and runs the request pipeline (server/pipeline/).
+  // `may_wait`: a request for a model that is not resident waits for its
+  // load (on-demand), once.
   void Dispatch(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival, bool may_wait);
-  // A routed, validated request on its way to its version's scheduler.
-  struct Forwarded {
-    std::shared_ptr<ModelVersion> version;
-    std::shared_ptr<ModelVersion> shadow;  // null: not mirrored
-    std::unique_ptr<InferRequest> request;
-    ResponseSink sink;
-    int64_t rows = 0;
-    TimePoint arrival;
-    bool may_wait = false;
-    bool asked_default = false;  // the caller left the version to the server
-  };
-  // Dispatch's second half: output rules and classification, the shadow,
-  // the enqueue (once more on the version that serves now if the routed one
-  // retired meanwhile).
-  void Forward(Forwarded f);
-  // A request with a precomputed key: answered from the prediction store,
-  // or forwarded (server/hybrid_dispatch.cc).
-  void DispatchHybrid(std::string key, Forwarded f);
-  // A request of a model with features.* that carries the entity key and
-  // not the feature input: taken (true) to wait for Redis, then dispatched
-  // again with the input (server/feature_dispatch.cc). False: go on as usual.
-  bool FetchFeatures(const ModelVersion& version, std::unique_ptr<InferRequest>& request, ResponseSink& sink,
-                     TimePoint arrival, bool may_wait);
+  // What the pipeline's enqueue stage asks when the pinned version retired meanwhile.
+  Rerouter MakeRerouter();
   bool CanWaitForLoad(const Status& lookup) const;
   void WaitForLoad(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival);
   void OnLoadDone(OnDemandLoader::Waiter waiter, const Status& status);
-  // FAILED_PRECONDITION unless model control is explicit.
-  Status RequireExplicitControl() const;
 
   const ServerOptions options_;
   Clock* clock_;
@@ -292,6 +230,7 @@ class InferenceServer final : public RequestSubmitter {
   std::unique_ptr<RepositorySource> source_;
   AdminExecutor admin_;
   std::unique_ptr<RolloutService> rollouts_;
+  std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<ResponseCache> cache_;  // null without --cache-config
   std::unique_ptr<jobs::JobManager> jobs_;
   // Hybrid serving (precomputed.*): null without sqlite/postgres connections in the jobs config.
@@ -300,6 +239,9 @@ class InferenceServer final : public RequestSubmitter {
   // Online feature lookup (features.*): null without redis connections in the jobs config.
   std::unique_ptr<features::FeatureFetcher> features_;
   const Authorizer authorizer_;
+  // The request path's stages (server/pipeline/pipeline_order.cc); declared
+  // after the parts its stages point at, so it is destroyed before them.
+  std::unique_ptr<RequestPipeline> pipeline_;
 
   std::atomic<bool> live_{true};
   std::atomic<bool> started_{false};

@@ -81,7 +81,7 @@ TEST_F(InferenceServerTest, ServesGoodModelsAndReportsBrokenOnes) {
   ASSERT_TRUE(md.ok());
   EXPECT_EQ(md->versions, (std::vector<std::string>{"2"}));  // latest 1 by default
   EXPECT_EQ(md->inputs[0].shape, (Shape{-1, 2}));
-  auto index = server_->RepositoryIndex(false);
+  auto index = server_->admin().RepositoryIndex(false);
   ASSERT_TRUE(index.ok());
   bool saw_broken = false;
   for (const auto& e : *index) {
@@ -144,24 +144,24 @@ TEST_F(InferenceServerTest, InfersAndValidates) {
 TEST_F(InferenceServerTest, ExplicitModeLoadsAndUnloadsOnRequest) {
   Start(ModelControlMode::kExplicit, {});
   EXPECT_EQ(server_->GetModelMetadata("echo", "").status().code(), StatusCode::kUnavailable);
-  ASSERT_TRUE(server_->LoadModel("echo").ok());
+  ASSERT_TRUE(server_->admin().LoadModel("echo").ok());
   EXPECT_TRUE(Infer(Req("echo", F32("x", {1, 2}, {1}))).ok());
-  ASSERT_TRUE(server_->UnloadModel("echo").ok());
+  ASSERT_TRUE(server_->admin().UnloadModel("echo").ok());
   EXPECT_EQ(Infer(Req("echo", F32("x", {1, 2}, {1}))).status().code(), StatusCode::kUnavailable);
   // A load with a JSON config override.
   ASSERT_TRUE(server_
-                  ->LoadModel("echo", std::string(R"({"backend":"identity","max_batch_size":0,
+                  ->admin().LoadModel("echo", std::string(R"({"backend":"identity","max_batch_size":0,
       "input":[{"name":"x","data_type":"TYPE_FP32","dims":[3]}],"output":[{"name":"y","data_type":"TYPE_FP32","dims":[3]}]})"))
                   .ok());
   EXPECT_TRUE(Infer(Req("echo", F32("x", {3}, {1}))).ok());
-  EXPECT_FALSE(server_->LoadModel("broken").ok());
-  EXPECT_EQ(server_->UnloadModel("ghost").code(), StatusCode::kNotFound);
+  EXPECT_FALSE(server_->admin().LoadModel("broken").ok());
+  EXPECT_EQ(server_->admin().UnloadModel("ghost").code(), StatusCode::kNotFound);
 }
 
 TEST_F(InferenceServerTest, NoneModeRefusesLoadCalls) {
   Start();
-  EXPECT_EQ(server_->LoadModel("echo").code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(server_->UnloadModel("echo").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(server_->admin().LoadModel("echo").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(server_->admin().UnloadModel("echo").code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(InferenceServerTest, MetricsExposeTritonNamesAndHistograms) {
@@ -233,6 +233,50 @@ TEST_F(InferenceServerTest, AdmitRefusesBeforeDecodingWhenTheQueueIsFull) {
     ASSERT_EQ(a.wait_for(std::chrono::seconds(20)), std::future_status::ready);
     EXPECT_TRUE(a.get().ok());
   }
+}
+
+// Under a traffic split the version that serves is known only once the request is routed: Admit (before the
+// request is read) leaves it to the pipeline's admission stage, which checks the version the request is pinned to.
+TEST_F(InferenceServerTest, AdmissionUnderATrafficSplitChecksTheVersionThatServes) {
+  testing::Gate gate;
+  gate.Close();
+  ASSERT_TRUE(backends_.Register(std::make_unique<testing::GatedBackend>(&gate)).ok());
+  Write("held/config.pbtxt", R"(backend: "gated" max_batch_size: 1 version_policy: { all { } }
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] } ] output [ { name: "y" data_type: TYPE_FP32 dims: [ 2 ] } ]
+    dynamic_batching { default_queue_policy { max_queue_size: 1 } })");
+  fs::create_directories(root_ / "held/1");
+  fs::create_directories(root_ / "held/2");
+  Start();
+  ASSERT_TRUE(server_->admin().SetTraffic("held", R"({"split": {"1": 100}})").ok());
+  std::vector<std::future<Result<InferResponse>>> answers;
+  auto send = [&](std::string version) {
+    auto p = std::make_shared<std::promise<Result<InferResponse>>>();
+    answers.push_back(p->get_future());
+    server_->InferAsync(Req("held", F32("x", {1, 2}, {1}), std::move(version)),
+                        [p](Result<InferResponse> r) { p->set_value(std::move(r)); });
+  };
+  // Version 2, the default version, runs one request (held), queues one and refuses the next: its queue is full.
+  send("2");
+  ASSERT_TRUE(gate.AwaitExecutionsStarted(1));
+  send("2");
+  send("2");
+  ASSERT_EQ(answers.back().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_EQ(answers.back().get().status().code(), StatusCode::kUnavailable);
+  answers.pop_back();
+  EXPECT_EQ(server_->Admit("held", "2").code(), StatusCode::kUnavailable);
+  // A request that names no version goes to version 1 (the split): admitted, and served there.
+  EXPECT_TRUE(server_->Admit("held", "").ok());
+  send("");
+  gate.Open();
+  for (size_t i = 0; i < answers.size(); ++i) {
+    ASSERT_EQ(answers[i].wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    Result<InferResponse> r = answers[i].get();
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->model_version, i + 1 == answers.size() ? "1" : "2");
+  }
+  auto stats = server_->GetStatistics("held", "1");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ((*stats)[0].fail.count, 0u);  // nothing counted against the version that had room
 }
 
 TEST_F(InferenceServerTest, ShutdownRejectsNewRequests) {

@@ -284,7 +284,7 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   w.Family("inferd_rollouts_total", "counter",
            "Progressive rollouts by outcome (started, promoted, rolled_back, aborted)");
   {
-    const RolloutController::Counts rc = RolloutCounts();
+    const RolloutController::Counts rc = rollouts_->controller().counts();
     for (const auto& [outcome, n] : {std::pair<const char*, uint64_t>{"started", rc.started},
                                      {"promoted", rc.promoted},
                                      {"rolled_back", rc.rolled_back},

@@ -9,7 +9,7 @@
 namespace inferd {
 namespace {
 
-Tensor Floats(std::string name, Shape shape, const std::vector<float>& v) {
+Tensor RuleFloats(std::string name, Shape shape, const std::vector<float>& v) {
   return Tensor::Copy(std::move(name), DataType::kFp32, std::move(shape), std::as_bytes(std::span<const float>(v)));
 }
 
@@ -61,7 +61,7 @@ TEST(OutputRules, ParsesTheStepsAndRejectsWhatDoesNotFit) {
 
 TEST(OutputRules, SoftmaxArgmaxThresholdLabelAndMapPerRow) {
   // Row 0 is sure of dog, row 1 is not sure of anything.
-  Tensor logits = Floats("logits", {2, 3}, {0.0f, 5.0f, 0.0f, 1.0f, 1.2f, 0.9f});
+  Tensor logits = RuleFloats("logits", {2, 3}, {0.0f, 5.0f, 0.0f, 1.0f, 1.2f, 0.9f});
   auto probs = ApplyRule(Rule("logits | softmax"), logits, true, &kLabels);
   ASSERT_TRUE(probs.ok());
   EXPECT_EQ(probs->shape, (Shape{2, 3}));
@@ -91,7 +91,7 @@ TEST(OutputRules, SoftmaxArgmaxThresholdLabelAndMapPerRow) {
   EXPECT_NEAR(score->as<float>()[0], e5 / z0, 1e-6);
 
   auto unbatched =
-      ApplyRule(Rule("logits | argmax | label"), Floats("logits", {3}, {0.1f, 0.2f, 0.7f}), false, &kLabels);
+      ApplyRule(Rule("logits | argmax | label"), RuleFloats("logits", {3}, {0.1f, 0.2f, 0.7f}), false, &kLabels);
   ASSERT_TRUE(unbatched.ok());
   EXPECT_EQ(unbatched->shape, (Shape{1}));
   EXPECT_EQ(Strings(*unbatched), (std::vector<std::string>{"bird"}));
@@ -126,7 +126,7 @@ TEST(OutputRules, ThePlanAsksTheModelForWhatTheRulesReadAndDropsItAfter) {
   EXPECT_EQ(only_label.outputs[0].name, "logits");  // the model is asked for what the rule reads
   EXPECT_EQ(plan.drop, (std::vector<std::string>{"logits"}));
   InferResponse r;
-  r.outputs = {Floats("logits", {1, 3}, {0.0f, 0.0f, 3.0f})};
+  r.outputs = {RuleFloats("logits", {1, 3}, {0.0f, 0.0f, 3.0f})};
   ASSERT_TRUE(ApplyRules(plan, &r).ok());
   ASSERT_EQ(r.outputs.size(), 1u);
   EXPECT_EQ(r.outputs[0].name, "label");
@@ -137,7 +137,7 @@ TEST(OutputRules, ThePlanAsksTheModelForWhatTheRulesReadAndDropsItAfter) {
   EXPECT_TRUE(everything.outputs.empty());
   EXPECT_TRUE(all.drop.empty());
   InferResponse both;
-  both.outputs = {Floats("logits", {1, 3}, {2.0f, 0.0f, 0.0f})};
+  both.outputs = {RuleFloats("logits", {1, 3}, {2.0f, 0.0f, 0.0f})};
   ASSERT_TRUE(ApplyRules(all, &both).ok());
   ASSERT_EQ(both.outputs.size(), 2u);
   EXPECT_EQ(Strings(both.outputs[1]), (std::vector<std::string>{"cat"}));

@@ -237,7 +237,7 @@ class Batch(unittest.TestCase):
         d = workdir("postgres")
         pg = pg_server.PgServer()
         try:
-            n = 100000
+            n = 30000
             keys, x = mlp_inputs(n, 5)
             write_csv(os.path.join(d, "customers.csv"), keys, x)
             pg.psql("CREATE TABLE customers (id TEXT PRIMARY KEY, " + ", ".join("f%d REAL" % i for i in range(8)) + ")")
@@ -256,7 +256,7 @@ class Batch(unittest.TestCase):
             cmd = [C.ARGS.inferd, "batch", "--model-repository", C.REPO, "--job", spec_path, "--progress", "none",
                    "--intra-op-threads", "1", "--jobs-config", config]
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            stop_at = random.Random().randint(3000, 40000)
+            stop_at = random.Random().randint(3000, 20000)
             deadline = time.monotonic() + 300
 
             def done():

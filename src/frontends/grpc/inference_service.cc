@@ -465,7 +465,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServer
                                                             const inference::RepositoryIndexRequest* req,
                                                             inference::RepositoryIndexResponse* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Done(c, st);
-  auto index = ctx_->server->RepositoryIndex(req->ready());
+  auto index = ctx_->server->admin().RepositoryIndex(req->ready());
   if (!index.ok()) return Done(c, index.status());
   for (const auto& e : *index) {
     auto* m = resp->add_models();
@@ -484,8 +484,8 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackSe
   auto config = LoadConfigParameter(req->parameters());
   if (!config.ok()) return Done(c, config.status());
   auto* reactor = c->DefaultReactor();
-  ctx_->server->RunAdmin([reactor, server = ctx_->server, name = req->model_name(), config = *config](bool cancelled) {
-    const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->LoadModel(name, config);
+  ctx_->server->admin().Run([reactor, server = ctx_->server, name = req->model_name(), config = *config](bool cancelled) {
+    const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->admin().LoadModel(name, config);
     reactor->Finish(ToGrpcStatus(st));
   });
   return reactor;
@@ -496,8 +496,8 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(grpc::Callback
                                                                   inference::RepositoryModelUnloadResponse*) {
   if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Done(c, st);
   auto* reactor = c->DefaultReactor();
-  ctx_->server->RunAdmin([reactor, server = ctx_->server, name = req->model_name()](bool cancelled) {
-    const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->UnloadModel(name);
+  ctx_->server->admin().Run([reactor, server = ctx_->server, name = req->model_name()](bool cancelled) {
+    const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->admin().UnloadModel(name);
     reactor->Finish(ToGrpcStatus(st));
   });
   return reactor;

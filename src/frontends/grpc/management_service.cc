@@ -32,7 +32,7 @@ template <typename Call>
 grpc::ServerUnaryReactor* OnAdmin(ServiceContext* ctx, grpc::CallbackServerContext* c,
                                   ManagementService::JsonAnswer* resp, Call call) {
   auto* reactor = c->DefaultReactor();
-  ctx->server->RunAdmin([reactor, resp, call = std::move(call)](bool cancelled) {
+  ctx->server->admin().Run([reactor, resp, call = std::move(call)](bool cancelled) {
     Result<std::string> json =
         cancelled ? Result<std::string>(Status::Unavailable("the server is shutting down")) : call();
     if (!json.ok()) return reactor->Finish(ToGrpcStatus(json.status()));
@@ -47,14 +47,14 @@ grpc::ServerUnaryReactor* OnAdmin(ServiceContext* ctx, grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ManagementService::GetTraffic(grpc::CallbackServerContext* c, const ModelRequest* req,
                                                         JsonAnswer* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
-  return Answer(c, TrafficJson(ctx_->server->GetTraffic(req->model_name())), resp);
+  return Answer(c, TrafficJson(ctx_->server->admin().GetTraffic(req->model_name())), resp);
 }
 
 grpc::ServerUnaryReactor* ManagementService::SetTraffic(grpc::CallbackServerContext* c, const JsonRequest* req,
                                                         JsonAnswer* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
   return OnAdmin(ctx_, c, resp, [server = ctx_->server, model = req->model_name(), json = req->json()] {
-    return TrafficJson(server->SetTraffic(model, json));
+    return TrafficJson(server->admin().SetTraffic(model, json));
   });
 }
 
@@ -62,7 +62,7 @@ grpc::ServerUnaryReactor* ManagementService::ClearTraffic(grpc::CallbackServerCo
                                                           JsonAnswer* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
   return OnAdmin(ctx_, c, resp, [server = ctx_->server, model = req->model_name()] {
-    return TrafficJson(server->ClearTraffic(model));
+    return TrafficJson(server->admin().ClearTraffic(model));
   });
 }
 
@@ -70,21 +70,21 @@ grpc::ServerUnaryReactor* ManagementService::StartRollout(grpc::CallbackServerCo
                                                           JsonAnswer* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
   return OnAdmin(ctx_, c, resp, [server = ctx_->server, model = req->model_name(), json = req->json()] {
-    return server->StartRollout(model, json);
+    return server->admin().StartRollout(model, json);
   });
 }
 
 grpc::ServerUnaryReactor* ManagementService::GetRollout(grpc::CallbackServerContext* c, const ModelRequest* req,
                                                         JsonAnswer* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
-  return Answer(c, ctx_->server->GetRollout(req->model_name()), resp);
+  return Answer(c, ctx_->server->admin().GetRollout(req->model_name()), resp);
 }
 
 grpc::ServerUnaryReactor* ManagementService::AbortRollout(grpc::CallbackServerContext* c, const ModelRequest* req,
                                                           JsonAnswer* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
   return OnAdmin(ctx_, c, resp,
-                 [server = ctx_->server, model = req->model_name()] { return server->AbortRollout(model); });
+                 [server = ctx_->server, model = req->model_name()] { return server->admin().AbortRollout(model); });
 }
 
 }  // namespace inferd::grpcfe

@@ -15,13 +15,13 @@ bool HandleV2Jobs(InferenceServer* server, const Request& req, const std::vector
   };
   if (parts.size() == 2) {
     if (IsGet(req)) {
-      respond(JsonResponse(200, server->ListJobs()));
+      respond(JsonResponse(200, server->admin().ListJobs()));
     } else if (req.method == "POST") {
       std::string body = req.body ? std::string(*req.body) : std::string();
       // Validation reads the source and may load the model: the admin thread.
-      server->RunAdmin([server, body = std::move(body), respond, answer](bool cancelled) {
+      server->admin().Run([server, body = std::move(body), respond, answer](bool cancelled) {
         if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
-        respond(answer(201, server->SubmitJob(body)));
+        respond(answer(201, server->admin().SubmitJob(body)));
       });
     } else {
       respond(MethodNotAllowed(req, "GET, HEAD, POST"));
@@ -30,9 +30,9 @@ bool HandleV2Jobs(InferenceServer* server, const Request& req, const std::vector
   }
   const std::string& id = parts[2];
   if (IsGet(req)) {
-    respond(answer(200, server->GetJob(id)));
+    respond(answer(200, server->admin().GetJob(id)));
   } else if (req.method == "DELETE") {
-    respond(answer(200, server->CancelJob(id)));
+    respond(answer(200, server->admin().CancelJob(id)));
   } else {
     respond(MethodNotAllowed(req, "GET, HEAD, DELETE"));
   }

@@ -247,7 +247,7 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
     if (n == 3 && parts[2] == "index") {
       auto ready = ReadyOnlyFlag(req);
       if (!ready.ok()) return respond(ErrorResponse(ready.status()));
-      auto index = server->RepositoryIndex(*ready);
+      auto index = server->admin().RepositoryIndex(*ready);
       if (!index.ok()) return respond(ErrorResponse(index.status()));
       std::string b = "[";
       for (size_t i = 0; i < index->size(); ++i) {
@@ -276,11 +276,11 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
         config = std::move(*cfg);
       }
       // Loads block: they run on the server's admin thread, not on this one.
-      server->RunAdmin([server, load = parts[4] == "load", name = parts[3], config = std::move(config),
+      server->admin().Run([server, load = parts[4] == "load", name = parts[3], config = std::move(config),
                         respond = std::move(respond)](bool cancelled) {
         const Status st = cancelled ? Status::Unavailable("the server is shutting down")
-                          : load    ? server->LoadModel(name, config)
-                                    : server->UnloadModel(name);
+                          : load    ? server->admin().LoadModel(name, config)
+                                    : server->admin().UnloadModel(name);
         respond(st.ok() ? JsonResponse(200, "{}") : ErrorResponse(st));
       });
       return;

@@ -150,7 +150,7 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
   const size_t n = parts.size();
   if (n < 3 || parts[1] != "repository" || parts[2] != "models") return false;
   if (n == 3) {
-    respond(IsGet(req) ? ListingResponse(server->ListModels()) : MethodNotAllowed(req, kAllowGet));
+    respond(IsGet(req) ? ListingResponse(server->admin().ListModels()) : MethodNotAllowed(req, kAllowGet));
     return true;
   }
   if (n < 5) return false;
@@ -162,16 +162,16 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
   if (n == 5 && parts[4] == "rollback") {
     if (req.method != "POST") return not_allowed(kAllowPost);
     // May load a version: runs on the server's admin thread.
-    server->RunAdmin([server, model, respond](bool cancelled) {
+    server->admin().Run([server, model, respond](bool cancelled) {
       if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
-      respond(RollbackResponse(server->Rollback(model)));
+      respond(RollbackResponse(server->admin().Rollback(model)));
     });
     return true;
   }
   if (parts[4] != "labels" || n > 6) return false;
   if (n == 5) {
     if (!IsGet(req)) return not_allowed(kAllowGet);
-    respond(LabelsResponse(server->GetLabels(model)));
+    respond(LabelsResponse(server->admin().GetLabels(model)));
     return true;
   }
   const std::string& label = parts[5];
@@ -186,9 +186,9 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
       version = std::move(*v);
     }
     // Setting a label may load a version: runs on the server's admin thread.
-    server->RunAdmin([server, model, label, version = std::move(version), respond](bool cancelled) {
+    server->admin().Run([server, model, label, version = std::move(version), respond](bool cancelled) {
       if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
-      respond(LabelsResponse(version ? server->SetLabel(model, label, *version) : server->DeleteLabel(model, label)));
+      respond(LabelsResponse(version ? server->admin().SetLabel(model, label, *version) : server->admin().DeleteLabel(model, label)));
     });
     return true;
   }

@@ -173,7 +173,7 @@ void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint,
 
 void ListModels(InferenceServer* server, const Request& req, const Responder& respond) {
   if (!IsGet(req)) return respond(MethodNotAllowed(req, kAllowGet));
-  auto index = server->RepositoryIndex(/*ready_only=*/true);
+  auto index = server->admin().RepositoryIndex(/*ready_only=*/true);
   if (!index.ok()) return respond(OpenAiError(index.status()));
   std::vector<std::string> names;
   for (const auto& e : *index) {

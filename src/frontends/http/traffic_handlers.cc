@@ -25,19 +25,19 @@ Response RolloutResponse(const Result<std::string>& state) {
 }
 
 void HandleRollout(InferenceServer* server, const Request& req, const std::string& model, const Responder& respond) {
-  if (IsGet(req)) return respond(RolloutResponse(server->GetRollout(model)));
+  if (IsGet(req)) return respond(RolloutResponse(server->admin().GetRollout(model)));
   if (req.method == "POST" || req.method == "PUT") {
     std::string body = req.body ? std::string(*req.body) : std::string();
     // Starting loads the version: the server's admin thread.
-    return server->RunAdmin([server, model, body = std::move(body), respond](bool cancelled) {
+    return server->admin().Run([server, model, body = std::move(body), respond](bool cancelled) {
       if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
-      respond(RolloutResponse(server->StartRollout(model, body)));
+      respond(RolloutResponse(server->admin().StartRollout(model, body)));
     });
   }
   if (req.method == "DELETE") {
-    return server->RunAdmin([server, model, respond](bool cancelled) {
+    return server->admin().Run([server, model, respond](bool cancelled) {
       if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
-      respond(RolloutResponse(server->AbortRollout(model)));
+      respond(RolloutResponse(server->admin().AbortRollout(model)));
     });
   }
   respond(MethodNotAllowed(req, "GET, HEAD, POST, PUT, DELETE"));
@@ -55,17 +55,17 @@ bool HandleV2Traffic(InferenceServer* server, const Request& req, const std::vec
   }
   if (parts[4] != "traffic") return false;
   if (IsGet(req)) {
-    respond(TrafficResponse(server->GetTraffic(model)));
+    respond(TrafficResponse(server->admin().GetTraffic(model)));
   } else if (req.method == "PUT" || req.method == "POST") {
     std::string body = req.body ? std::string(*req.body) : std::string();
-    server->RunAdmin([server, model, body = std::move(body), respond](bool cancelled) {
+    server->admin().Run([server, model, body = std::move(body), respond](bool cancelled) {
       if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
-      respond(TrafficResponse(server->SetTraffic(model, body)));
+      respond(TrafficResponse(server->admin().SetTraffic(model, body)));
     });
   } else if (req.method == "DELETE") {
-    server->RunAdmin([server, model, respond](bool cancelled) {
+    server->admin().Run([server, model, respond](bool cancelled) {
       if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
-      respond(TrafficResponse(server->ClearTraffic(model)));
+      respond(TrafficResponse(server->admin().ClearTraffic(model)));
     });
   } else {
     respond(MethodNotAllowed(req, "GET, HEAD, PUT, POST, DELETE"));

@@ -1,0 +1,102 @@
+// AdminService: the management side of the server, apart from the request
+// path -- explicit model control, the repository index and listing, version
+// labels and rollback, traffic policies, progressive rollouts and batch jobs.
+// Front ends reach it through InferenceServer::admin(); calls that may wait
+// for a model load go through Run (one admin thread shared by every front
+// end, never a protocol library's I/O thread).
+//
+// Thread-safety: all methods are thread-safe.
+// Ownership: the parts are not owned; they outlive the service (the
+// InferenceServer owns both).
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "manager/model_manager.h"
+#include "manager/repository_source.h"
+#include "server/admin_executor.h"
+#include "server/server_types.h"
+
+namespace inferd {
+
+class RepositorySource;
+class RolloutService;
+namespace jobs {
+class JobManager;
+}
+
+class AdminService {
+ public:
+  struct Parts {
+    ModelManager* manager = nullptr;
+    RepositorySource* source = nullptr;
+    RolloutService* rollouts = nullptr;
+    jobs::JobManager* jobs = nullptr;
+    AdminExecutor* executor = nullptr;
+    ModelControlMode control_mode = ModelControlMode::kNone;
+    const std::atomic<bool>* started = nullptr;   // the server finished Start
+    const std::atomic<bool>* stopping = nullptr;  // Shutdown began
+  };
+  explicit AdminService(Parts parts) : p_(parts) {}
+
+  // Runs a management job (load, unload, labels, rollback, job submission:
+  // calls that may block for a model load) on the admin thread. `cancelled`
+  // is true when the server is stopping: the job then only answers its caller.
+  void Run(AdminExecutor::Job job) { p_.executor->Post(std::move(job)); }
+
+  Result<std::vector<RepositoryIndexEntry>> RepositoryIndex(bool ready_only) const;
+  // Every model the server knows, with versions, labels, memory and its
+  // rollout, for `inferd models` (GET /v2/repository/models).
+  ModelListing ListModels() const;
+  // `config_json`: optional ModelConfig JSON replacing config.pbtxt.
+  // Loads or reloads a model as a set of immutable version snapshots: the
+  // versions its version_policy selects plus those its labels point at.
+  // Unchanged versions (same config and files) keep serving untouched; new or
+  // changed ones load and warm up before they take requests; a version that
+  // fails never replaces a serving one (its error shows in the index).
+  // FAILED_PRECONDITION after start-up unless model control is explicit.
+  Status LoadModel(const std::string& name, const std::optional<std::string>& config_json = {});
+  Status UnloadModel(const std::string& name);
+  // kPoll: one rescan: new and changed models (re)load, removed ones unload.
+  void PollRepository();
+
+  // Version labels. A label names a version of the model's repository; the
+  // version is loaded when a label points at it. `stable`, when set, is the
+  // default version for unversioned requests (else the newest version the
+  // policy selects). Changes persist in the control state.
+  Result<LabelsInfo> GetLabels(const std::string& name) const;
+  Result<LabelsInfo> SetLabel(const std::string& name, const std::string& label, const std::string& version);
+  Result<LabelsInfo> DeleteLabel(const std::string& name, const std::string& label);
+  // Makes the previous default version the default again (sets `stable`),
+  // loading it if needed. FAILED_PRECONDITION when there is none.
+  Result<RollbackResult> Rollback(const std::string& name);
+  // Traffic policies (canary / A/B / shadow; manager/traffic.cc). `json`: the
+  // API form (lifecycle/traffic_policy.h); malformed -> INVALID_ARGUMENT,
+  // nothing changes.
+  Result<TrafficInfo> GetTraffic(const std::string& name) const;
+  Result<TrafficInfo> SetTraffic(const std::string& name, std::string_view json);
+  Result<TrafficInfo> ClearTraffic(const std::string& name);
+  // Progressive rollouts (server/rollout_controller.h). `json`: the API form.
+  Result<std::string> StartRollout(const std::string& name, std::string_view json);
+  Result<std::string> GetRollout(const std::string& name) const;
+  Result<std::string> AbortRollout(const std::string& name);
+  // Batch prediction jobs (jobs/job_manager.h): documents as JSON.
+  // SubmitJob validates (it may load the model): call it through Run.
+  Result<std::string> SubmitJob(std::string_view spec_json);
+  Result<std::string> GetJob(const std::string& id) const;
+  std::string ListJobs() const;
+  Result<std::string> CancelJob(const std::string& id);
+
+ private:
+  // FAILED_PRECONDITION unless model control is explicit.
+  Status RequireExplicitControl() const;
+
+  const Parts p_;
+};
+
+}  // namespace inferd

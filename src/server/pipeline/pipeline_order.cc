@@ -1,0 +1,29 @@
+// The order of the request pipeline's stages, in one place. Why this order:
+// - admission first: a request its version cannot queue costs nothing more;
+// - the feature join before validation: it adds an input the config requires;
+// - a key-only precomputed lookup before validation: it has no inputs;
+// - the precomputed store before the cache: a store answer is never cached;
+// - the cache after validation (its key covers normalized inputs) and before
+//   rules: it stores the answer with rules and classification applied, which
+//   the key covers;
+// - the shadow last before the enqueue: it mirrors the request as it runs.
+#include "server/pipeline/stages.h"
+
+namespace inferd {
+
+std::unique_ptr<RequestPipeline> BuildRequestPipeline(PipelineParts parts) {
+  std::vector<std::unique_ptr<RequestStage>> s;
+  s.push_back(MakeAdmissionStage());
+  s.push_back(MakeParametersStage());
+  if (parts.features) s.push_back(MakeFeatureStage(parts.features));
+  if (parts.hybrid) s.push_back(MakePrecomputedKeyOnlyStage(parts.hybrid, parts.shutting_down));
+  s.push_back(MakeValidationStage());
+  if (parts.hybrid) s.push_back(MakePrecomputedStage(parts.hybrid, parts.shutting_down));
+  if (parts.cache) s.push_back(MakeCacheStage(parts.cache, parts.clock));
+  s.push_back(MakeAnswerRulesStage());
+  s.push_back(MakeShadowStage(parts.clock, parts.shadow_max_in_flight));
+  s.push_back(MakeEnqueueStage(std::move(parts.rerouter)));
+  return std::make_unique<RequestPipeline>(std::move(s));
+}
+
+}  // namespace inferd
