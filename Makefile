@@ -12,6 +12,7 @@
 #   make fuzz-explore  a longer randomized run (FUZZ_SECONDS each) to find new inputs
 #   make layering  the check that src/ folders include only the folders below them (src/layers.txt)
 #   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
+#   make bench-request-path BEFORE=<binary>  the request path A/B: tiny_mlp c1 p50 and c32 throughput (~5 min)
 #   make bench-onnx  the ONNX executor against TorchScript and ONNX Runtime on the same models (~3 min)
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
 #   make bench-pipelines  ensembles vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min)
@@ -40,7 +41,7 @@ CCACHE_ROOT ?= $(HOME)/.cache/inferd-ccache
 LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 CCACHE_ENV = CCACHE_DIR=$(CCACHE_ROOT)/$(1) CCACHE_MAXSIZE=3G CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps build install examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
+.PHONY: all deps build install examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
 
 all: build
 
@@ -170,6 +171,11 @@ layering:
 bench: build
 	@scripts/setup.sh --bench
 	$(PY) bench/run_bench.py --inferd build/src/inferd
+
+# Issue 34's A/B of the request path: BEFORE=<an inferd binary built from an older commit> against this build,
+# tiny_mlp's c1 p50 and c32 throughput, rounds alternating (~5 min).
+bench-request-path: build
+	$(PY) bench/request_path_ab.py --before $(BEFORE) --after build/src/inferd
 
 # Issue 14's pipeline targets: ensemble vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min).
 bench-pipelines: build

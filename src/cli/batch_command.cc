@@ -17,6 +17,7 @@
 #include "jobs/job_runner.h"
 #include "jobs/job_stores.h"
 #include "server/inference_server.h"
+#include "server/server_options.h"
 
 namespace inferd::cli {
 namespace {

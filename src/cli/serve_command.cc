@@ -23,6 +23,7 @@
 #include "lifecycle/control_state_store.h"
 #include "server/authorizer.h"
 #include "server/inference_server.h"
+#include "server/server_options.h"
 
 namespace inferd::cli {
 namespace {

@@ -48,6 +48,10 @@ struct InferRequest {
   // Background work (batch jobs): queued behind every other request of the
   // model, whatever its priority level; `priority` is ignored.
   bool background = false;
+  // Asked through a generative API (OpenAI's routes): only a generative model
+  // (scheduler kind "generative") answers it; another one refuses it with
+  // INVALID_ARGUMENT naming its platform (the validation stage).
+  bool generative_api = false;
 
   // The transport's sticky key (HTTP header Inferd-Sticky-Key, gRPC metadata
   // inferd-sticky-key): keeps one user on one version of a traffic split.

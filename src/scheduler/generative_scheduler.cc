@@ -171,54 +171,13 @@ Status GenerativeScheduler::Admission() const {
   return Status::OK();
 }
 
+// On the caller's thread (a front end's I/O thread): only the cheap checks of
+// the parameters. The prompt is rendered and tokenised on the loop thread
+// (Tokenize), the model's side.
 Status GenerativeScheduler::Enqueue(std::unique_ptr<PendingRequest>& pending) {
   INFERD_RETURN_IF_ERROR(Admission());
   INFERD_ASSIGN_OR_RETURN(llm::GenerationRequest gen, llm::ParseGenerationRequest(*pending->request));
-  const GenerativeModelInfo& info = model_->info();
-  const llm::Tokenizer& tok = *info.tokenizer;
   auto seq = std::make_unique<Sequence>();
-  if (gen.has_prompt_ids) {
-    const int64_t vocab = model_->decoder().config().vocab_size;
-    for (int32_t id : gen.prompt_ids) {
-      if (id < 0 || id >= vocab) {
-        return Status::InvalidArgument("input_ids holds token " + std::to_string(id) + ", outside the vocabulary of " +
-                                       std::to_string(vocab));
-      }
-    }
-    seq->tokens = gen.prompt_ids;
-  } else {
-    std::string prompt = gen.prompt;
-    bool special = false;
-    if (!gen.messages.empty()) {
-      INFERD_ASSIGN_OR_RETURN(prompt, llm::RenderChat(info.chat_template, gen.messages, info.bos_text, info.eos_text));
-      special = true;  // the template's own tokens (<|im_start|>) are tokens
-    }
-    if (info.add_bos && info.bos_id >= 0 && !(special && !info.bos_text.empty() && prompt.starts_with(info.bos_text))) {
-      seq->tokens.push_back(info.bos_id);
-    }
-    const auto ids = tok.Encode(prompt, special);
-    seq->tokens.insert(seq->tokens.end(), ids.begin(), ids.end());
-  }
-  if (seq->tokens.empty()) return Status::InvalidArgument("the prompt is empty");
-  const int64_t prompt_len = static_cast<int64_t>(seq->tokens.size());
-  const int64_t wanted = gen.max_tokens.value_or(std::max<int64_t>(1, max_model_len_ - prompt_len));
-  if (prompt_len + wanted > max_model_len_) {
-    return Status::InvalidArgument("This model's maximum context length is " + std::to_string(max_model_len_) +
-                                   " tokens. However, you requested " + std::to_string(prompt_len + wanted) +
-                                   " tokens (" + std::to_string(prompt_len) + " in the prompt, " +
-                                   std::to_string(wanted) +
-                                   " in the completion). Please reduce the prompt or max_tokens.");
-  }
-  seq->end_ids = info.end_ids;
-  if (!gen.messages.empty())
-    seq->end_ids.insert(seq->end_ids.end(), info.chat_end_ids.begin(), info.chat_end_ids.end());
-  seq->prompt_len = static_cast<size_t>(prompt_len);
-  seq->max_tokens = wanted;
-  seq->sampler = std::make_unique<llm::Sampler>(gen.sampling.seed);
-  seq->detok = std::make_unique<llm::IncrementalDecoder>(
-      &tok, std::span<const int32_t>(seq->tokens).subspan(seq->tokens.size() - std::min<size_t>(seq->tokens.size(), 5)),
-      gen.skip_special_tokens);
-  seq->stop = std::make_unique<llm::StopMatcher>(gen.stop);
   seq->streaming = static_cast<bool>(pending->partial);
   seq->gen = std::move(gen);
   {
@@ -230,6 +189,55 @@ Status GenerativeScheduler::Enqueue(std::unique_ptr<PendingRequest>& pending) {
   }
   if (stats_) stats_->AddPending(1);
   cv_.NotifyOne();
+  return Status::OK();
+}
+
+// On the loop thread: the chat template, the tokenizer, the context check.
+Status GenerativeScheduler::Tokenize(Sequence& seq) const {
+  const llm::GenerationRequest& gen = seq.gen;
+  const GenerativeModelInfo& info = model_->info();
+  const llm::Tokenizer& tok = *info.tokenizer;
+  if (gen.has_prompt_ids) {
+    const int64_t vocab = model_->decoder().config().vocab_size;
+    for (int32_t id : gen.prompt_ids) {
+      if (id < 0 || id >= vocab) {
+        return Status::InvalidArgument("input_ids holds token " + std::to_string(id) + ", outside the vocabulary of " +
+                                       std::to_string(vocab));
+      }
+    }
+    seq.tokens = gen.prompt_ids;
+  } else {
+    std::string prompt = gen.prompt;
+    bool special = false;
+    if (!gen.messages.empty()) {
+      INFERD_ASSIGN_OR_RETURN(prompt, llm::RenderChat(info.chat_template, gen.messages, info.bos_text, info.eos_text));
+      special = true;  // the template's own tokens (<|im_start|>) are tokens
+    }
+    if (info.add_bos && info.bos_id >= 0 && !(special && !info.bos_text.empty() && prompt.starts_with(info.bos_text))) {
+      seq.tokens.push_back(info.bos_id);
+    }
+    const auto ids = tok.Encode(prompt, special);
+    seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
+  }
+  if (seq.tokens.empty()) return Status::InvalidArgument("the prompt is empty");
+  const int64_t prompt_len = static_cast<int64_t>(seq.tokens.size());
+  const int64_t wanted = gen.max_tokens.value_or(std::max<int64_t>(1, max_model_len_ - prompt_len));
+  if (prompt_len + wanted > max_model_len_) {
+    return Status::InvalidArgument("This model's maximum context length is " + std::to_string(max_model_len_) +
+                                   " tokens. However, you requested " + std::to_string(prompt_len + wanted) +
+                                   " tokens (" + std::to_string(prompt_len) + " in the prompt, " +
+                                   std::to_string(wanted) +
+                                   " in the completion). Please reduce the prompt or max_tokens.");
+  }
+  seq.end_ids = info.end_ids;
+  if (!gen.messages.empty()) seq.end_ids.insert(seq.end_ids.end(), info.chat_end_ids.begin(), info.chat_end_ids.end());
+  seq.prompt_len = static_cast<size_t>(prompt_len);
+  seq.max_tokens = wanted;
+  seq.sampler = std::make_unique<llm::Sampler>(gen.sampling.seed);
+  seq.detok = std::make_unique<llm::IncrementalDecoder>(
+      &tok, std::span<const int32_t>(seq.tokens).subspan(seq.tokens.size() - std::min<size_t>(seq.tokens.size(), 5)),
+      gen.skip_special_tokens);
+  seq.stop = std::make_unique<llm::StopMatcher>(gen.stop);
   return Status::OK();
 }
 
@@ -550,17 +558,29 @@ void GenerativeScheduler::Loop() {
   instance_->OnWorkerThreadStart();
   gstats_->kv_blocks = num_blocks_;
   GenerativeStepper stepper(options_, model_, num_blocks_, max_model_len_, clock_, stats_.get(), gstats_);
+  std::deque<std::unique_ptr<Sequence>> arrived;
   while (true) {
+    bool stop = false;
     {
       MutexLock l(&mu_);
       while (incoming_.empty() && stepper.idle() && !stopping_) cv_.Wait(&mu_);
-      while (!incoming_.empty()) {
-        stepper.Add(std::move(incoming_.front()));
-        incoming_.pop_front();
-        queued_.fetch_sub(1, std::memory_order_relaxed);
-      }
-      if (stopping_ && stepper.idle()) break;
+      arrived.swap(incoming_);
+      stop = stopping_;
     }
+    for (auto& seq : arrived) {
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+      if (Status st = Tokenize(*seq); !st.ok()) {
+        if (stats_) {
+          stats_->AddPending(-1);
+          stats_->RecordFailure(FailureReason::kInvalid, 0);
+        }
+        seq->pending->callback(st);
+        continue;
+      }
+      stepper.Add(std::move(seq));
+    }
+    arrived.clear();
+    if (stop && stepper.idle()) break;
     stepper.Step();
   }
 }

@@ -77,6 +77,8 @@ class GenerativeScheduler final : public Scheduler {
   GenerativeScheduler(GenerativeOptions options, const ModelSpec& spec, std::unique_ptr<ModelInstance> instance,
                       Clock* clock, std::shared_ptr<ModelStats> stats);
   void Loop();
+  // The prompt rendered (chat template) and tokenised, the context checked: on the loop thread.
+  Status Tokenize(Sequence& seq) const;
 
   GenerativeOptions options_;
   const ModelSpec& spec_;

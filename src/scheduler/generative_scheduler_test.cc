@@ -331,19 +331,28 @@ TEST_F(GenerativeSchedulerTest, StaticBatchingGivesTheSameTexts) {
   }
 }
 
-TEST_F(GenerativeSchedulerTest, InvalidRequestsAreRefusedAtOnce) {
+// Bad parameters are refused by Enqueue, on the caller's thread; what needs the tokenizer (the prompt's length
+// against the context, an empty prompt) is answered through the callback from the loop thread, which tokenises.
+TEST_F(GenerativeSchedulerTest, InvalidRequestsAreRefused) {
   GenerativeOptions o;
   o.max_model_len = 32;
   Start(o);
   Outcome out;
-  Status s = Submit(std::string(30, 'x'), Greedy(10), &out);
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("maximum context length is 32"), std::string::npos) << s.message();
   EXPECT_EQ(Submit("hi", {{"temperature", 3.0}}, &out).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(Submit("hi", {{"top_p", 0.0}}, &out).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(Submit("hi", {{"max_tokens", int64_t{0}}}, &out).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(Submit("hi", {{"stop", int64_t{3}}}, &out).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(Submit("", Greedy(1), &out).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(out.done);  // none of them reached the loop
+  std::vector<Outcome> outs(2);
+  ASSERT_TRUE(Submit(std::string(30, 'x'), Greedy(10), &outs[0]).ok());
+  ASSERT_TRUE(Submit("", Greedy(1), &outs[1]).ok());
+  WaitAll(outs);
+  EXPECT_EQ(outs[0].final.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(outs[0].final.status().message().find("maximum context length is 32"), std::string::npos)
+      << outs[0].final.status().message();
+  EXPECT_EQ(outs[1].final.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(outs[1].final.status().message(), "the prompt is empty");
+  EXPECT_EQ(scheduler_->QueueSize(), 0u);
 }
 
 TEST_F(GenerativeSchedulerTest, SeededSamplingIsReproducible) {

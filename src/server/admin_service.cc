@@ -2,6 +2,7 @@
 
 #include "jobs/job_manager.h"
 #include "lifecycle/traffic_policy.h"
+#include "manager/model_manager.h"
 #include "manager/repository_source.h"
 #include "repository/model_config.h"
 #include "routing/routing_policy.h"
@@ -37,10 +38,9 @@ Result<std::vector<RepositoryIndexEntry>> AdminService::RepositoryIndex(bool rea
 }
 
 Status AdminService::RequireExplicitControl() const {
-  if (p_.control_mode == ModelControlMode::kExplicit) return Status::OK();
-  return Status::FailedPrecondition(std::string("model load / unload is not allowed with --model-control-mode=") +
-                                    (p_.control_mode == ModelControlMode::kPoll ? "poll" : "none") +
-                                    " (it needs explicit)");
+  if (p_.control_mode == "explicit") return Status::OK();
+  return Status::FailedPrecondition("model load / unload is not allowed with --model-control-mode=" +
+                                    p_.control_mode + " (it needs explicit)");
 }
 
 Status AdminService::LoadModel(const std::string& name, const std::optional<std::string>& config_json) {

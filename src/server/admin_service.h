@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "core/status.h"
-#include "manager/model_manager.h"
-#include "manager/repository_source.h"
+#include "manager/model_views.h"
 #include "server/admin_executor.h"
 #include "server/server_types.h"
 
 namespace inferd {
 
+class ModelManager;
 class RepositorySource;
 class RolloutService;
 namespace jobs {
@@ -38,7 +38,8 @@ class AdminService {
     RolloutService* rollouts = nullptr;
     jobs::JobManager* jobs = nullptr;
     AdminExecutor* executor = nullptr;
-    ModelControlMode control_mode = ModelControlMode::kNone;
+    // --model-control-mode: "none", "poll" or "explicit" (only explicit allows load/unload after start-up).
+    std::string control_mode = "none";
     const std::atomic<bool>* started = nullptr;   // the server finished Start
     const std::atomic<bool>* stopping = nullptr;  // Shutdown began
   };

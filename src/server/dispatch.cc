@@ -3,6 +3,9 @@
 // on-demand residency, wait (bounded) for a model that is not resident to
 // load first.
 #include "server/inference_server.h"
+#include "manager/model_manager.h"
+#include "routing/routing_policy.h"
+#include "server/server_options.h"
 #include "server/pipeline/stages.h"
 #include "server/request_validation.h"
 
@@ -37,7 +40,7 @@ bool InferenceServer::CanWaitForLoad(const Status& lookup) const {
 
 void InferenceServer::WaitForLoad(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival) {
   if (Status st = ApplySchedulingParameters(request.get()); !st.ok()) return sink.final(st);
-  Duration wait = options_.load_wait;
+  Duration wait = options_->load_wait;
   if (request->timeout_us > 0) wait = std::min<Duration>(wait, std::chrono::microseconds(request->timeout_us));
   const std::string name = request->model_name;
   manager_->LoadInBackground(name, OnDemandLoader::Waiter{std::move(request), std::move(sink.final),
@@ -53,7 +56,7 @@ void InferenceServer::WhenResident(const std::string& name, std::function<void(c
   w.request = std::make_unique<InferRequest>();
   w.request->model_name = name;
   w.arrival = clock_->Now();
-  w.deadline = w.arrival + options_.load_wait;
+  w.deadline = w.arrival + options_->load_wait;
   w.resident = std::move(then);
   manager_->LoadInBackground(name, std::move(w));
 }

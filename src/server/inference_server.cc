@@ -8,7 +8,14 @@
 #include "jobs/job_manager.h"
 #include "jobs/job_stores.h"
 #include "jobs/redis/redis_store.h"
+#include "manager/model_manager.h"
+#include "manager/repository_source.h"
 #include "repository/model_config.h"
+#include "repository/repository.h"
+#include "routing/routing_policy.h"
+#include "server/response_cache.h"
+#include "server/rollout_service.h"
+#include "server/server_options.h"
 #include "server/hybrid_serving.h"
 #include "server/output_rules.h"
 #include "server/pipeline/stages.h"
@@ -37,37 +44,37 @@ DurationSnapshot Snap(const DurationStat& d) {
 }  // namespace
 
 InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* backends, Clock* clock)
-    : options_(std::move(options)),
+    : options_(std::make_unique<const ServerOptions>(std::move(options))),
       clock_(clock),
-      repository_(options_.model_repository),
+      repository_(std::make_unique<ModelRepository>(options_->model_repository)),
       routing_(MakeTrafficRoutingPolicy()),
-      state_(options_.control_state_dir.empty() ? MakeMemoryStateStore()
-                                                : MakeDirectoryStateStore(options_.control_state_dir)),
-      authorizer_(options_.auth) {
+      state_(options_->control_state_dir.empty() ? MakeMemoryStateStore()
+                                                : MakeDirectoryStateStore(options_->control_state_dir)),
+      authorizer_(options_->auth) {
   ModelManager::Options mo;
   mo.state = state_.get();
-  mo.residency = options_.residency;
-  mo.memory_budget_bytes = options_.memory_budget_bytes;
-  mo.min_residency = options_.min_residency;
-  mo.model_load_threads = options_.model_load_threads;
+  mo.residency = options_->residency;
+  mo.memory_budget_bytes = options_->memory_budget_bytes;
+  mo.min_residency = options_->min_residency;
+  mo.model_load_threads = options_->model_load_threads;
   mo.on_load_done = [this](OnDemandLoader::Waiter w, const Status& st) { OnLoadDone(std::move(w), st); };
-  mo.version.default_max_queue_size = options_.default_max_queue_size;
-  mo.version.default_intra_op_threads = options_.default_intra_op_threads;
-  mo.version.default_parameters = options_.default_parameters;
+  mo.version.default_max_queue_size = options_->default_max_queue_size;
+  mo.version.default_intra_op_threads = options_->default_intra_op_threads;
+  mo.version.default_parameters = options_->default_parameters;
   mo.version.submitter = this;
-  mo.version.schedulers = options_.schedulers;
-  if (options_.cpu_load == nullptr) own_cpu_load_ = MakeSystemCpuLoad();
-  mo.version.cpu_load = options_.cpu_load ? options_.cpu_load : own_cpu_load_.get();
+  mo.version.schedulers = options_->schedulers;
+  if (options_->cpu_load == nullptr) own_cpu_load_ = MakeSystemCpuLoad();
+  mo.version.cpu_load = options_->cpu_load ? options_->cpu_load : own_cpu_load_.get();
   // Any connection can be a prediction store (sqlite, postgres, redis).
-  if (!options_.jobs_config.connections.empty()) {
-    hybrid_stores_ = std::make_unique<jobs::JobStores>(options_.jobs_config);
+  if (!options_->jobs_config.connections.empty()) {
+    hybrid_stores_ = std::make_unique<jobs::JobStores>(options_->jobs_config);
     HybridServing::Options ho;
-    ho.lookup_threads = options_.precomputed_lookup_threads;
-    ho.max_queued = options_.precomputed_max_queued;
+    ho.lookup_threads = options_->precomputed_lookup_threads;
+    ho.max_queued = options_->precomputed_max_queued;
     hybrid_ = std::make_unique<HybridServing>(hybrid_stores_.get(), std::move(ho));
   }
   std::vector<redis::RedisEndpoint> redis;
-  for (const auto& [name, c] : options_.jobs_config.connections)
+  for (const auto& [name, c] : options_->jobs_config.connections)
     if (c.type == jobs::StoreType::kRedis) redis.push_back(jobs::RedisEndpointOf(name, c));
   if (!redis.empty())
     features_ = std::make_unique<features::FeatureFetcher>(std::move(redis), features::FeatureFetcher::Options{});
@@ -81,35 +88,47 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
                                      "': the server's jobs config (--jobs-config) has no connections");
     return hybrid->CheckModel(spec);
   };
-  manager_ = std::make_unique<ModelManager>(std::move(mo), &repository_, backends, clock_);
+  manager_ = std::make_unique<ModelManager>(std::move(mo), repository_.get(), backends, clock_);
   RepositorySource::Options so;
-  so.control_mode = options_.control_mode;
-  so.startup_models = options_.startup_models;
-  so.poll_interval = options_.poll_interval;
-  source_ = std::make_unique<RepositorySource>(std::move(so), &repository_, manager_.get(), clock_);
+  so.control_mode = options_->control_mode;
+  so.startup_models = options_->startup_models;
+  so.poll_interval = options_->poll_interval;
+  source_ = std::make_unique<RepositorySource>(std::move(so), repository_.get(), manager_.get(), clock_);
   rollouts_ = std::make_unique<RolloutService>(manager_.get(), state_.get(), clock_);
-  if (options_.response_cache_bytes > 0) cache_ = std::make_unique<ResponseCache>(options_.response_cache_bytes);
+  if (options_->response_cache_bytes > 0) cache_ = std::make_unique<ResponseCache>(options_->response_cache_bytes);
   jobs::JobManagerOptions jo;
-  jo.state_dir = options_.control_state_dir.empty() ? "" : options_.control_state_dir + "/jobs";
-  jo.max_running = options_.max_running_jobs;
-  jobs_ = std::make_unique<jobs::JobManager>(std::move(jo), options_.jobs_config, this, clock_);
+  jo.state_dir = options_->control_state_dir.empty() ? "" : options_->control_state_dir + "/jobs";
+  jo.max_running = options_->max_running_jobs;
+  jobs_ = std::make_unique<jobs::JobManager>(std::move(jo), options_->jobs_config, this, clock_);
   AdminService::Parts ap;
   ap.manager = manager_.get();
   ap.source = source_.get();
   ap.rollouts = rollouts_.get();
   ap.jobs = jobs_.get();
   ap.executor = &admin_;
-  ap.control_mode = options_.control_mode;
+  ap.control_mode = options_->control_mode == ModelControlMode::kExplicit ? "explicit"
+                    : options_->control_mode == ModelControlMode::kPoll   ? "poll"
+                                                                          : "none";
   ap.started = &started_;
   ap.stopping = &stopping_;
   admin_service_ = std::make_unique<AdminService>(ap);
+  MetricsExporter::Sources ms;
+  ms.manager = manager_.get();
+  ms.cache = cache_.get();
+  ms.rollouts = rollouts_.get();
+  ms.jobs = jobs_.get();
+  ms.hybrid = hybrid_.get();
+  ms.features = features_.get();
+  ms.memory_budget_bytes = options_->memory_budget_bytes;
+  ms.client_cancellations = &client_cancellations_;
+  exporter_ = std::make_unique<MetricsExporter>(ms);
   PipelineParts parts;
   parts.clock = clock_;
   parts.shutting_down = &shutting_down_;
   parts.features = features_.get();
   parts.hybrid = hybrid_.get();
   parts.cache = cache_.get();
-  parts.shadow_max_in_flight = options_.shadow_max_in_flight;
+  parts.shadow_max_in_flight = options_->shadow_max_in_flight;
   parts.rerouter = MakeRerouter();
   pipeline_ = BuildRequestPipeline(std::move(parts));
 }
@@ -145,8 +164,8 @@ Status InferenceServer::Start() {
   }
   std::string counts;
   for (const auto& [state, n] : by_state) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + state;
-  spdlog::info("{} models in {}{}{}", listing.models.size(), repository_.root(), counts.empty() ? "" : ": ", counts);
-  if (options_.exit_on_error && !failed.empty()) {
+  spdlog::info("{} models in {}{}{}", listing.models.size(), repository_->root(), counts.empty() ? "" : ": ", counts);
+  if (options_->exit_on_error && !failed.empty()) {
     return Status::FailedPrecondition("models failed to load and --exit-on-error is set:" + failed);
   }
   started_ = true;
@@ -171,7 +190,7 @@ void InferenceServer::Shutdown() {
 
 bool InferenceServer::IsReady() const {
   if (!started_.load() || stopping_.load()) return false;
-  return !options_.strict_readiness || manager_->AllServing();
+  return !options_->strict_readiness || manager_->AllServing();
 }
 
 ServerMetadata InferenceServer::GetServerMetadata() const {
@@ -295,7 +314,7 @@ Result<ModelSpec> InferenceServer::Describe(const std::string& name, const std::
   auto mv = FindVersion(name, version);
   if (!mv.ok()) {
     if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");
-    auto src = repository_.ReadModel(name);
+    auto src = repository_->ReadModel(name);
     if (!src.ok() && src.status().code() == StatusCode::kNotFound) {
       return Status::NotFound("model '" + name + "' is not in the repository");
     }
@@ -317,7 +336,6 @@ Result<ModelSpec> InferenceServer::Describe(const std::string& name, const std::
 
 
 
-ResponseCacheStats InferenceServer::CacheStats() const { return cache_ ? cache_->Stats() : ResponseCacheStats{}; }
 
 Result<std::string> InferenceServer::ResolveLabel(const std::string& name, const std::string& label) const {
   INFERD_ASSIGN_OR_RETURN(int64_t v, manager_->ResolveLabel(name, label));

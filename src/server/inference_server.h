@@ -18,101 +18,42 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "backends/backend.h"
 #include "core/clock.h"
-#include "core/cpu_load.h"
 #include "core/infer_request.h"
 #include "core/request_submitter.h"
-#include "jobs/jobs_config.h"
-#include "manager/model_manager.h"
-#include "manager/repository_source.h"
-#include "metrics/prometheus.h"
-#include "repository/repository.h"
-#include "routing/routing_policy.h"
+#include "core/status.h"
+#include "manager/on_demand_loader.h"
 #include "server/admin_executor.h"
 #include "server/admin_service.h"
 #include "server/authorizer.h"
-#include "server/response_cache.h"
-#include "server/rollout_service.h"
+#include "server/metrics_exporter.h"
 #include "server/server_types.h"
 
 namespace inferd {
-
-struct ServerOptions {
-  std::string model_repository;
-  ModelControlMode control_mode = ModelControlMode::kNone;
-  // kExplicit / kPoll: models to load at start-up ("*" = all; kPoll loads
-  // all when empty).
-  std::vector<std::string> startup_models;
-  // Queue bound for models whose config sets no max_queue_size.
-  size_t default_max_queue_size = 1024;
-  // Intra-op threads for models without INTRA_OP_THREAD_COUNT.
-  int default_intra_op_threads = 1;
-  // Config parameters every model gets unless its config sets them
-  // (--model-parameter KEY=VALUE).
-  std::map<std::string, std::string> default_parameters;
-  // kPoll: how often the repository is rescanned (0 = only PollRepository calls).
-  std::chrono::milliseconds poll_interval{std::chrono::seconds(15)};
-  // If true, /v2/health/ready also needs every repository model READY.
-  bool strict_readiness = false;
-
-  Residency residency = Residency::kEager;
-  // kOnDemand: bytes all resident models may hold (0 = no budget). Models
-  // are sized by ModelVersion::resident_bytes.
-  uint64_t memory_budget_bytes = 0;
-  // kOnDemand: a model is not evicted before it has been resident this long.
-  Duration min_residency = std::chrono::seconds(1);
-  // kOnDemand: threads loading models for waiting requests (loads of
-  // different models run in parallel, one model loads once).
-  int model_load_threads = 2;
-  // kOnDemand: longest a request waits for its model to load (a smaller
-  // request `timeout` parameter wins); then DEADLINE_EXCEEDED.
-  Duration load_wait = std::chrono::seconds(30);
-  // Scheduler kinds (not owned; null = the built-in ones).
-  const SchedulerFactory* schedulers = nullptr;
-  // How busy the CPUs are, for adaptive batching (not owned; null = the
-  // machine's, read from /proc/stat).
-  CpuLoad* cpu_load = nullptr;
-  // Where run-time control state (version labels) persists; "" = in memory
-  // only. Start fails when the directory cannot be created or written.
-  std::string control_state_dir;
-  // Start fails when a model (or a version) of the start-up set failed to
-  // load (Triton's --exit-on-error).
-  bool exit_on_error = false;
-  // Bearer-token protection of management (and optionally all) routes.
-  AuthOptions auth;
-  // Bytes of the response cache models with response_cache { enable: true }
-  // use (Triton's --cache-config local,size=N); 0 = no cache.
-  uint64_t response_cache_bytes = 0;
-  // Shadow traffic: the most mirrored requests one shadow version runs or
-  // queues at once; beyond it a request is not mirrored (counted skipped).
-  int64_t shadow_max_in_flight = 16;
-  // Batch jobs (POST /v2/jobs; jobs/job_manager.h): the operator's named
-  // connections and allowed directories (--jobs-config; empty: every job that
-  // names a path or a connection is refused), and how many run at once.
-  // Job records persist in <control_state_dir>/jobs.
-  jobs::JobsConfig jobs_config;
-  int max_running_jobs = 2;
-  // Hybrid serving (docs/hybrid.md): threads that look up precomputed
-  // answers and write online ones back (each with its own connection per
-  // table), and how many lookups may wait for one (then: a store error).
-  int precomputed_lookup_threads = 2;
-  size_t precomputed_max_queued = 1024;
-};
 
 namespace jobs {
 class JobManager;
 class JobStores;
 }  // namespace jobs
+struct ServerOptions;  // server/server_options.h
+class BackendRegistry;
+class ControlStateStore;
+class CpuLoad;
 class HybridServing;
+class ModelManager;
+class ModelRepository;
+class ModelVersion;
+class PrometheusWriter;
+class RepositorySource;
+class ResponseCache;
+class RolloutService;
+class RoutingPolicy;
 class RequestPipeline;
 struct Rerouter;
 namespace features {
@@ -148,8 +89,6 @@ class InferenceServer final : public RequestSubmitter {
   // Management: model control, labels, traffic, rollouts, jobs (server/admin_service.h).
   AdminService& admin() { return *admin_service_; }
   const AdminService& admin() const { return *admin_service_; }
-  // The response cache's counters (zeros without one).
-  ResponseCacheStats CacheStats() const;
 
   void InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback);
   // Before decoding a request for (name, version): UNAVAILABLE when the
@@ -193,10 +132,7 @@ class InferenceServer final : public RequestSubmitter {
   void CountClientCancellation() { client_cancellations_.fetch_add(1, std::memory_order_relaxed); }
 
   // Prometheus exposition of all model and server metrics.
-  void WriteMetrics(PrometheusWriter& w) const;
-
-
-  const ServerOptions& options() const { return options_; }
+  void WriteMetrics(PrometheusWriter& w) const { exporter_->Write(w); }
 
  private:
   // The serving version `version` ("" = default, or a number) of `name`
@@ -220,9 +156,9 @@ class InferenceServer final : public RequestSubmitter {
   void WaitForLoad(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival);
   void OnLoadDone(OnDemandLoader::Waiter waiter, const Status& status);
 
-  const ServerOptions options_;
+  const std::unique_ptr<const ServerOptions> options_;
   Clock* clock_;
-  ModelRepository repository_;
+  std::unique_ptr<ModelRepository> repository_;
   std::unique_ptr<RoutingPolicy> routing_;
   std::unique_ptr<ControlStateStore> state_;
   std::unique_ptr<CpuLoad> own_cpu_load_;  // when options_.cpu_load is null
@@ -230,7 +166,6 @@ class InferenceServer final : public RequestSubmitter {
   std::unique_ptr<RepositorySource> source_;
   AdminExecutor admin_;
   std::unique_ptr<RolloutService> rollouts_;
-  std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<ResponseCache> cache_;  // null without --cache-config
   std::unique_ptr<jobs::JobManager> jobs_;
   // Hybrid serving (precomputed.*): null without sqlite/postgres connections in the jobs config.
@@ -239,6 +174,9 @@ class InferenceServer final : public RequestSubmitter {
   // Online feature lookup (features.*): null without redis connections in the jobs config.
   std::unique_ptr<features::FeatureFetcher> features_;
   const Authorizer authorizer_;
+  // The parts above, seen from management calls and from the metrics exporter.
+  std::unique_ptr<AdminService> admin_service_;
+  std::unique_ptr<MetricsExporter> exporter_;
   // The request path's stages (server/pipeline/pipeline_order.cc); declared
   // after the parts its stages point at, so it is destroyed before them.
   std::unique_ptr<RequestPipeline> pipeline_;

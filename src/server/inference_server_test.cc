@@ -1,4 +1,5 @@
 #include "server/inference_server.h"
+#include "server/server_options.h"
 
 #include <gtest/gtest.h>
 
@@ -127,6 +128,10 @@ TEST_F(InferenceServerTest, InfersAndValidates) {
   auto bad_prio = Req("echo", F32("x", {1, 2}, {1}));
   bad_prio->parameters["priority"] = std::string("high");
   cases.push_back({std::move(bad_prio), StatusCode::kInvalidArgument, "priority"});
+  auto openai = Req("echo", F32("x", {1, 2}, {1}));  // through a generative API (OpenAI's routes)
+  openai->generative_api = true;
+  cases.push_back({std::move(openai), StatusCode::kInvalidArgument,
+                   "The model `echo` is not a generative model (platform identity)"});
   for (auto& c : cases) {
     auto r = Infer(std::move(c.req));
     ASSERT_FALSE(r.ok()) << c.text;
@@ -138,7 +143,7 @@ TEST_F(InferenceServerTest, InfersAndValidates) {
   EXPECT_EQ((*stats)[0].success.count, 1u);
   // Every case that reached the model (all but the unknown model and the
   // two bad versions) counts as a failure of version 2.
-  EXPECT_EQ((*stats)[0].fail.count, 7u);
+  EXPECT_EQ((*stats)[0].fail.count, 8u);
 }
 
 TEST_F(InferenceServerTest, ExplicitModeLoadsAndUnloadsOnRequest) {

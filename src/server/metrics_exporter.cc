@@ -1,21 +1,19 @@
-// InferenceServer::WriteMetrics: the Prometheus view of the server.
-//
-// Two sets of names:
-//  * Triton-compatible counters (nv_inference_*), so existing dashboards work:
-//    cumulative counts and cumulative microseconds per {model,version};
-//  * inferd_* histograms (request, queue, compute input/infer/output
-//    durations in microseconds, batch sizes) and process gauges.
 #include <unistd.h>
 
 #include <fstream>
 
 #include "features/feature_fetcher.h"
 #include "jobs/job_manager.h"
+#include "manager/model_manager.h"
 #include "server/hybrid_serving.h"
-#include "server/inference_server.h"
+#include "server/metrics_exporter.h"
+#include "server/response_cache.h"
+#include "server/rollout_service.h"
 
 namespace inferd {
 namespace {
+
+Labels StatsLabels(const ModelStats& s) { return Labels{{"model", s.model()}, {"version", s.version()}}; }
 
 double ProcessRssBytes() {
   std::ifstream f("/proc/self/statm");
@@ -146,12 +144,19 @@ void WriteBatchingMetrics(PrometheusWriter& w, const std::vector<std::shared_ptr
 
 }  // namespace
 
-void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
-  const std::vector<std::shared_ptr<ModelVersion>> versions = manager_->ServingVersions();
-  const auto [registered, loaded] = manager_->ModelCounts();
-  const LifecycleMetrics& lifecycle_ = manager_->metrics();
-  auto labels = [](const ModelStats& s) { return Labels{{"model", s.model()}, {"version", s.version()}}; };
+void MetricsExporter::Write(PrometheusWriter& w) const {
+  const Versions versions = s_.manager->ServingVersions();
+  WriteRequestSeries(w, versions);
+  WriteGenerativeMetrics(w, versions);
+  WriteBatchingMetrics(w, versions);
+  const uint64_t used = WriteModelSeries(w, versions);
+  WriteShadowSeries(w, versions);
+  WriteCacheSeries(w, versions);
+  WriteControlSeries(w, used);
+  WriteLifecycleSeries(w);
+}
 
+void MetricsExporter::WriteRequestSeries(PrometheusWriter& w, const Versions& versions) const {
   static const CounterDef kCounters[] = {
       {"nv_inference_request_success", "Number of successful inference requests",
        [](const ModelStats& s) { return static_cast<double>(s.success_count()); }},
@@ -172,13 +177,13 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   };
   for (const auto& c : kCounters) {
     w.Family(c.name, "counter", c.help);
-    for (const auto& mv : versions) w.Sample(c.name, labels(*mv->stats()), c.get(*mv->stats()));
+    for (const auto& mv : versions) w.Sample(c.name, StatsLabels(*mv->stats()), c.get(*mv->stats()));
   }
 
   w.Family("nv_inference_request_failure", "counter", "Number of failed inference requests, by reason");
   for (const auto& mv : versions) {
     for (int r = 0; r < static_cast<int>(FailureReason::kCount); ++r) {
-      Labels l = labels(*mv->stats());
+      Labels l = StatsLabels(*mv->stats());
       l.emplace_back("reason", FailureReasonName(static_cast<FailureReason>(r)));
       w.Sample("nv_inference_request_failure", l,
                static_cast<double>(mv->stats()->failure_count(static_cast<FailureReason>(r))));
@@ -186,7 +191,7 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   }
   w.Family("nv_inference_pending_request_count", "gauge", "Requests accepted and not yet completed");
   for (const auto& mv : versions)
-    w.Sample("nv_inference_pending_request_count", labels(*mv->stats()), static_cast<double>(mv->stats()->pending()));
+    w.Sample("nv_inference_pending_request_count", StatsLabels(*mv->stats()), static_cast<double>(mv->stats()->pending()));
 
   struct HistDef {
     const char* name;
@@ -204,12 +209,13 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   };
   for (const auto& h : kHists) {
     w.Family(h.name, "histogram", h.help);
-    for (const auto& mv : versions) w.HistogramSamples(h.name, labels(*mv->stats()), ((*mv->stats()).*h.get)().Take());
+    for (const auto& mv : versions) w.HistogramSamples(h.name, StatsLabels(*mv->stats()), ((*mv->stats()).*h.get)().Take());
   }
 
-  WriteGenerativeMetrics(w, versions);
-  WriteBatchingMetrics(w, versions);
+}
 
+uint64_t MetricsExporter::WriteModelSeries(PrometheusWriter& w, const Versions& versions) const {
+  const auto [registered, loaded] = s_.manager->ModelCounts();
   w.Family("inferd_models_registered", "gauge", "Models known to the server (loaded or not)");
   w.Sample("inferd_models_registered", {}, static_cast<double>(registered));
   w.Family("inferd_models_loaded", "gauge", "Models with at least one version loaded and serving");
@@ -217,7 +223,7 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   w.Family("inferd_models_by_state", "gauge",
            "Models known to the server by their lifecycle state (LOADING, READY, UNLOADING, UNAVAILABLE, FAILED, "
            "EVICTED)");
-  for (const auto& [state, n] : manager_->CountByState())
+  for (const auto& [state, n] : s_.manager->CountByState())
     w.Sample("inferd_models_by_state", {{"state", StateName(state)}}, static_cast<double>(n));
   w.Family("inferd_model_versions_loaded", "gauge", "Model versions loaded and serving");
   w.Sample("inferd_model_versions_loaded", {}, static_cast<double>(versions.size()));
@@ -226,8 +232,12 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
            "Memory a loaded model version holds (measured at load, or its memory_bytes parameter)");
   for (const auto& mv : versions) {
     used += mv->resident_bytes();
-    w.Sample("inferd_model_resident_bytes", labels(*mv->stats()), static_cast<double>(mv->resident_bytes()));
+    w.Sample("inferd_model_resident_bytes", StatsLabels(*mv->stats()), static_cast<double>(mv->resident_bytes()));
   }
+  return used;
+}
+
+void MetricsExporter::WriteShadowSeries(PrometheusWriter& w, const Versions& versions) const {
   w.Family("inferd_shadow_requests_total", "counter",
            "Requests mirrored to this version (shadow traffic) by outcome: agreed or disagreed with the served "
            "answer, failed, or skipped (--shadow-max-in-flight were already running)");
@@ -238,7 +248,7 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
                                      {"disagreed", s.shadow_disagreed()},
                                      {"failed", s.shadow_failed()},
                                      {"skipped", s.shadow_skipped()}}) {
-      Labels l = labels(s);
+      Labels l = StatsLabels(s);
       l.emplace_back("outcome", outcome);
       w.Sample("inferd_shadow_requests_total", l, static_cast<double>(n));
     }
@@ -248,8 +258,11 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   for (const auto& mv : versions) {
     const ModelStats& s = *mv->stats();
     if (s.shadow_agreed() + s.shadow_disagreed() == 0) continue;
-    w.Sample("inferd_shadow_max_abs_diff", labels(s), s.shadow_max_abs_diff());
+    w.Sample("inferd_shadow_max_abs_diff", StatsLabels(s), s.shadow_max_abs_diff());
   }
+}
+
+void MetricsExporter::WriteCacheSeries(PrometheusWriter& w, const Versions& versions) const {
   // The response cache: Triton's per-model names, then the cache's own.
   struct CacheSeries {
     const char* name;
@@ -270,10 +283,10 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   for (const auto& c : cache_series) {
     w.Family(c.name, c.type, c.help);
     for (const auto& mv : versions)
-      if (mv->spec().response_cache) w.Sample(c.name, labels(*mv->stats()), c.get(*mv->stats()));
+      if (mv->spec().response_cache) w.Sample(c.name, StatsLabels(*mv->stats()), c.get(*mv->stats()));
   }
   {
-    const ResponseCacheStats cs = CacheStats();
+    const ResponseCacheStats cs = s_.cache ? s_.cache->Stats() : ResponseCacheStats{};
     w.Family("inferd_response_cache_bytes", "gauge", "Bytes the response cache holds (keys and outputs)");
     w.Sample("inferd_response_cache_bytes", {}, static_cast<double>(cs.bytes));
     w.Family("inferd_response_cache_entries", "gauge", "Answers the response cache holds");
@@ -281,10 +294,13 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
     w.Family("inferd_response_cache_evictions_total", "counter", "Answers evicted to stay within --cache-config size");
     w.Sample("inferd_response_cache_evictions_total", {}, static_cast<double>(cs.evictions));
   }
+}
+
+void MetricsExporter::WriteControlSeries(PrometheusWriter& w, uint64_t used) const {
   w.Family("inferd_rollouts_total", "counter",
            "Progressive rollouts by outcome (started, promoted, rolled_back, aborted)");
   {
-    const RolloutController::Counts rc = rollouts_->controller().counts();
+    const RolloutController::Counts rc = s_.rollouts->controller().counts();
     for (const auto& [outcome, n] : {std::pair<const char*, uint64_t>{"started", rc.started},
                                      {"promoted", rc.promoted},
                                      {"rolled_back", rc.rolled_back},
@@ -293,7 +309,7 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
   }
   w.Family("inferd_batch_jobs", "gauge", "Batch jobs the server knows, by state (docs/batch.md)");
   {
-    const auto by_state = jobs_->CountByState();
+    const auto by_state = s_.jobs->CountByState();
     for (auto st : {jobs::JobState::kQueued, jobs::JobState::kRunning, jobs::JobState::kSucceeded,
                     jobs::JobState::kFailed, jobs::JobState::kCancelled, jobs::JobState::kInterrupted}) {
       auto it = by_state.find(st);
@@ -302,26 +318,30 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
     }
   }
   w.Family("inferd_memory_budget_bytes", "gauge", "--memory-budget (0 = none)");
-  w.Sample("inferd_memory_budget_bytes", {}, static_cast<double>(options_.memory_budget_bytes));
+  w.Sample("inferd_memory_budget_bytes", {}, static_cast<double>(s_.memory_budget_bytes));
   w.Family("inferd_memory_budget_used_bytes", "gauge", "Resident bytes of all loaded model versions");
   w.Sample("inferd_memory_budget_used_bytes", {}, static_cast<double>(used));
 
+}
+
+void MetricsExporter::WriteLifecycleSeries(PrometheusWriter& w) const {
+  const LifecycleMetrics& lifecycle = s_.manager->metrics();
   struct LifecycleCounter {
     const char* name;
     const char* help;
     const std::atomic<uint64_t>& value;
   };
   const LifecycleCounter lifecycle_counters[] = {
-      {"inferd_model_load_failures_total", "Model (version) loads that failed", lifecycle_.load_failures},
+      {"inferd_model_load_failures_total", "Model (version) loads that failed", lifecycle.load_failures},
       {"inferd_model_cold_starts_total", "Requests that waited for their model to load (on demand)",
-       lifecycle_.cold_starts},
+       lifecycle.cold_starts},
       {"inferd_model_cold_start_timeouts_total",
        "Requests whose wait for an on-demand load ran past --model-load-wait-secs or their timeout",
-       lifecycle_.cold_start_timeouts},
-      {"inferd_model_evictions_total", "Models unloaded to stay within the memory budget", lifecycle_.evictions},
+       lifecycle.cold_start_timeouts},
+      {"inferd_model_evictions_total", "Models unloaded to stay within the memory budget", lifecycle.evictions},
       {"inferd_model_over_budget_loads_total",
        "Loads after which the budget stayed exceeded (nothing evictable: pinned, busy or too young)",
-       lifecycle_.over_budget_loads},
+       lifecycle.over_budget_loads},
   };
   for (const auto& c : lifecycle_counters) {
     w.Family(c.name, "counter", c.help);
@@ -333,11 +353,11 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
     const Histogram& h;
   };
   const LifecycleHist lifecycle_hists[] = {
-      {"inferd_model_load_duration_seconds", "Time to load and warm up one model version", lifecycle_.load_seconds},
+      {"inferd_model_load_duration_seconds", "Time to load and warm up one model version", lifecycle.load_seconds},
       {"inferd_model_unload_duration_seconds", "Time to drain and release the versions of one unload or eviction",
-       lifecycle_.unload_seconds},
+       lifecycle.unload_seconds},
       {"inferd_model_eviction_age_seconds", "How long an evicted model had been resident",
-       lifecycle_.eviction_age_seconds},
+       lifecycle.eviction_age_seconds},
   };
   for (const auto& h : lifecycle_hists) {
     w.Family(h.name, "histogram", h.help);
@@ -347,9 +367,9 @@ void InferenceServer::WriteMetrics(PrometheusWriter& w) const {
            "Calls whose client went away before the answer (HTTP connection closed, gRPC call or stream cancelled or "
            "past its deadline); their queued requests never run");
   w.Sample("inferd_client_cancellations_total", {},
-           static_cast<double>(client_cancellations_.load(std::memory_order_relaxed)));
-  if (hybrid_) hybrid_->WriteMetrics(w);
-  if (features_) features_->WriteMetrics(w);
+           static_cast<double>(s_.client_cancellations->load(std::memory_order_relaxed)));
+  if (s_.hybrid) s_.hybrid->WriteMetrics(w);
+  if (s_.features) s_.features->WriteMetrics(w);
   w.Family("process_resident_memory_bytes", "gauge", "Resident set size of the inferd process");
   w.Sample("process_resident_memory_bytes", {}, ProcessRssBytes());
 }

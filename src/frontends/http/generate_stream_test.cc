@@ -16,6 +16,7 @@
 #include "frontends/http/http_server.h"
 #include "frontends/http/router.h"
 #include "server/inference_server.h"
+#include "server/server_options.h"
 #include "testing/parts_scheduler.h"
 
 namespace inferd::http {

@@ -3,7 +3,8 @@
 //        server-sent events with "stream": true (chunks, the usage chunk with
 //        stream_options.include_usage, then "data: [DONE]")
 //   GET  /v1/models                                   the ready generative models
-// `n` choices are n requests to the model (seeded ones with seed + i). Errors
+// `n` choices are n requests to the model (seeded ones with seed + i), the
+// only calls into the server (the pipeline checks the model). Errors
 // are OpenAI's {"error": {...}}; after a stream has begun, an error is an
 // event with that object, then [DONE].
 #include <atomic>
@@ -78,6 +79,9 @@ struct Call {
     MutexLock l(&mu);
     --remaining;
     if (answered) return;
+    if (!r.ok() && r.status().code() == StatusCode::kNotFound) {  // the model is unknown: OpenAI's wording
+      r = Status::NotFound("The model `" + model + "` does not exist.");
+    }
     if (!r.ok()) {
       const bool first_error = !error;
       if (first_error) error = r.status();
@@ -117,21 +121,15 @@ struct Call {
   }
 };
 
-void CompleteResident(InferenceServer* server, const Request& req, openai::Endpoint endpoint,
-                      openai::ParsedRequest* parsed, Responder respond) {
-  auto md = server->GetModelMetadata(parsed->model, "");
-  if (!md.ok()) {
-    if (md.status().code() == StatusCode::kNotFound) {
-      return respond(OpenAiError(Status::NotFound("The model `" + parsed->model + "` does not exist.")));
-    }
-    return respond(OpenAiError(md.status()));
-  }
-  if (md->platform != kGenerativePlatform) {
-    return respond(OpenAiError(Status::InvalidArgument("The model `" + parsed->model +
-                                                       "` is not a generative model (platform " + md->platform + ")")));
-  }
-  if (Status st = server->Admit(parsed->model, ""); !st.ok()) return respond(OpenAiError(st));
+// One trip into the server per choice: no metadata or admission calls before them. The pipeline waits for an
+// on-demand model's load, refuses a model that is not generative (validation), and the model's scheduler renders
+// the chat template and tokenises on its own thread.
+void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint, Responder respond) {
+  if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
+  auto parsed = openai::ParseRequest(endpoint, req.body ? std::string_view(*req.body) : std::string_view());
+  if (!parsed.ok()) return respond(OpenAiError(parsed.status()));
   parsed->request->cancellation = req.cancellation;
+  parsed->request->generative_api = true;
   if (const std::string* key = req.Header("inferd-sticky-key")) parsed->request->sticky_key = *key;
   auto call = std::make_shared<Call>();
   call->endpoint = endpoint;
@@ -155,20 +153,6 @@ void CompleteResident(InferenceServer* server, const Request& req, openai::Endpo
     sink.final = [call, i](Result<InferResponse> r) { call->Final(i, std::move(r)); };
     server->InferAsync(openai::ChoiceRequest(*parsed, i), std::move(sink));
   }
-}
-
-void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint, Responder respond) {
-  if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
-  auto parsed = openai::ParseRequest(endpoint, req.body ? std::string_view(*req.body) : std::string_view());
-  if (!parsed.ok()) return respond(OpenAiError(parsed.status()));
-  // An on-demand model loads first, as for /infer (the answer needs its metadata).
-  auto p = std::make_shared<openai::ParsedRequest>(std::move(parsed).value());
-  const std::string model = p->model;
-  server->WhenResident(
-      model, [server, req = std::move(req), endpoint, p, respond = std::move(respond)](const Status& st) mutable {
-        if (!st.ok()) return respond(OpenAiError(st));
-        CompleteResident(server, req, endpoint, p.get(), std::move(respond));
-      });
 }
 
 void ListModels(InferenceServer* server, const Request& req, const Responder& respond) {

@@ -1,6 +1,7 @@
 // The scheduling parameters and the inputs, checked against the pinned
 // version's config (server/request_validation.h); a bad request is 400 and
 // counts as a failure of kind "invalid".
+#include "scheduler/scheduler_factory.h"
 #include "server/pipeline/stages.h"
 #include "server/request_validation.h"
 
@@ -26,7 +27,13 @@ class ValidationStage final : public RequestStage {
  public:
   const char* name() const override { return "validation"; }
   Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline&) const override {
-    Result<int64_t> rows = ValidateAndNormalize(ctx->handle.spec(), ctx->request.get());
+    const ModelSpec& spec = ctx->handle.spec();
+    if (ctx->request->generative_api && SchedulerKind(spec) != "generative") {
+      return Refuse(*ctx, Status::InvalidArgument("The model `" + spec.name +
+                                                  "` is not a generative model (platform " +
+                                                  (spec.platform.empty() ? spec.backend : spec.platform) + ")"));
+    }
+    Result<int64_t> rows = ValidateAndNormalize(spec, ctx->request.get());
     if (!rows.ok()) return Refuse(*ctx, rows.status());
     ctx->rows = *rows;
     return Verdict::kContinue;

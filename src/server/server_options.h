@@ -1,0 +1,84 @@
+// ServerOptions: what `inferd serve` configures (cli/serve_command.cc); only
+// the code that builds an InferenceServer includes it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "jobs/jobs_config.h"
+#include "manager/model_manager.h"
+#include "manager/repository_source.h"
+#include "server/authorizer.h"
+
+namespace inferd {
+
+class CpuLoad;
+class SchedulerFactory;
+
+struct ServerOptions {
+  std::string model_repository;
+  ModelControlMode control_mode = ModelControlMode::kNone;
+  // kExplicit / kPoll: models to load at start-up ("*" = all; kPoll loads
+  // all when empty).
+  std::vector<std::string> startup_models;
+  // Queue bound for models whose config sets no max_queue_size.
+  size_t default_max_queue_size = 1024;
+  // Intra-op threads for models without INTRA_OP_THREAD_COUNT.
+  int default_intra_op_threads = 1;
+  // Config parameters every model gets unless its config sets them
+  // (--model-parameter KEY=VALUE).
+  std::map<std::string, std::string> default_parameters;
+  // kPoll: how often the repository is rescanned (0 = only PollRepository calls).
+  std::chrono::milliseconds poll_interval{std::chrono::seconds(15)};
+  // If true, /v2/health/ready also needs every repository model READY.
+  bool strict_readiness = false;
+
+  Residency residency = Residency::kEager;
+  // kOnDemand: bytes all resident models may hold (0 = no budget). Models
+  // are sized by ModelVersion::resident_bytes.
+  uint64_t memory_budget_bytes = 0;
+  // kOnDemand: a model is not evicted before it has been resident this long.
+  Duration min_residency = std::chrono::seconds(1);
+  // kOnDemand: threads loading models for waiting requests (loads of
+  // different models run in parallel, one model loads once).
+  int model_load_threads = 2;
+  // kOnDemand: longest a request waits for its model to load (a smaller
+  // request `timeout` parameter wins); then DEADLINE_EXCEEDED.
+  Duration load_wait = std::chrono::seconds(30);
+  // Scheduler kinds (not owned; null = the built-in ones).
+  const SchedulerFactory* schedulers = nullptr;
+  // How busy the CPUs are, for adaptive batching (not owned; null = the
+  // machine's, read from /proc/stat).
+  CpuLoad* cpu_load = nullptr;
+  // Where run-time control state (version labels) persists; "" = in memory
+  // only. Start fails when the directory cannot be created or written.
+  std::string control_state_dir;
+  // Start fails when a model (or a version) of the start-up set failed to
+  // load (Triton's --exit-on-error).
+  bool exit_on_error = false;
+  // Bearer-token protection of management (and optionally all) routes.
+  AuthOptions auth;
+  // Bytes of the response cache models with response_cache { enable: true }
+  // use (Triton's --cache-config local,size=N); 0 = no cache.
+  uint64_t response_cache_bytes = 0;
+  // Shadow traffic: the most mirrored requests one shadow version runs or
+  // queues at once; beyond it a request is not mirrored (counted skipped).
+  int64_t shadow_max_in_flight = 16;
+  // Batch jobs (POST /v2/jobs; jobs/job_manager.h): the operator's named
+  // connections and allowed directories (--jobs-config; empty: every job that
+  // names a path or a connection is refused), and how many run at once.
+  // Job records persist in <control_state_dir>/jobs.
+  jobs::JobsConfig jobs_config;
+  int max_running_jobs = 2;
+  // Hybrid serving (docs/hybrid.md): threads that look up precomputed
+  // answers and write online ones back (each with its own connection per
+  // table), and how many lookups may wait for one (then: a store error).
+  int precomputed_lookup_threads = 2;
+  size_t precomputed_max_queued = 1024;
+};
+
+}  // namespace inferd
