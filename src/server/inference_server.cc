@@ -41,6 +41,37 @@ std::vector<TensorMetadata> ToMetadata(const ModelSpec& spec, const std::vector<
 DurationSnapshot Snap(const DurationStat& d) {
   return {d.count.load(std::memory_order_relaxed), d.ns.load(std::memory_order_relaxed)};
 }
+
+// The model manager's options: the server's defaults for every version, and the checks of the parts a model's
+// config may name (features.*, precomputed.*).
+ModelManager::Options ManagerOptions(const ServerOptions& o, ControlStateStore* state, CpuLoad* cpu,
+                                     RequestSubmitter* submitter, const HybridServing* hybrid,
+                                     const features::FeatureFetcher* fetcher) {
+  ModelManager::Options mo;
+  mo.state = state;
+  mo.residency = o.residency;
+  mo.memory_budget_bytes = o.memory_budget_bytes;
+  mo.min_residency = o.min_residency;
+  mo.model_load_threads = o.model_load_threads;
+  mo.version.default_max_queue_size = o.default_max_queue_size;
+  mo.version.default_intra_op_threads = o.default_intra_op_threads;
+  mo.version.default_parameters = o.default_parameters;
+  mo.version.submitter = submitter;
+  mo.version.schedulers = o.schedulers;
+  mo.version.cpu_load = cpu;
+  mo.version.check_spec = [hybrid, fetcher](const ModelSpec& spec) -> Status {
+    if (spec.features && (fetcher == nullptr || !fetcher->HasConnection(spec.features->connection)))
+      return Status::InvalidArgument("features.connection '" + spec.features->connection +
+                                     "' is not a redis connection of the server's jobs config (--jobs-config)");
+    if (!spec.precomputed) return Status::OK();
+    if (hybrid == nullptr)
+      return Status::InvalidArgument("precomputed.connection '" + spec.precomputed->connection +
+                                     "': the server's jobs config (--jobs-config) has no connections");
+    return hybrid->CheckModel(spec);
+  };
+  return mo;
+}
+
 }  // namespace
 
 InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* backends, Clock* clock)
@@ -51,20 +82,28 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
       state_(options_->control_state_dir.empty() ? MakeMemoryStateStore()
                                                 : MakeDirectoryStateStore(options_->control_state_dir)),
       authorizer_(options_->auth) {
-  ModelManager::Options mo;
-  mo.state = state_.get();
-  mo.residency = options_->residency;
-  mo.memory_budget_bytes = options_->memory_budget_bytes;
-  mo.min_residency = options_->min_residency;
-  mo.model_load_threads = options_->model_load_threads;
-  mo.on_load_done = [this](OnDemandLoader::Waiter w, const Status& st) { OnLoadDone(std::move(w), st); };
-  mo.version.default_max_queue_size = options_->default_max_queue_size;
-  mo.version.default_intra_op_threads = options_->default_intra_op_threads;
-  mo.version.default_parameters = options_->default_parameters;
-  mo.version.submitter = this;
-  mo.version.schedulers = options_->schedulers;
+  OpenLookups();
   if (options_->cpu_load == nullptr) own_cpu_load_ = MakeSystemCpuLoad();
-  mo.version.cpu_load = options_->cpu_load ? options_->cpu_load : own_cpu_load_.get();
+  ModelManager::Options mo =
+      ManagerOptions(*options_, state_.get(), options_->cpu_load ? options_->cpu_load : own_cpu_load_.get(), this,
+                     hybrid_.get(), features_.get());
+  mo.on_load_done = [this](OnDemandLoader::Waiter w, const Status& st) { OnLoadDone(std::move(w), st); };
+  manager_ = std::make_unique<ModelManager>(std::move(mo), repository_.get(), backends, clock_);
+  RepositorySource::Options so;
+  so.control_mode = options_->control_mode;
+  so.startup_models = options_->startup_models;
+  so.poll_interval = options_->poll_interval;
+  source_ = std::make_unique<RepositorySource>(std::move(so), repository_.get(), manager_.get(), clock_);
+  rollouts_ = std::make_unique<RolloutService>(manager_.get(), state_.get(), clock_);
+  if (options_->response_cache_bytes > 0) cache_ = std::make_unique<ResponseCache>(options_->response_cache_bytes);
+  jobs::JobManagerOptions jo;
+  jo.state_dir = options_->control_state_dir.empty() ? "" : options_->control_state_dir + "/jobs";
+  jo.max_running = options_->max_running_jobs;
+  jobs_ = std::make_unique<jobs::JobManager>(std::move(jo), options_->jobs_config, this, clock_);
+  WireServices();
+}
+
+void InferenceServer::OpenLookups() {
   // Any connection can be a prediction store (sqlite, postgres, redis).
   if (!options_->jobs_config.connections.empty()) {
     hybrid_stores_ = std::make_unique<jobs::JobStores>(options_->jobs_config);
@@ -78,28 +117,9 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
     if (c.type == jobs::StoreType::kRedis) redis.push_back(jobs::RedisEndpointOf(name, c));
   if (!redis.empty())
     features_ = std::make_unique<features::FeatureFetcher>(std::move(redis), features::FeatureFetcher::Options{});
-  mo.version.check_spec = [hybrid = hybrid_.get(), fetcher = features_.get()](const ModelSpec& spec) -> Status {
-    if (spec.features && (fetcher == nullptr || !fetcher->HasConnection(spec.features->connection)))
-      return Status::InvalidArgument("features.connection '" + spec.features->connection +
-                                     "' is not a redis connection of the server's jobs config (--jobs-config)");
-    if (!spec.precomputed) return Status::OK();
-    if (hybrid == nullptr)
-      return Status::InvalidArgument("precomputed.connection '" + spec.precomputed->connection +
-                                     "': the server's jobs config (--jobs-config) has no connections");
-    return hybrid->CheckModel(spec);
-  };
-  manager_ = std::make_unique<ModelManager>(std::move(mo), repository_.get(), backends, clock_);
-  RepositorySource::Options so;
-  so.control_mode = options_->control_mode;
-  so.startup_models = options_->startup_models;
-  so.poll_interval = options_->poll_interval;
-  source_ = std::make_unique<RepositorySource>(std::move(so), repository_.get(), manager_.get(), clock_);
-  rollouts_ = std::make_unique<RolloutService>(manager_.get(), state_.get(), clock_);
-  if (options_->response_cache_bytes > 0) cache_ = std::make_unique<ResponseCache>(options_->response_cache_bytes);
-  jobs::JobManagerOptions jo;
-  jo.state_dir = options_->control_state_dir.empty() ? "" : options_->control_state_dir + "/jobs";
-  jo.max_running = options_->max_running_jobs;
-  jobs_ = std::make_unique<jobs::JobManager>(std::move(jo), options_->jobs_config, this, clock_);
+}
+
+void InferenceServer::WireServices() {
   AdminService::Parts ap;
   ap.manager = manager_.get();
   ap.source = source_.get();

@@ -5,8 +5,13 @@
 // It is a facade over the components that do the work: the ModelManager
 // owns models and their lifecycle (manager/), the RepositorySource feeds it
 // from the repository (start-up, poll), the RoutingPolicy picks the version
-// a request goes to (routing/), and each version's scheduler runs requests
-// (scheduler/). The request path (InferAsync) is in server/dispatch.cc.
+// a request goes to (routing/), the request pipeline's stages work on it
+// (server/pipeline/), and each version's scheduler runs requests
+// (scheduler/). Management calls are on admin() (server/admin_service.h);
+// metrics come from the MetricsExporter. This header is the one front ends
+// include: what the server owns is only forward-declared here, and
+// ServerOptions lives in server/server_options.h (for the code that builds
+// a server).
 //
 // Thread-safety: all public methods are thread-safe. InferAsync never runs
 // model code on the calling thread; its callback runs exactly once, either
@@ -150,6 +155,11 @@ class InferenceServer final : public RequestSubmitter {
   // `may_wait`: a request for a model that is not resident waits for its
   // load (on-demand), once.
   void Dispatch(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival, bool may_wait);
+  // The constructor's parts: the prediction stores and the feature fetcher
+  // (from the jobs config's connections); then the services over what it
+  // built (AdminService, MetricsExporter, the request pipeline).
+  void OpenLookups();
+  void WireServices();
   // What the pipeline's enqueue stage asks when the pinned version retired meanwhile.
   Rerouter MakeRerouter();
   bool CanWaitForLoad(const Status& lookup) const;
