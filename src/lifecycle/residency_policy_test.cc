@@ -31,7 +31,8 @@ TEST(ResidencyPolicy, NothingEvictedWhileItFits) {
 
 TEST(ResidencyPolicy, LeastRecentlyUsedFirstUntilItFits) {
   // used 60 of 100; incoming 70 needs 30 freed: c (oldest use, 20) then a (15).
-  auto plan = PlanEvictions({M("a", 15, 5), M("b", 25, 9), M("c", 20, 1)}, 100, 60, 70, kResidencyT0 + seconds(60), seconds(1));
+  auto plan =
+      PlanEvictions({M("a", 15, 5), M("b", 25, 9), M("c", 20, 1)}, 100, 60, 70, kResidencyT0 + seconds(60), seconds(1));
   EXPECT_EQ(plan.victims, (std::vector<std::string>{"c", "a"}));
   EXPECT_EQ(plan.freed, 35u);
   EXPECT_TRUE(plan.fits);

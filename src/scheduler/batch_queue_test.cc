@@ -22,7 +22,9 @@ BatchPolicy Dynamic(int max_bs, int64_t delay_us, std::vector<int> preferred = {
   return p;
 }
 
-void Push(BatchQueue& q, std::unique_ptr<PendingRequest> p, TimePoint now = kQueueT0) { ASSERT_TRUE(q.Push(p, now).ok()); }
+void Push(BatchQueue& q, std::unique_ptr<PendingRequest> p, TimePoint now = kQueueT0) {
+  ASSERT_TRUE(q.Push(p, now).ok());
+}
 
 std::vector<int64_t> Rows(const BatchQueue::Decision& d) {
   std::vector<int64_t> r;

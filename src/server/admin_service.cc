@@ -39,8 +39,8 @@ Result<std::vector<RepositoryIndexEntry>> AdminService::RepositoryIndex(bool rea
 
 Status AdminService::RequireExplicitControl() const {
   if (p_.control_mode == "explicit") return Status::OK();
-  return Status::FailedPrecondition("model load / unload is not allowed with --model-control-mode=" +
-                                    p_.control_mode + " (it needs explicit)");
+  return Status::FailedPrecondition("model load / unload is not allowed with --model-control-mode=" + p_.control_mode +
+                                    " (it needs explicit)");
 }
 
 Status AdminService::LoadModel(const std::string& name, const std::optional<std::string>& config_json) {
@@ -87,7 +87,7 @@ Result<std::string> AdminService::AbortRollout(const std::string& name) {
 }
 
 Result<LabelsInfo> AdminService::SetLabel(const std::string& name, const std::string& label,
-                                             const std::string& version) {
+                                          const std::string& version) {
   INFERD_RETURN_IF_ERROR(ValidateLabelName(label));
   INFERD_ASSIGN_OR_RETURN(VersionRef ref, VersionRef::Parse(version));
   if (ref.kind != VersionRef::Kind::kNumber) {
@@ -101,7 +101,6 @@ Result<LabelsInfo> AdminService::GetLabels(const std::string& name) const { retu
 Result<TrafficInfo> AdminService::GetTraffic(const std::string& name) const { return p_.manager->GetTraffic(name); }
 
 Result<TrafficInfo> AdminService::ClearTraffic(const std::string& name) { return p_.manager->ClearTraffic(name); }
-
 
 Result<RollbackResult> AdminService::Rollback(const std::string& name) { return p_.manager->Rollback(name); }
 

@@ -2,12 +2,12 @@
 // version and run it through the request pipeline (server/pipeline/); under
 // on-demand residency, wait (bounded) for a model that is not resident to
 // load first.
-#include "server/inference_server.h"
 #include "manager/model_manager.h"
 #include "routing/routing_policy.h"
-#include "server/server_options.h"
+#include "server/inference_server.h"
 #include "server/pipeline/stages.h"
 #include "server/request_validation.h"
+#include "server/server_options.h"
 
 namespace inferd {
 

@@ -13,12 +13,12 @@
 #include "repository/model_config.h"
 #include "repository/repository.h"
 #include "routing/routing_policy.h"
-#include "server/response_cache.h"
-#include "server/rollout_service.h"
-#include "server/server_options.h"
 #include "server/hybrid_serving.h"
 #include "server/output_rules.h"
 #include "server/pipeline/stages.h"
+#include "server/response_cache.h"
+#include "server/rollout_service.h"
+#include "server/server_options.h"
 
 namespace inferd {
 
@@ -80,7 +80,7 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
       repository_(std::make_unique<ModelRepository>(options_->model_repository)),
       routing_(MakeTrafficRoutingPolicy()),
       state_(options_->control_state_dir.empty() ? MakeMemoryStateStore()
-                                                : MakeDirectoryStateStore(options_->control_state_dir)),
+                                                 : MakeDirectoryStateStore(options_->control_state_dir)),
       authorizer_(options_->auth) {
   OpenLookups();
   if (options_->cpu_load == nullptr) own_cpu_load_ = MakeSystemCpuLoad();
@@ -326,10 +326,6 @@ Result<std::vector<ModelStatsSnapshot>> InferenceServer::GetStatistics(const std
   return out;
 }
 
-
-
-
-
 Result<ModelSpec> InferenceServer::Describe(const std::string& name, const std::string& version) {
   auto mv = FindVersion(name, version);
   if (!mv.ok()) {
@@ -346,24 +342,9 @@ Result<ModelSpec> InferenceServer::Describe(const std::string& name, const std::
   return (*mv)->spec();
 }
 
-
-
-
-
-
-
-
-
-
-
-
 Result<std::string> InferenceServer::ResolveLabel(const std::string& name, const std::string& label) const {
   INFERD_ASSIGN_OR_RETURN(int64_t v, manager_->ResolveLabel(name, label));
   return std::to_string(v);
 }
 
-
-
-
 }  // namespace inferd
-

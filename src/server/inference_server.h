@@ -93,7 +93,6 @@ class InferenceServer final : public RequestSubmitter {
   Result<std::string> ResolveLabel(const std::string& name, const std::string& label) const;
   // Management: model control, labels, traffic, rollouts, jobs (server/admin_service.h).
   AdminService& admin() { return *admin_service_; }
-  const AdminService& admin() const { return *admin_service_; }
 
   void InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback);
   // Before decoding a request for (name, version): UNAVAILABLE when the
@@ -105,13 +104,6 @@ class InferenceServer final : public RequestSubmitter {
   // The same with partial responses (models that answer in parts) going to
   // sink.partial before sink.final.
   void InferAsync(std::unique_ptr<InferRequest> request, ResponseSink sink);
-  // RequestSubmitter (for schedulers that call other models): InferAsync.
-  void SubmitStream(std::unique_ptr<InferRequest> request, ResponseSink sink) override {
-    InferAsync(std::move(request), std::move(sink));
-  }
-  void Submit(std::unique_ptr<InferRequest> request, InferCallback callback) override {
-    InferAsync(std::move(request), std::move(callback));
-  }
   // Calls `then` once `name` can answer: at once (with OK) when it serves,
   // when residency is eager, or when it is not a repository model (the call
   // that follows answers why); under on-demand residency, for a model that is
@@ -121,9 +113,6 @@ class InferenceServer final : public RequestSubmitter {
   // routes, TF Serving predict, generate, the OpenAI routes). `then` runs on
   // the calling thread or a loader thread, exactly once; it must not block.
   void WhenResident(const std::string& name, std::function<void(const Status&)> then);
-  // The serving version's config; a repository model that does not serve is
-  // loaded first (made resident under on-demand residency).
-  Result<ModelSpec> Describe(const std::string& model, const std::string& version) override;
 
   // Whether a call with this `Authorization` value ("Bearer <token>", or ""
   // when absent) may use a management route (`management`) or another one.
@@ -140,6 +129,18 @@ class InferenceServer final : public RequestSubmitter {
   void WriteMetrics(PrometheusWriter& w) const { exporter_->Write(w); }
 
  private:
+  // RequestSubmitter: how schedulers (ensembles), backends (BLS) and batch
+  // jobs call models; reached only through that interface.
+  void SubmitStream(std::unique_ptr<InferRequest> request, ResponseSink sink) override {
+    InferAsync(std::move(request), std::move(sink));
+  }
+  void Submit(std::unique_ptr<InferRequest> request, InferCallback callback) override {
+    InferAsync(std::move(request), std::move(callback));
+  }
+  // The serving version's config; a repository model that does not serve is
+  // loaded first (made resident under on-demand residency).
+  Result<ModelSpec> Describe(const std::string& model, const std::string& version) override;
+
   // The serving version `version` ("" = default, or a number) of `name`
   // names, through the routing policy; errors say why nothing serves.
   // `shadow` (optional): where the traffic policy mirrors this request, if anywhere.

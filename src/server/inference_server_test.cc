@@ -1,5 +1,4 @@
 #include "server/inference_server.h"
-#include "server/server_options.h"
 
 #include <gtest/gtest.h>
 
@@ -8,6 +7,7 @@
 #include <future>
 
 #include "backends/identity/identity_backend.h"
+#include "server/server_options.h"
 #include "testing/gated_backend.h"
 #include "testing/parts_scheduler.h"
 #include "testing/test_requests.h"
@@ -154,8 +154,8 @@ TEST_F(InferenceServerTest, ExplicitModeLoadsAndUnloadsOnRequest) {
   ASSERT_TRUE(server_->admin().UnloadModel("echo").ok());
   EXPECT_EQ(Infer(Req("echo", F32("x", {1, 2}, {1}))).status().code(), StatusCode::kUnavailable);
   // A load with a JSON config override.
-  ASSERT_TRUE(server_
-                  ->admin().LoadModel("echo", std::string(R"({"backend":"identity","max_batch_size":0,
+  ASSERT_TRUE(server_->admin()
+                  .LoadModel("echo", std::string(R"({"backend":"identity","max_batch_size":0,
       "input":[{"name":"x","data_type":"TYPE_FP32","dims":[3]}],"output":[{"name":"y","data_type":"TYPE_FP32","dims":[3]}]})"))
                   .ok());
   EXPECT_TRUE(Infer(Req("echo", F32("x", {3}, {1}))).ok());

@@ -1,3 +1,5 @@
+#include "server/metrics_exporter.h"
+
 #include <unistd.h>
 
 #include <fstream>
@@ -6,7 +8,6 @@
 #include "jobs/job_manager.h"
 #include "manager/model_manager.h"
 #include "server/hybrid_serving.h"
-#include "server/metrics_exporter.h"
 #include "server/response_cache.h"
 #include "server/rollout_service.h"
 
@@ -191,7 +192,8 @@ void MetricsExporter::WriteRequestSeries(PrometheusWriter& w, const Versions& ve
   }
   w.Family("nv_inference_pending_request_count", "gauge", "Requests accepted and not yet completed");
   for (const auto& mv : versions)
-    w.Sample("nv_inference_pending_request_count", StatsLabels(*mv->stats()), static_cast<double>(mv->stats()->pending()));
+    w.Sample("nv_inference_pending_request_count", StatsLabels(*mv->stats()),
+             static_cast<double>(mv->stats()->pending()));
 
   struct HistDef {
     const char* name;
@@ -209,9 +211,9 @@ void MetricsExporter::WriteRequestSeries(PrometheusWriter& w, const Versions& ve
   };
   for (const auto& h : kHists) {
     w.Family(h.name, "histogram", h.help);
-    for (const auto& mv : versions) w.HistogramSamples(h.name, StatsLabels(*mv->stats()), ((*mv->stats()).*h.get)().Take());
+    for (const auto& mv : versions)
+      w.HistogramSamples(h.name, StatsLabels(*mv->stats()), ((*mv->stats()).*h.get)().Take());
   }
-
 }
 
 uint64_t MetricsExporter::WriteModelSeries(PrometheusWriter& w, const Versions& versions) const {
@@ -321,7 +323,6 @@ void MetricsExporter::WriteControlSeries(PrometheusWriter& w, uint64_t used) con
   w.Sample("inferd_memory_budget_bytes", {}, static_cast<double>(s_.memory_budget_bytes));
   w.Family("inferd_memory_budget_used_bytes", "gauge", "Resident bytes of all loaded model versions");
   w.Sample("inferd_memory_budget_used_bytes", {}, static_cast<double>(used));
-
 }
 
 void MetricsExporter::WriteLifecycleSeries(PrometheusWriter& w) const {

@@ -43,7 +43,7 @@ class MetricsExporter {
     const ResponseCache* cache = nullptr;  // null: zeros
     RolloutService* rollouts = nullptr;
     const jobs::JobManager* jobs = nullptr;
-    const HybridServing* hybrid = nullptr;             // null: no hybrid series
+    const HybridServing* hybrid = nullptr;               // null: no hybrid series
     const features::FeatureFetcher* features = nullptr;  // null: no feature series
     uint64_t memory_budget_bytes = 0;
     const std::atomic<uint64_t>* client_cancellations = nullptr;

@@ -484,10 +484,12 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackSe
   auto config = LoadConfigParameter(req->parameters());
   if (!config.ok()) return Done(c, config.status());
   auto* reactor = c->DefaultReactor();
-  ctx_->server->admin().Run([reactor, server = ctx_->server, name = req->model_name(), config = *config](bool cancelled) {
-    const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->admin().LoadModel(name, config);
-    reactor->Finish(ToGrpcStatus(st));
-  });
+  ctx_->server->admin().Run(
+      [reactor, server = ctx_->server, name = req->model_name(), config = *config](bool cancelled) {
+        const Status st =
+            cancelled ? Status::Unavailable("the server is shutting down") : server->admin().LoadModel(name, config);
+        reactor->Finish(ToGrpcStatus(st));
+      });
   return reactor;
 }
 
@@ -497,7 +499,8 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(grpc::Callback
   if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Done(c, st);
   auto* reactor = c->DefaultReactor();
   ctx_->server->admin().Run([reactor, server = ctx_->server, name = req->model_name()](bool cancelled) {
-    const Status st = cancelled ? Status::Unavailable("the server is shutting down") : server->admin().UnloadModel(name);
+    const Status st =
+        cancelled ? Status::Unavailable("the server is shutting down") : server->admin().UnloadModel(name);
     reactor->Finish(ToGrpcStatus(st));
   });
   return reactor;

@@ -277,7 +277,7 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
       }
       // Loads block: they run on the server's admin thread, not on this one.
       server->admin().Run([server, load = parts[4] == "load", name = parts[3], config = std::move(config),
-                        respond = std::move(respond)](bool cancelled) {
+                           respond = std::move(respond)](bool cancelled) {
         const Status st = cancelled ? Status::Unavailable("the server is shutting down")
                           : load    ? server->admin().LoadModel(name, config)
                                     : server->admin().UnloadModel(name);

@@ -188,7 +188,8 @@ bool HandleV2Lifecycle(InferenceServer* server, const Request& req, const std::v
     // Setting a label may load a version: runs on the server's admin thread.
     server->admin().Run([server, model, label, version = std::move(version), respond](bool cancelled) {
       if (cancelled) return respond(ErrorResponse(Status::Unavailable("the server is shutting down")));
-      respond(LabelsResponse(version ? server->admin().SetLabel(model, label, *version) : server->admin().DeleteLabel(model, label)));
+      respond(LabelsResponse(version ? server->admin().SetLabel(model, label, *version)
+                                     : server->admin().DeleteLabel(model, label)));
     });
     return true;
   }

@@ -115,9 +115,8 @@ class PrecomputedStage final : public RequestStage {
           if (lookup_only) {  // nothing to run online
             if (o.kind == Kind::kError) return (*client)(Status::Unavailable(store + o.error.message()));
             return (*client)(Status::NotFound("model '" + spec->name + "' has no " +
-                                              (o.kind == Kind::kStale ? "fresh " : "") +
-                                              "precomputed answer for key " + key_shown +
-                                              ", and the request has no inputs to run it online"));
+                                              (o.kind == Kind::kStale ? "fresh " : "") + "precomputed answer for key " +
+                                              key_shown + ", and the request has no inputs to run it online"));
           }
           if (o.kind == Kind::kError && pc.fail_on_store_error)
             return (*client)(Status::Unavailable(store + o.error.message()));

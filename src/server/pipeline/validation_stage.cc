@@ -29,8 +29,7 @@ class ValidationStage final : public RequestStage {
   Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline&) const override {
     const ModelSpec& spec = ctx->handle.spec();
     if (ctx->request->generative_api && SchedulerKind(spec) != "generative") {
-      return Refuse(*ctx, Status::InvalidArgument("The model `" + spec.name +
-                                                  "` is not a generative model (platform " +
+      return Refuse(*ctx, Status::InvalidArgument("The model `" + spec.name + "` is not a generative model (platform " +
                                                   (spec.platform.empty() ? spec.backend : spec.platform) + ")"));
     }
     Result<int64_t> rows = ValidateAndNormalize(spec, ctx->request.get());
