@@ -58,6 +58,14 @@ struct InferRequest {
   // "" = none (the policy's sticky_key parameter may still name one).
   std::string sticky_key;
 
+  // Set by a front end whose body decodes by the serving version's declared
+  // inputs (TF Serving's :predict, Triton's generate extension): the pipeline
+  // calls it once, on the version the request is pinned to, right after
+  // admission; it fills the request (inputs, outputs, parameters, id). An
+  // error answers the request with its status. Null: already decoded.
+  std::function<Status(const std::vector<TensorMetadata>& inputs, const std::string& version, InferRequest& request)>
+      decode;
+
   // Raised by the front end when the client gives up; null = not cancellable.
   // A cancelled request still queued is answered CANCELLED and never runs.
   std::shared_ptr<const Cancellation> cancellation;

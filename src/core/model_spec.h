@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/batching_spec.h"
@@ -183,5 +184,19 @@ struct ModelSpec {
     return nullptr;
   }
 };
+
+// `tensors` (inputs or outputs of `spec`) as clients see them: the batch dimension first (-1) when the model
+// batches, one -1 for an auto-completed tensor of unknown rank.
+inline std::vector<TensorMetadata> ClientTensors(const ModelSpec& spec, const std::vector<TensorSpec>& tensors) {
+  std::vector<TensorMetadata> out;
+  for (const auto& t : tensors) {
+    TensorMetadata m{t.name, t.dtype, {}};
+    if (spec.max_batch_size > 0) m.shape.push_back(-1);
+    if (t.any_rank) m.shape.push_back(-1);
+    m.shape.insert(m.shape.end(), t.dims.begin(), t.dims.end());
+    out.push_back(std::move(m));
+  }
+  return out;
+}
 
 }  // namespace inferd

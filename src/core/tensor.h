@@ -25,6 +25,13 @@ namespace inferd {
 
 using Shape = std::vector<int64_t>;
 
+// A model's tensor as clients see it (metadata, decoding a body by the model's inputs).
+struct TensorMetadata {
+  std::string name;
+  DataType dtype;
+  Shape shape;  // as clients send it: -1 = variable (batch dim included when batching)
+};
+
 // Product of dims; -1 if any dim is negative; 1 for an empty shape (scalar).
 int64_t ElementCount(const Shape& shape);
 std::string ShapeToString(const Shape& shape);

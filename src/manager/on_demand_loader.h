@@ -35,7 +35,7 @@ class OnDemandLoader {
     TimePoint arrival;
     TimePoint deadline;
     // Set for a caller that waits for the model itself, not to run a
-    // request (metadata, configs, the OpenAI routes): `done` calls it
+    // request (metadata and config routes): `done` calls it
     // instead of dispatching `request`.
     std::function<void(const Status&)> resident;
   };

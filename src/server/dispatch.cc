@@ -44,7 +44,8 @@ void InferenceServer::WaitForLoad(std::unique_ptr<InferRequest> request, Respons
   if (request->timeout_us > 0) wait = std::min<Duration>(wait, std::chrono::microseconds(request->timeout_us));
   const std::string name = request->model_name;
   manager_->LoadInBackground(name, OnDemandLoader::Waiter{std::move(request), std::move(sink.final),
-                                                          std::move(sink.partial), arrival, arrival + wait});
+                                                          std::move(sink.partial), arrival, arrival + wait,
+                                                          /*resident=*/nullptr});
 }
 
 void InferenceServer::WhenResident(const std::string& name, std::function<void(const Status&)> then) {

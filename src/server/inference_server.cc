@@ -26,18 +26,6 @@ namespace {
 constexpr const char* kServerName = "inferd";
 constexpr const char* kServerVersion = "0.1.0";
 
-std::vector<TensorMetadata> ToMetadata(const ModelSpec& spec, const std::vector<TensorSpec>& ts) {
-  std::vector<TensorMetadata> out;
-  for (const auto& t : ts) {
-    TensorMetadata m{t.name, t.dtype, {}};
-    if (spec.max_batch_size > 0) m.shape.push_back(-1);
-    if (t.any_rank) m.shape.push_back(-1);
-    m.shape.insert(m.shape.end(), t.dims.begin(), t.dims.end());
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
 DurationSnapshot Snap(const DurationStat& d) {
   return {d.count.load(std::memory_order_relaxed), d.ns.load(std::memory_order_relaxed)};
 }
@@ -251,9 +239,9 @@ Result<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& name,
   md.platform = spec.platform.empty() ? spec.backend : spec.platform;
   md.resolved_version = mv->version_string();
   md.max_batch_size = spec.max_batch_size;
-  md.inputs = ToMetadata(spec, spec.inputs);
-  md.outputs = ToMetadata(spec, spec.outputs);
-  for (auto& t : ToMetadata(spec, RuleOutputSpecs(spec))) md.outputs.push_back(std::move(t));
+  md.inputs = ClientTensors(spec, spec.inputs);
+  md.outputs = ClientTensors(spec, spec.outputs);
+  for (auto& t : ClientTensors(spec, RuleOutputSpecs(spec))) md.outputs.push_back(std::move(t));
   return md;
 }
 

@@ -109,8 +109,8 @@ class InferenceServer final : public RequestSubmitter {
   // that follows answers why); under on-demand residency, for a model that is
   // not resident, after its load (bounded by load_wait, like a request's
   // wait): OK, or why it did not load (DEADLINE_EXCEEDED, UNAVAILABLE). For
-  // front ends whose answer needs the model's metadata (metadata and config
-  // routes, TF Serving predict, generate, the OpenAI routes). `then` runs on
+  // the metadata and config routes (requests wait in InferAsync: a body that
+  // needs the model's inputs is decoded by the pipeline). `then` runs on
   // the calling thread or a loader thread, exactly once; it must not block.
   void WhenResident(const std::string& name, std::function<void(const Status&)> then);
 

@@ -284,6 +284,48 @@ TEST_F(InferenceServerTest, AdmissionUnderATrafficSplitChecksTheVersionThatServe
   EXPECT_EQ((*stats)[0].fail.count, 0u);  // nothing counted against the version that had room
 }
 
+// A body that decodes by the model's inputs (TF Serving's :predict, Triton's /generate) is decoded once, by the
+// version the request is pinned to (under a split: not the default one), before any later stage reads it.
+TEST_F(InferenceServerTest, ABodyDecodesByTheInputsOfTheVersionThatServes) {
+  Write("split/config.pbtxt", R"(backend: "identity" max_batch_size: 8 version_policy: { all { } }
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] } ] output [ { name: "y" data_type: TYPE_FP32 dims: [ 2 ] } ])");
+  fs::create_directories(root_ / "split/1");
+  fs::create_directories(root_ / "split/2");
+  Start();
+  ASSERT_TRUE(server_->admin().SetTraffic("split", R"({"split": {"1": 100}})").ok());
+  std::vector<std::string> versions;
+  std::vector<TensorMetadata> declared;
+  auto req = std::make_unique<InferRequest>();
+  req->model_name = "split";
+  req->decode = [&](const std::vector<TensorMetadata>& inputs, const std::string& version, InferRequest& r) {
+    versions.push_back(version);
+    declared = inputs;
+    r.inputs.push_back(F32("x", {1, 2}, {1}));
+    return Status::OK();
+  };
+  Result<InferResponse> r = Infer(std::move(req));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->model_version, "1");
+  EXPECT_EQ(versions, (std::vector<std::string>{"1"}));  // once, on version 1
+  ASSERT_EQ(declared.size(), 1u);
+  EXPECT_EQ(declared[0].name, "x");
+  EXPECT_EQ(declared[0].dtype, DataType::kFp32);
+  EXPECT_EQ(declared[0].shape, (Shape{-1, 2}));  // as clients send it: the batch dimension first
+
+  // A body that does not decode is a bad request, counted against the version that would have served it.
+  auto bad = std::make_unique<InferRequest>();
+  bad->model_name = "split";
+  bad->decode = [](const std::vector<TensorMetadata>&, const std::string&, InferRequest&) {
+    return Status::InvalidArgument("unknown input 'z'");
+  };
+  Result<InferResponse> b = Infer(std::move(bad));
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(b.status().message(), "unknown input 'z'");
+  auto stats = server_->GetStatistics("split", "1");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ((*stats)[0].fail.count, 1u);
+}
+
 TEST_F(InferenceServerTest, ShutdownRejectsNewRequests) {
   Start();
   server_->Shutdown();

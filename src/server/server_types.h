@@ -13,12 +13,6 @@
 
 namespace inferd {
 
-struct TensorMetadata {
-  std::string name;
-  DataType dtype;
-  Shape shape;  // as clients send it: -1 = variable (batch dim included when batching)
-};
-
 struct ModelMetadata {
   std::string name;
   std::vector<std::string> versions;  // loaded versions, ascending

@@ -1,8 +1,10 @@
 """Shared state and helpers of the integration suites (run_tests.py runs them).
 
-The shared server, repository and arguments are attributes of this module
-(common.SERVER, common.REPO, common.ARGS): run_tests.py sets ARGS; each
-suite module imports setUpModule/tearDownModule from here.
+The shared server, repositories and arguments are attributes of this module
+(common.SERVER, common.REPO, common.SERVED, common.ARGS): run_tests.py sets
+ARGS; a suite module with a shared server sets `setUpModule = C.serving(<the
+fixture models that server serves>)`, one without imports setUpModule; both
+import tearDownModule from here.
 """
 import re
 import os
@@ -21,7 +23,8 @@ import make_fixtures  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ARGS = None
 SERVER = None
-REPO = None
+REPO = None  # the fixture repository
+SERVED = None  # the shared server's repository: links to the fixture models its suite uses
 _STUBS = None
 TOL = 1e-5
 torch.set_num_threads(1)
@@ -67,12 +70,45 @@ def stubs():
     return _STUBS
 
 
-def setUpModule():
-    global SERVER, REPO
+def fixture_repository():
+    """The fixture repository (every model make_fixtures.py makes): C.REPO."""
+    global REPO
     REPO = os.path.join(ARGS.workdir, "repository")
     if not ARGS.reuse_repository:
         make_fixtures.main(REPO, ROOT)
-    SERVER = ic.Server(ARGS.inferd, REPO, "--http-read-timeout-ms", "1500", "--http-max-body-bytes", "8388608")
+    return REPO
+
+
+def served_repository(suite, models):
+    """A repository of links to the fixture models `models`, for the servers of suite `suite` (made afresh, its
+    control state too). A server of the whole fixture repository loads 79 models: under ASan that took ~15 s per
+    start, a third of a short suite."""
+    repo = os.path.join(ARGS.workdir, "served", suite)
+    ic.remove_repository(repo)
+    os.makedirs(repo)
+    for m in models:
+        if not os.path.isdir(os.path.join(REPO, m)):
+            raise ValueError("no fixture model " + m)
+        os.symlink(os.path.join(REPO, m), os.path.join(repo, m))
+    return repo
+
+
+def setUpModule():
+    """The setUpModule of a suite without a shared server (its tests start their own): C.REPO only."""
+    fixture_repository()
+
+
+def serving(*models):
+    """The setUpModule of a suite whose shared server (C.SERVER) serves the fixture models `models` only, from
+    C.SERVED (served_repository)."""
+    suite = sys._getframe(1).f_globals["__name__"]
+
+    def setUpModule():
+        global SERVER, SERVED
+        fixture_repository()
+        SERVED = served_repository(suite, models)
+        SERVER = ic.Server(ARGS.inferd, SERVED, "--http-read-timeout-ms", "1500", "--http-max-body-bytes", "8388608")
+    return setUpModule
 
 
 def tearDownModule():

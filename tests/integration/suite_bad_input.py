@@ -13,7 +13,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 import inferd_client as ic  # noqa: E402
-from common import setUpModule, tearDownModule  # noqa: E402,F401
+from common import tearDownModule  # noqa: E402,F401
+
+# The fixture models the shared server (C.SERVER) serves.
+setUpModule = C.serving("held", "held_ctl", "slow", "tiny_mlp")
 
 
 class BadInput(unittest.TestCase):

@@ -19,17 +19,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
+from common import setUpModule, tearDownModule  # noqa: E402,F401
 import pg_server  # noqa: E402
 import redis_server  # noqa: E402
 
-
-def setUpModule():
-    # The jobs run in their own processes; no shared server.
-    C.REPO = os.path.join(C.ARGS.workdir, "repository")
-
-
-def tearDownModule():
-    pass
 
 
 def workdir(name):

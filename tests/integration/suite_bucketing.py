@@ -15,7 +15,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bucketing_fixtures as B  # noqa: E402
 import common as C  # noqa: E402
 import inferd_client as ic  # noqa: E402
-from common import setUpModule, tearDownModule  # noqa: E402,F401
+from common import tearDownModule  # noqa: E402,F401
+
+# The fixture models the shared server (C.SERVER) serves.
+setUpModule = C.serving("bucket_encoder_adaptive", "bucket_encoder_onnx", "bucket_encoder_ts", "ragged_sum")
 
 TOL = 1e-5
 

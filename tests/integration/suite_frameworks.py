@@ -17,7 +17,16 @@ import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import onnx_fixtures as O  # noqa: E402
 import tree_fixtures as T  # noqa: E402
-from common import setUpModule, tearDownModule  # noqa: E402,F401
+from common import tearDownModule  # noqa: E402,F401
+
+# The fixture models the shared server (C.SERVER) serves.
+setUpModule = C.serving("breast_cancer", "breast_cancer_triage", "digits", "digits_both", "digits_onnx",
+                        "digits_pipeline", "digits_preprocess", "fil_softprob", "onnx_bigru", "onnx_bigru_o13",
+                        "onnx_cnn", "onnx_cnn_o13", "onnx_corrupt", "onnx_cycle", "onnx_dtypes", "onnx_encoder",
+                        "onnx_encoder_o13", "onnx_escape", "onnx_external", "onnx_fill", "onnx_fill_1mib",
+                        "onnx_fill_bad_limit", "onnx_gru", "onnx_gru_o13", "onnx_lstm", "onnx_lstm_o17",
+                        "onnx_missing", "onnx_mlp", "onnx_mlp_o17", "onnx_resnet18", "onnx_resnet18_o17",
+                        "onnx_unsupported", "xgb_binary", "xgb_corrupt", "xgb_softprob")
 
 TREE_TOL = 1e-6
 

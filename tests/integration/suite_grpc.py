@@ -16,7 +16,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
-from common import setUpModule, tearDownModule  # noqa: E402,F401
+from common import tearDownModule  # noqa: E402,F401
+
+# The fixture models the shared server (C.SERVER) serves.
+setUpModule = C.serving("broken", "dtypes", "echo_bytes", "held", "held_ctl", "mlp", "multi_io", "resnet18",
+                        "tiny_mlp")
 
 
 class Grpc(unittest.TestCase):
@@ -318,15 +322,16 @@ class Grpc(unittest.TestCase):
         self.assert_still_serving()
 
     def test_taken_port_fails_the_start(self):
-        out = subprocess.run([C.ARGS.inferd, "serve", "--model-repository", C.REPO, "--http-port", "0", "--metrics-port",
-                              "0", "--host", "127.0.0.1", "--grpc-port", str(C.SERVER.grpc_port)],
+        out = subprocess.run([C.ARGS.inferd, "serve", "--model-repository", C.SERVED, "--http-port", "0",
+                              "--metrics-port", "0", "--host", "127.0.0.1", "--grpc-port", str(C.SERVER.grpc_port)],
                              capture_output=True, text=True, timeout=180)
         self.assertEqual(out.returncode, 1, out.stderr[-3000:])
         self.assertIn("gRPC: cannot listen on 127.0.0.1:%d" % C.SERVER.grpc_port, out.stderr)
         self.assert_still_serving()
 
     def test_message_size_and_stream_flow_limits(self):
-        server = ic.Server(C.ARGS.inferd, C.REPO, "--grpc-max-message-bytes", "100000", "--grpc-stream-max-in-flight", "1")
+        server = ic.Server(C.ARGS.inferd, C.SERVED, "--grpc-max-message-bytes", "100000",
+                           "--grpc-stream-max-in-flight", "1")
         try:
             with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
                 stub = self.s.pb_grpc.GRPCInferenceServiceStub(ch)

@@ -15,19 +15,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
+from common import setUpModule, tearDownModule  # noqa: E402,F401
 import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import pg_server  # noqa: E402
 import redis_server  # noqa: E402
 from suite_batch import mlp_inputs, write_csv  # noqa: E402
 
-
-def setUpModule():
-    C.REPO = os.path.join(C.ARGS.workdir, "repository")
-
-
-def tearDownModule():
-    pass
 
 
 def hybrid_model(repo, name, **params):

@@ -14,7 +14,11 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 import inferd_client as ic  # noqa: E402
-from common import setUpModule, tearDownModule  # noqa: E402,F401
+from common import tearDownModule  # noqa: E402,F401
+
+# The fixture models the shared server (C.SERVER) serves.
+setUpModule = C.serving("auto", "auto_pair", "digits", "dtypes", "echo_bytes", "mlp", "mlp_nobatch", "multi_io",
+                        "raises", "reshape", "resnet18", "tiny_mlp")
 
 
 class Infer(unittest.TestCase):

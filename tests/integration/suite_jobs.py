@@ -14,16 +14,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
+from common import setUpModule, tearDownModule  # noqa: E402,F401
 import inferd_client as ic  # noqa: E402
 from suite_batch import checkpoint, mlp_inputs, write_csv  # noqa: E402
 
-
-def setUpModule():
-    C.REPO = os.path.join(C.ARGS.workdir, "repository")
-
-
-def tearDownModule():
-    pass
 
 
 FEATURES = ["f%d" % i for i in range(8)]

@@ -9,7 +9,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
-from common import setUpModule, tearDownModule  # noqa: E402,F401
+from common import tearDownModule  # noqa: E402,F401
+
+# The fixture models the shared server (C.SERVER) serves.
+setUpModule = C.serving("bad_ens_cycle", "bad_ens_dtype", "bad_ens_loop_a", "bad_ens_loop_b", "bad_ens_never",
+                        "bad_ens_shape", "bad_ens_twice", "bad_ens_unknown", "mlp", "mlp_labels", "pipe_branches",
+                        "pipe_chain", "pipe_three", "py_preprocess", "scale2")
 
 
 def _stats(model):
@@ -104,7 +109,7 @@ class Pipelines(unittest.TestCase):
         self.assertEqual(js["outputs"][0]["data"], [2.0] * 8)
 
     def test_under_on_demand_residency_an_ensemble_loads_its_steps_on_its_first_request(self):
-        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-residency", "on-demand", "--memory-budget", "2GiB")
+        server = ic.Server(C.ARGS.inferd, C.SERVED, "--model-residency", "on-demand", "--memory-budget", "2GiB")
         try:
             states = lambda: {e["name"]: e["state"] for e in server.post_json("/v2/repository/index", {})[1]}  # noqa
             before = states()

@@ -10,7 +10,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 import inferd_client as ic  # noqa: E402
-from common import setUpModule, tearDownModule  # noqa: E402,F401
+from common import tearDownModule  # noqa: E402,F401
+
+# The fixture models the shared server (C.SERVER) serves.
+setUpModule = C.serving("broken", "mlp", "mlp_labels", "mlp_nobatch", "raises", "resnet18", "tiny_mlp")
 
 
 class Protocol(unittest.TestCase):

@@ -14,7 +14,11 @@ import common as C  # noqa: E402
 import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import python_fixtures  # noqa: E402
-from common import setUpModule, tearDownModule  # noqa: E402,F401
+from common import tearDownModule  # noqa: E402,F401
+
+# The fixture models the shared server (C.SERVER) serves.
+setUpModule = C.serving("mlp", "pipe_three", "py_add_sub", "py_bls", "py_bls_repeat", "py_bls_repeat_async",
+                        "py_preprocess", "py_repeat", "py_strings")
 
 
 def children(pid):

@@ -8,30 +8,13 @@
 
 namespace inferd::generate {
 
-Result<std::unique_ptr<InferRequest>> ParseGenerateRequest(std::string_view body, const std::vector<InputInfo>& inputs,
-                                                           std::string model_name, std::string model_version) {
-  rapidjson::Document doc;
-  doc.Parse<json::kParseFlags>(body.data(), body.size());
-  if (doc.HasParseError()) {
-    return Status::InvalidArgument(std::string("malformed generate request JSON: ") +
-                                   rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
-                                   std::to_string(doc.GetErrorOffset()));
-  }
-  if (!doc.IsObject()) return Status::InvalidArgument("a generate request must be a JSON object");
-  auto req = std::make_unique<InferRequest>();
-  req->model_name = std::move(model_name);
-  req->model_version = std::move(model_version);
+namespace {
+
+// The inputs of a generate request's JSON object `doc` (every key but "id" and "parameters").
+Status DecodeInputs(const rapidjson::Value& doc, const std::vector<InputInfo>& inputs, InferRequest& req) {
   for (const auto& m : doc.GetObject()) {
     const std::string_view key(m.name.GetString(), m.name.GetStringLength());
-    if (key == "id") {
-      if (!m.value.IsString()) return Status::InvalidArgument("'id' must be a string");
-      req->id.assign(m.value.GetString(), m.value.GetStringLength());
-      continue;
-    }
-    if (key == "parameters") {
-      INFERD_RETURN_IF_ERROR(json::ParseParameters(m.value, &req->parameters, "request"));
-      continue;
-    }
+    if (key == "id" || key == "parameters") continue;
     const InputInfo* info = nullptr;
     for (const auto& in : inputs)
       if (in.name == key) info = &in;
@@ -42,7 +25,7 @@ Result<std::unique_ptr<InferRequest>> ParseGenerateRequest(std::string_view body
                                      "' in generate request: the model's inputs are " + names +
                                      " (plus 'id' and 'parameters')");
     }
-    for (const auto& t : req->inputs)
+    for (const auto& t : req.inputs)
       if (t.name == key) return Status::InvalidArgument("input '" + std::string(key) + "' is given twice");
     auto shape = json::InferShape(m.value);
     if (!shape.ok()) return shape.status().WithPrefix("input '" + std::string(key) + "'");
@@ -54,8 +37,48 @@ Result<std::unique_ptr<InferRequest>> ParseGenerateRequest(std::string_view body
     while (shape->size() < info->shape.size()) shape->insert(shape->begin(), 1);
     auto tensor = json::DecodeTensorData(m.value, info->dtype, std::move(*shape), std::string(key));
     if (!tensor.ok()) return tensor.status();
-    req->inputs.push_back(std::move(*tensor));
+    req.inputs.push_back(std::move(*tensor));
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<InferRequest>> ReadGenerateRequest(std::string_view body, std::string model_name,
+                                                          std::string model_version) {
+  // Parse (not in situ) copies the strings: the document outlives the body.
+  auto doc = std::make_shared<rapidjson::Document>();
+  doc->Parse<json::kParseFlags>(body.data(), body.size());
+  if (doc->HasParseError()) {
+    return Status::InvalidArgument(std::string("malformed generate request JSON: ") +
+                                   rapidjson::GetParseError_En(doc->GetParseError()) + " at offset " +
+                                   std::to_string(doc->GetErrorOffset()));
+  }
+  if (!doc->IsObject()) return Status::InvalidArgument("a generate request must be a JSON object");
+  auto req = std::make_unique<InferRequest>();
+  req->model_name = std::move(model_name);
+  req->model_version = std::move(model_version);
+  for (const auto& m : doc->GetObject()) {
+    const std::string_view key(m.name.GetString(), m.name.GetStringLength());
+    if (key == "id") {
+      if (!m.value.IsString()) return Status::InvalidArgument("'id' must be a string");
+      req->id.assign(m.value.GetString(), m.value.GetStringLength());
+    } else if (key == "parameters") {
+      INFERD_RETURN_IF_ERROR(json::ParseParameters(m.value, &req->parameters, "request"));
+    }
+  }
+  req->decode = [doc](const std::vector<InputInfo>& inputs, const std::string&, InferRequest& r) {
+    return DecodeInputs(*doc, inputs, r);
+  };
+  return req;
+}
+
+Result<std::unique_ptr<InferRequest>> ParseGenerateRequest(std::string_view body, const std::vector<InputInfo>& inputs,
+                                                           std::string model_name, std::string model_version) {
+  INFERD_ASSIGN_OR_RETURN(auto req, ReadGenerateRequest(body, std::move(model_name), std::move(model_version)));
+  auto decode = std::move(req->decode);
+  req->decode = nullptr;
+  INFERD_RETURN_IF_ERROR(decode(inputs, req->model_version, *req));
   return req;
 }
 

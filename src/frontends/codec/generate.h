@@ -18,16 +18,21 @@
 
 namespace inferd::generate {
 
-struct InputInfo {
-  std::string name;
-  DataType dtype;
-  Shape shape;  // as in the model's metadata: -1 = variable, batch dimension included when batching
-};
+// An input as in the model's metadata (shape: -1 = variable, the batch
+// dimension included when batching).
+using InputInfo = TensorMetadata;
 
-// Each input key's value (a string, number, bool or array of them) becomes a
-// tensor of the input's datatype and the value's shape, with leading 1s added
-// up to the input's rank (so "text_input": "hi" is a [1, 1] BYTES tensor for
-// a batching model with dims [1]). Unknown keys are errors.
+// Reads a generate request in two steps. Now: the JSON, "id" and
+// "parameters" (the routing may read them: a sticky-key parameter). Later, on
+// the version that serves it: the inputs, by that version's declared inputs
+// (the returned request's InferRequest::decode, which the request pipeline
+// calls). Each input key's value (a string, number, bool or array of them)
+// becomes a tensor of the input's datatype and the value's shape, with
+// leading 1s added up to the input's rank (so "text_input": "hi" is a [1, 1]
+// BYTES tensor for a batching model with dims [1]). Unknown keys are errors.
+Result<std::unique_ptr<InferRequest>> ReadGenerateRequest(std::string_view body, std::string model_name,
+                                                          std::string model_version);
+// Both steps at once, by `inputs` (tests, fuzzing).
 Result<std::unique_ptr<InferRequest>> ParseGenerateRequest(std::string_view body, const std::vector<InputInfo>& inputs,
                                                            std::string model_name, std::string model_version);
 

@@ -103,20 +103,20 @@ void AppendValue(std::string* b, const Tensor& t, int64_t row) {
 
 }  // namespace
 
-Result<PredictRequest> ParsePredictRequest(std::string_view body, const std::vector<InputInfo>& inputs,
-                                           std::string model_name, std::string model_version) {
-  rapidjson::Document doc;
-  doc.Parse<json::kParseFlags>(body.data(), body.size());
-  if (doc.HasParseError()) {
+Result<PredictRequest> ReadPredictRequest(std::string_view body, std::string model_name, std::string model_version) {
+  // Parse (not in situ) copies the strings: the document outlives the body.
+  auto doc = std::make_shared<rapidjson::Document>();
+  doc->Parse<json::kParseFlags>(body.data(), body.size());
+  if (doc->HasParseError()) {
     return Status::InvalidArgument(std::string("malformed JSON in request body at offset ") +
-                                   std::to_string(doc.GetErrorOffset()) + ": " +
-                                   rapidjson::GetParseError_En(doc.GetParseError()));
+                                   std::to_string(doc->GetErrorOffset()) + ": " +
+                                   rapidjson::GetParseError_En(doc->GetParseError()));
   }
-  if (!doc.IsObject()) return Status::InvalidArgument("request body must be a JSON object");
-  if (auto it = doc.FindMember("signature_name"); it != doc.MemberEnd() && !it->value.IsString()) {
+  if (!doc->IsObject()) return Status::InvalidArgument("request body must be a JSON object");
+  if (auto it = doc->FindMember("signature_name"); it != doc->MemberEnd() && !it->value.IsString()) {
     return Status::InvalidArgument("'signature_name' must be a string");
   }
-  const bool has_instances = doc.HasMember("instances"), has_inputs = doc.HasMember("inputs");
+  const bool has_instances = doc->HasMember("instances"), has_inputs = doc->HasMember("inputs");
   if (has_instances == has_inputs) {
     return Status::InvalidArgument(
         "request must have exactly one of 'instances' (row format) or 'inputs' (columnar format)");
@@ -125,13 +125,22 @@ Result<PredictRequest> ParsePredictRequest(std::string_view body, const std::vec
   pr.request = std::make_unique<InferRequest>();
   pr.request->model_name = std::move(model_name);
   pr.request->model_version = std::move(model_version);
-  if (has_instances) {
-    pr.format = Format::kRow;
-    INFERD_ASSIGN_OR_RETURN(pr.request->inputs, ParseInstances(doc["instances"], inputs));
-  } else {
-    pr.format = Format::kColumnar;
-    INFERD_ASSIGN_OR_RETURN(pr.request->inputs, ParseInputs(doc["inputs"], inputs));
-  }
+  pr.format = has_instances ? Format::kRow : Format::kColumnar;
+  pr.request->decode = [doc, has_instances](const std::vector<InputInfo>& inputs, const std::string&,
+                                            InferRequest& r) -> Status {
+    INFERD_ASSIGN_OR_RETURN(
+        r.inputs, has_instances ? ParseInstances((*doc)["instances"], inputs) : ParseInputs((*doc)["inputs"], inputs));
+    return Status::OK();
+  };
+  return pr;
+}
+
+Result<PredictRequest> ParsePredictRequest(std::string_view body, const std::vector<InputInfo>& inputs,
+                                           std::string model_name, std::string model_version) {
+  INFERD_ASSIGN_OR_RETURN(auto pr, ReadPredictRequest(body, std::move(model_name), std::move(model_version)));
+  auto decode = std::move(pr.request->decode);
+  pr.request->decode = nullptr;
+  INFERD_RETURN_IF_ERROR(decode(inputs, pr.request->model_version, *pr.request));
   return pr;
 }
 

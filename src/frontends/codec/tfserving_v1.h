@@ -15,10 +15,8 @@
 
 namespace inferd::v1 {
 
-struct InputInfo {
-  std::string name;
-  DataType dtype;
-};
+// An input as in the model's metadata (the name and datatype are read).
+using InputInfo = TensorMetadata;
 
 enum class Format { kRow, kColumnar };
 
@@ -27,6 +25,11 @@ struct PredictRequest {
   Format format = Format::kRow;
 };
 
+// Reads a :predict body in two steps. Now: the JSON and its form. Later, on
+// the version that serves it: the inputs, by that version's declared inputs
+// (the request's InferRequest::decode, which the request pipeline calls).
+Result<PredictRequest> ReadPredictRequest(std::string_view body, std::string model_name, std::string model_version);
+// Both steps at once, by `inputs` (tests, fuzzing).
 Result<PredictRequest> ParsePredictRequest(std::string_view body, const std::vector<InputInfo>& inputs,
                                            std::string model_name, std::string model_version);
 

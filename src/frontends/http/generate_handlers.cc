@@ -12,22 +12,14 @@
 
 namespace inferd::http {
 
-namespace {
-
-void GenerateResident(InferenceServer* server, Request&& req, const std::string& model, const std::string& version,
-                      bool stream, Responder respond) {
-  if (Status st = server->Admit(model, version); !st.ok()) return respond(ErrorResponse(st));
-  auto md = server->GetModelMetadata(model, version);
-  if (!md.ok()) return respond(ErrorResponse(md.status()));
-  std::vector<generate::InputInfo> inputs;
-  for (const auto& t : md->inputs) inputs.push_back({t.name, t.dtype, t.shape});
-  auto parsed = generate::ParseGenerateRequest(req.body ? std::string_view(*req.body) : std::string_view(), inputs,
-                                               model, md->resolved_version);
-  if (!parsed.ok()) return respond(ErrorResponse(parsed.status()));
+// One trip into the server: the body's JSON is read here, its inputs are decoded by the pipeline on the version
+// that serves the request (an on-demand model loads first, as for /infer).
+void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,
+              Responder respond) {
+  auto parsed =
+      generate::ReadGenerateRequest(req.body ? std::string_view(*req.body) : std::string_view(), model, version);
+  if (!parsed.ok()) return respond(ErrorResponse(UnlessUnknownModel(server, model, version, parsed.status())));
   (*parsed)->cancellation = req.cancellation;
-  // Parsed with the default version's inputs; an unaddressed request still
-  // goes through the model's traffic policy.
-  (*parsed)->model_version = version;
   if (const std::string* key = req.Header("inferd-sticky-key")) (*parsed)->sticky_key = *key;
   if (!stream) {
     return server->InferAsync(std::move(*parsed), [respond = std::move(respond)](Result<InferResponse> r) {
@@ -59,18 +51,6 @@ void GenerateResident(InferenceServer* server, Request&& req, const std::string&
     respond(WithModelVersion(ServerSentEvent(generate::EncodeGenerateResponse(*r), /*more=*/false), r->model_version));
   };
   server->InferAsync(std::move(*parsed), std::move(sink));
-}
-
-}  // namespace
-
-void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,
-              Responder respond) {
-  // The request is parsed with the model's metadata: an on-demand model loads first, as for /infer.
-  server->WhenResident(model, [server, req = std::move(req), model, version, stream,
-                               respond = std::move(respond)](const Status& st) mutable {
-    if (!st.ok()) return respond(ErrorResponse(st));
-    GenerateResident(server, std::move(req), model, version, stream, std::move(respond));
-  });
 }
 
 }  // namespace inferd::http

@@ -42,6 +42,12 @@ Response WithModelVersion(Response r, const std::string& version) {
   return r;
 }
 
+Status UnlessUnknownModel(InferenceServer* server, const std::string& model, const std::string& version,
+                          Status body_error) {
+  auto ready = server->IsModelReady(model, version);
+  return ready.ok() || ready.status().code() != StatusCode::kNotFound ? body_error : ready.status();
+}
+
 Response JsonResponse(int status, std::string body) {
   Response r;
   r.status = status;

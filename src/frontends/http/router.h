@@ -59,5 +59,9 @@ Response JsonResponse(int status, std::string body);
 // (a traffic split may have picked it; docs/rollout.md): every inference
 // answer carries it, on every protocol. Unchanged when `version` is empty.
 Response WithModelVersion(Response r, const std::string& version);
+// A body the front end could not read, for a model (version) that does not exist: the lookup's error (404), as
+// when the model is looked up before the body; otherwise `body_error`. Only on the error path.
+Status UnlessUnknownModel(InferenceServer* server, const std::string& model, const std::string& version,
+                          Status body_error);
 
 }  // namespace inferd::http

@@ -91,20 +91,13 @@ std::string V1MetadataJson(const ModelMetadata& md) {
   return b;
 }
 
+// One trip into the server: the body's JSON is read here, its inputs are decoded by the pipeline on the version
+// that serves the request (an on-demand model loads first, as for /infer).
 void Predict(InferenceServer* server, const Request& req, const std::string& model, const std::string& version,
              Responder respond) {
-  if (Status st = server->Admit(model, version); !st.ok()) return respond(ErrorResponse(st));
-  auto md = server->GetModelMetadata(model, version);
-  if (!md.ok()) return respond(ErrorResponse(md.status()));
-  std::vector<v1::InputInfo> inputs;
-  for (const auto& t : md->inputs) inputs.push_back({t.name, t.dtype});
-  auto parsed = v1::ParsePredictRequest(req.body ? std::string_view(*req.body) : std::string_view(), inputs, model,
-                                        md->resolved_version);
-  if (!parsed.ok()) return respond(ErrorResponse(parsed.status()));
+  auto parsed = v1::ReadPredictRequest(req.body ? std::string_view(*req.body) : std::string_view(), model, version);
+  if (!parsed.ok()) return respond(ErrorResponse(UnlessUnknownModel(server, model, version, parsed.status())));
   parsed->request->cancellation = req.cancellation;
-  // Parsed with the default version's inputs; an unaddressed request still
-  // goes through the model's traffic policy.
-  parsed->request->model_version = version;
   if (const std::string* key = req.Header("inferd-sticky-key")) parsed->request->sticky_key = *key;
   const v1::Format format = parsed->format;
   server->InferAsync(std::move(parsed->request), [respond = std::move(respond), format](Result<InferResponse> r) {
@@ -148,15 +141,10 @@ void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::str
     }
     if (verb != "predict") return respond(ErrorResponse(Status::NotFound("unknown method ':" + verb + "'")));
     if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
-    // Predict and metadata wait for an on-demand model's load as /infer does
-    // (the status route does not load a model).
-    return server->WhenResident(model, [server, req, model, version, respond = std::move(respond)](const Status& st) {
-      if (!st.ok()) return respond(ErrorResponse(st));
-      Predict(server, req, model, version, respond);
-    });
+    return Predict(server, req, model, version, std::move(respond));
   }
   if (!IsGet(req)) return respond(MethodNotAllowed(req, kAllowGet));
-  if (tail == "metadata") {
+  if (tail == "metadata") {  // waits for an on-demand model's load as :predict does (the status route loads none)
     return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
       if (!st.ok()) return respond(ErrorResponse(st));
       auto md = server->GetModelMetadata(model, version);

@@ -1,5 +1,7 @@
 // The order of the request pipeline's stages, in one place. Why this order:
 // - admission first: a request its version cannot queue costs nothing more;
+// - a body that decodes by the pinned version's inputs next: every later
+//   stage reads the decoded request;
 // - the feature join before validation: it adds an input the config requires;
 // - a key-only precomputed lookup before validation: it has no inputs;
 // - the precomputed store before the cache: a store answer is never cached;
@@ -14,6 +16,7 @@ namespace inferd {
 std::unique_ptr<RequestPipeline> BuildRequestPipeline(PipelineParts parts) {
   std::vector<std::unique_ptr<RequestStage>> s;
   s.push_back(MakeAdmissionStage());
+  s.push_back(MakeDecodeStage());
   s.push_back(MakeParametersStage());
   if (parts.features) s.push_back(MakeFeatureStage(parts.features));
   if (parts.hybrid) s.push_back(MakePrecomputedKeyOnlyStage(parts.hybrid, parts.shutting_down));

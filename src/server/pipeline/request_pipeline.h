@@ -2,9 +2,10 @@
 // resolved once into a pinned ServingHandle (the version that serves it, held
 // for the request's life, like TF Serving's ServableHandle) and then passes
 // the stages in the order that server/pipeline/pipeline_order.cc declares:
-// admission, scheduling parameters, feature join, precomputed lookup,
-// validation, response cache, output rules and classification, shadow mirror,
-// and the enqueue on the pinned version's scheduler.
+// admission, decoding a body by the version's declared inputs, scheduling
+// parameters, feature join, precomputed lookup, validation, response cache,
+// output rules and classification, shadow mirror, and the enqueue on the
+// pinned version's scheduler.
 //
 // A stage either lets the request go on (kContinue; it may have wrapped the
 // sink to work on the answer), or takes it (kTaken): it answered the request,

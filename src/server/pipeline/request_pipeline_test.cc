@@ -65,14 +65,14 @@ TEST(RequestPipelineTest, StagesRunInOrderAndAParkedRequestGoesOnAtTheNextStage)
 TEST(RequestPipelineTest, TheOrderIsDeclaredInOnePlaceAndOptionalStagesFollowTheirParts) {
   PipelineParts none;
   EXPECT_EQ(BuildRequestPipeline(none)->StageNames(),
-            (std::vector<std::string>{"admission", "parameters", "validation", "rules_and_classification", "shadow",
-                                      "enqueue"}));
+            (std::vector<std::string>{"admission", "decode", "parameters", "validation", "rules_and_classification",
+                                      "shadow", "enqueue"}));
   ResponseCache cache(1 << 20);
   PipelineParts with_cache;
   with_cache.cache = &cache;
   EXPECT_EQ(BuildRequestPipeline(with_cache)->StageNames(),
-            (std::vector<std::string>{"admission", "parameters", "validation", "cache", "rules_and_classification",
-                                      "shadow", "enqueue"}));
+            (std::vector<std::string>{"admission", "decode", "parameters", "validation", "cache",
+                                      "rules_and_classification", "shadow", "enqueue"}));
 }
 
 }  // namespace

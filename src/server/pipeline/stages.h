@@ -27,6 +27,9 @@ class FeatureFetcher;
 // Rejects a request whose pinned version's queue is full before any work is
 // done for it (batch jobs' requests wait for room in the enqueue instead).
 std::unique_ptr<RequestStage> MakeAdmissionStage();
+// InferRequest::decode: a body that decodes by the pinned version's declared
+// inputs (TF Serving's :predict, Triton's generate extension).
+std::unique_ptr<RequestStage> MakeDecodeStage();
 // The request's scheduling parameters (priority, timeout); a bad one is 400.
 std::unique_ptr<RequestStage> MakeParametersStage();
 // features.*: a request with the entity key and without the feature input
