@@ -83,7 +83,7 @@ def served_repository(suite, models):
     """A repository of links to the fixture models `models`, for the servers of suite `suite` (made afresh, its
     control state too). A server of the whole fixture repository loads 79 models: under ASan that took ~15 s per
     start, a third of a short suite."""
-    repo = os.path.join(ARGS.workdir, "served", suite)
+    repo = os.path.join(ARGS.workdir, "served", suite, "repository")
     ic.remove_repository(repo)
     os.makedirs(repo)
     for m in models:

@@ -86,7 +86,7 @@ class Bench(unittest.TestCase):
 
     def test_in_process_baseline(self):
         out = os.path.join(C.ARGS.workdir, "bench_inproc.json")
-        proc = subprocess.run([C.ARGS.inferd, "bench", "--in-process", "--model-repository", C.REPO, "-m", "tiny_mlp",
+        proc = subprocess.run([C.ARGS.inferd, "bench", "--in-process", "--model-repository", C.SERVED, "-m", "tiny_mlp",
                                "--batch-sizes", "1,4", "--warmup-s", "0.2", "--window-s", "0.5", "--output", out],
                               capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)

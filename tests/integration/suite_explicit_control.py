@@ -92,16 +92,17 @@ class ExplicitControl(unittest.TestCase):
 
 
     def test_exit_on_error_and_the_startup_summary(self):
-        # The fixture repository has a broken model: with --exit-on-error the server refuses to start.
-        out = subprocess.run([C.ARGS.inferd, "serve", "--model-repository", C.REPO, "--http-port", "0", "--grpc-port", "0",
-                              "--metrics-port", "0", "--control-state-dir", ic.state_dir(C.REPO),
+        # A repository with a broken model: with --exit-on-error the server refuses to start.
+        repo = C.served_repository("exit_on_error", ["broken", "mlp", "tiny_mlp"])
+        out = subprocess.run([C.ARGS.inferd, "serve", "--model-repository", repo, "--http-port", "0", "--grpc-port", "0",
+                              "--metrics-port", "0", "--control-state-dir", ic.state_dir(repo),
                               "--exit-on-error", "true"], capture_output=True, text=True, timeout=300)
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("models failed to load and --exit-on-error is set", out.stderr)
         self.assertIn("broken: ", out.stderr)
         self.assertIn("max_batch_sise", out.stderr)
         # Started with only good models, it serves; the summary names every model, its state and backend.
-        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+        server = ic.Server(C.ARGS.inferd, repo, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
                            "--exit-on-error", "true")
         try:
             log = "".join(server.log)

@@ -24,6 +24,10 @@ namespace features {
 class FeatureFetcher;
 }
 
+// Answers `st` (a bad request: 400) and counts a failure of kind "invalid"
+// against the pinned version; kTaken. For the stages that check a request.
+RequestStage::Verdict RefuseInvalid(RequestContext& ctx, Status st);
+
 // Rejects a request whose pinned version's queue is full before any work is
 // done for it (batch jobs' requests wait for room in the enqueue instead).
 std::unique_ptr<RequestStage> MakeAdmissionStage();

@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "server/response_cache.h"
 #include "testing/test_requests.h"
 #include "testing/test_version.h"
@@ -149,6 +153,29 @@ TEST_F(StagesTest, TheCacheStoresASuccessfulAnswerAndAHitAnswersWithoutGoingOn) 
 
   auto other = Pinned(/*rows=*/2);  // other inputs: another key
   EXPECT_EQ(Process(*stage, other), RequestStage::Verdict::kContinue);
+}
+
+TEST_F(StagesTest, RulesAndClassificationWorkOnTheAnswerTheRequestAskedFor) {
+  auto stage = MakeAnswerRulesStage();
+  auto plain = Pinned();
+  std::function<void(Result<InferResponse>)> before = plain->sink.final;
+  EXPECT_EQ(Process(*stage, plain), RequestStage::Verdict::kContinue);  // nothing asked: the answer is not wrapped
+  EXPECT_EQ(plain->sink.final.target_type(), before.target_type());
+
+  auto top1 = Pinned();
+  top1->request->outputs.push_back(RequestedOutput{"x", false, false, /*classification=*/1});
+  EXPECT_EQ(Process(*stage, top1), RequestStage::Verdict::kContinue);
+  EXPECT_TRUE(answers_.empty());  // applied to the answer, when it comes
+  InferResponse answer;
+  answer.outputs.push_back(F32("x", {1, 2}, {0.25f, 0.75f}));
+  top1->sink.final(answer);
+  ASSERT_EQ(answers_.size(), 1u);
+  ASSERT_TRUE(answers_[0].ok()) << answers_[0].status().message();
+  const Tensor& t = answers_[0]->outputs.at(0);
+  EXPECT_EQ(t.dtype, DataType::kBytes);
+  auto elements = SplitBytesElements(t.bytes());
+  ASSERT_TRUE(elements.ok());
+  EXPECT_EQ(std::vector<std::string>(elements->begin(), elements->end()), (std::vector<std::string>{"0.750000:1"}));
 }
 
 }  // namespace

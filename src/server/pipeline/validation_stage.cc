@@ -1,43 +1,21 @@
-// The request's own checks, on the pinned version: a body that decodes by
-// that version's declared inputs is decoded, then the scheduling parameters
-// and the inputs are checked against its config
-// (server/request_validation.h). A bad request is 400 and counts as a
-// failure of kind "invalid".
+// Validation: the inputs checked against the pinned version's config
+// (server/request_validation.h); a request through a generative API (OpenAI)
+// is refused by a model that is not generative. A bad request is 400 and
+// counts as a failure of kind "invalid" (RefuseInvalid, shared with the
+// decode and parameters stages).
 #include "scheduler/scheduler_factory.h"
 #include "server/pipeline/stages.h"
 #include "server/request_validation.h"
 
 namespace inferd {
-namespace {
 
-RequestStage::Verdict Refuse(RequestContext& ctx, Status st) {
+RequestStage::Verdict RefuseInvalid(RequestContext& ctx, Status st) {
   ctx.handle.version->stats()->RecordFailure(FailureReason::kInvalid, 0);
   ctx.sink.final(std::move(st));
   return RequestStage::Verdict::kTaken;
 }
 
-class DecodeStage final : public RequestStage {
- public:
-  const char* name() const override { return "decode"; }
-  Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline&) const override {
-    InferRequest& request = *ctx->request;
-    if (!request.decode) return Verdict::kContinue;
-    const ModelSpec& spec = ctx->handle.spec();
-    auto decode = std::move(request.decode);  // runs once, and releases what it holds (the body) after
-    request.decode = nullptr;
-    Status st = decode(ClientTensors(spec, spec.inputs), ctx->handle.version->version_string(), request);
-    return st.ok() ? Verdict::kContinue : Refuse(*ctx, std::move(st));
-  }
-};
-
-class ParametersStage final : public RequestStage {
- public:
-  const char* name() const override { return "parameters"; }
-  Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline&) const override {
-    Status st = ApplySchedulingParameters(ctx->request.get());
-    return st.ok() ? Verdict::kContinue : Refuse(*ctx, std::move(st));
-  }
-};
+namespace {
 
 class ValidationStage final : public RequestStage {
  public:
@@ -45,11 +23,12 @@ class ValidationStage final : public RequestStage {
   Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline&) const override {
     const ModelSpec& spec = ctx->handle.spec();
     if (ctx->request->generative_api && SchedulerKind(spec) != "generative") {
-      return Refuse(*ctx, Status::InvalidArgument("The model `" + spec.name + "` is not a generative model (platform " +
-                                                  (spec.platform.empty() ? spec.backend : spec.platform) + ")"));
+      return RefuseInvalid(
+          *ctx, Status::InvalidArgument("The model `" + spec.name + "` is not a generative model (platform " +
+                                        (spec.platform.empty() ? spec.backend : spec.platform) + ")"));
     }
     Result<int64_t> rows = ValidateAndNormalize(spec, ctx->request.get());
-    if (!rows.ok()) return Refuse(*ctx, rows.status());
+    if (!rows.ok()) return RefuseInvalid(*ctx, rows.status());
     ctx->rows = *rows;
     return Verdict::kContinue;
   }
@@ -57,8 +36,6 @@ class ValidationStage final : public RequestStage {
 
 }  // namespace
 
-std::unique_ptr<RequestStage> MakeDecodeStage() { return std::make_unique<DecodeStage>(); }
-std::unique_ptr<RequestStage> MakeParametersStage() { return std::make_unique<ParametersStage>(); }
 std::unique_ptr<RequestStage> MakeValidationStage() { return std::make_unique<ValidationStage>(); }
 
 }  // namespace inferd
