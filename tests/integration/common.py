@@ -89,7 +89,7 @@ def served_repository(suite, models):
     for m in models:
         if not os.path.isdir(os.path.join(REPO, m)):
             raise ValueError("no fixture model " + m)
-        os.symlink(os.path.join(REPO, m), os.path.join(repo, m))
+        os.symlink(os.path.abspath(os.path.join(REPO, m)), os.path.join(repo, m))
     return repo
 
 

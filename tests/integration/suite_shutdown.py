@@ -49,7 +49,7 @@ class Shutdown(unittest.TestCase):
             self.assertIn("received Terminated, shutting down", rest)
 
     def test_sigterm_finishes_in_flight_requests(self):
-        server = ic.Server(C.ARGS.inferd, C.served_repository("shutdown", ["slow"]))
+        server = ic.Server(C.ARGS.inferd, C.served_repository("shutdown", ["mlp", "slow"]))
         try:
             result = {}
             x = {"x": np.ones((1, 256), np.float32)}
@@ -69,7 +69,7 @@ class Shutdown(unittest.TestCase):
 
     def test_sigterm_ends_grpc_streams_after_their_answers(self):
         pb = C.stubs().pb
-        server = ic.Server(C.ARGS.inferd, C.served_repository("shutdown", ["slow"]))
+        server = ic.Server(C.ARGS.inferd, C.served_repository("shutdown", ["mlp", "slow"]))
         try:
             ch = grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port)
             stub = C.stubs().pb_grpc.GRPCInferenceServiceStub(ch)
