@@ -61,10 +61,17 @@ struct InferRequest {
   // Set by a front end whose body decodes by the serving version's declared
   // inputs (TF Serving's :predict, Triton's generate extension): the pipeline
   // calls it once, on the version the request is pinned to, right after
-  // admission; it fills the request (inputs, outputs, parameters, id). An
-  // error answers the request with its status. Null: already decoded.
-  std::function<Status(const std::vector<TensorMetadata>& inputs, const std::string& version, InferRequest& request)>
-      decode;
+  // admission (model_version then names that version); it fills the request
+  // (its inputs). An error answers the request with its status. Null:
+  // already decoded.
+  std::function<Status(const std::vector<TensorMetadata>& inputs, InferRequest& request)> decode;
+  // Runs `decode`, if set, once: it is released first (with the body it holds).
+  Status RunDecode(const std::vector<TensorMetadata>& inputs) {
+    if (!decode) return Status::OK();
+    auto d = std::move(decode);
+    decode = nullptr;
+    return d(inputs, *this);
+  }
 
   // Raised by the front end when the client gives up; null = not cancellable.
   // A cancelled request still queued is answered CANCELLED and never runs.

@@ -297,8 +297,8 @@ TEST_F(InferenceServerTest, ABodyDecodesByTheInputsOfTheVersionThatServes) {
   std::vector<TensorMetadata> declared;
   auto req = std::make_unique<InferRequest>();
   req->model_name = "split";
-  req->decode = [&](const std::vector<TensorMetadata>& inputs, const std::string& version, InferRequest& r) {
-    versions.push_back(version);
+  req->decode = [&](const std::vector<TensorMetadata>& inputs, InferRequest& r) {
+    versions.push_back(r.model_version);  // the pinned version
     declared = inputs;
     r.inputs.push_back(F32("x", {1, 2}, {1}));
     return Status::OK();
@@ -315,7 +315,7 @@ TEST_F(InferenceServerTest, ABodyDecodesByTheInputsOfTheVersionThatServes) {
   // A body that does not decode is a bad request, counted against the version that would have served it.
   auto bad = std::make_unique<InferRequest>();
   bad->model_name = "split";
-  bad->decode = [](const std::vector<TensorMetadata>&, const std::string&, InferRequest&) {
+  bad->decode = [](const std::vector<TensorMetadata>&, InferRequest&) {
     return Status::InvalidArgument("unknown input 'z'");
   };
   Result<InferResponse> b = Infer(std::move(bad));

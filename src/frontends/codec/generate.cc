@@ -67,18 +67,14 @@ Result<std::unique_ptr<InferRequest>> ReadGenerateRequest(std::string_view body,
       INFERD_RETURN_IF_ERROR(json::ParseParameters(m.value, &req->parameters, "request"));
     }
   }
-  req->decode = [doc](const std::vector<InputInfo>& inputs, const std::string&, InferRequest& r) {
-    return DecodeInputs(*doc, inputs, r);
-  };
+  req->decode = [doc](const std::vector<InputInfo>& inputs, InferRequest& r) { return DecodeInputs(*doc, inputs, r); };
   return req;
 }
 
 Result<std::unique_ptr<InferRequest>> ParseGenerateRequest(std::string_view body, const std::vector<InputInfo>& inputs,
                                                            std::string model_name, std::string model_version) {
   INFERD_ASSIGN_OR_RETURN(auto req, ReadGenerateRequest(body, std::move(model_name), std::move(model_version)));
-  auto decode = std::move(req->decode);
-  req->decode = nullptr;
-  INFERD_RETURN_IF_ERROR(decode(inputs, req->model_version, *req));
+  INFERD_RETURN_IF_ERROR(req->RunDecode(inputs));
   return req;
 }
 

@@ -126,8 +126,7 @@ Result<PredictRequest> ReadPredictRequest(std::string_view body, std::string mod
   pr.request->model_name = std::move(model_name);
   pr.request->model_version = std::move(model_version);
   pr.format = has_instances ? Format::kRow : Format::kColumnar;
-  pr.request->decode = [doc, has_instances](const std::vector<InputInfo>& inputs, const std::string&,
-                                            InferRequest& r) -> Status {
+  pr.request->decode = [doc, has_instances](const std::vector<InputInfo>& inputs, InferRequest& r) -> Status {
     INFERD_ASSIGN_OR_RETURN(
         r.inputs, has_instances ? ParseInstances((*doc)["instances"], inputs) : ParseInputs((*doc)["inputs"], inputs));
     return Status::OK();
@@ -138,9 +137,7 @@ Result<PredictRequest> ReadPredictRequest(std::string_view body, std::string mod
 Result<PredictRequest> ParsePredictRequest(std::string_view body, const std::vector<InputInfo>& inputs,
                                            std::string model_name, std::string model_version) {
   INFERD_ASSIGN_OR_RETURN(auto pr, ReadPredictRequest(body, std::move(model_name), std::move(model_version)));
-  auto decode = std::move(pr.request->decode);
-  pr.request->decode = nullptr;
-  INFERD_RETURN_IF_ERROR(decode(inputs, pr.request->model_version, *pr.request));
+  INFERD_RETURN_IF_ERROR(pr.request->RunDecode(inputs));
   return pr;
 }
 

@@ -15,9 +15,7 @@ class DecodeStage final : public RequestStage {
     InferRequest& request = *ctx->request;
     if (!request.decode) return Verdict::kContinue;
     const ModelSpec& spec = ctx->handle.spec();
-    auto decode = std::move(request.decode);  // runs once, and releases what it holds (the body) after
-    request.decode = nullptr;
-    Status st = decode(ClientTensors(spec, spec.inputs), ctx->handle.version->version_string(), request);
+    Status st = request.RunDecode(ClientTensors(spec, spec.inputs));
     return st.ok() ? Verdict::kContinue : RefuseInvalid(*ctx, std::move(st));
   }
 };

@@ -61,10 +61,9 @@ TEST_F(StagesTest, DecodeRunsOnceByThePinnedVersionsDeclaredInputs) {
   auto stage = MakeDecodeStage();
   auto ctx = Pinned(/*rows=*/0);
   int calls = 0;
-  ctx->request->decode = [&calls](const std::vector<TensorMetadata>& inputs, const std::string& version,
-                                  InferRequest& r) {
+  ctx->request->decode = [&calls](const std::vector<TensorMetadata>& inputs, InferRequest& r) {
     ++calls;
-    EXPECT_EQ(version, "1");
+    EXPECT_EQ(r.model_version, "1");
     EXPECT_EQ(inputs.size(), 1u);
     EXPECT_EQ(inputs[0].shape, (Shape{-1, 2}));  // as clients send it: the batch dimension first
     r.inputs.push_back(F32(inputs[0].name, {1, 2}, {3}));
@@ -83,7 +82,7 @@ TEST_F(StagesTest, DecodeRunsOnceByThePinnedVersionsDeclaredInputs) {
 TEST_F(StagesTest, ABodyThatDoesNotDecodeIsABadRequestOfThePinnedVersion) {
   auto stage = MakeDecodeStage();
   auto ctx = Pinned(/*rows=*/0);
-  ctx->request->decode = [](const std::vector<TensorMetadata>&, const std::string&, InferRequest&) {
+  ctx->request->decode = [](const std::vector<TensorMetadata>&, InferRequest&) {
     return Status::InvalidArgument("unknown input 'z'");
   };
   EXPECT_EQ(Process(*stage, ctx), RequestStage::Verdict::kTaken);
