@@ -18,6 +18,7 @@ PACKAGES=(
   libsqlite3-dev                          # batch jobs: SQLite sources and sinks (jobs/sqlite/)
   libpq-dev postgresql-15                 # batch jobs: PostgreSQL (jobs/postgres/); the tests start their own server
   libhiredis-dev redis-server             # online feature lookup from Redis (features/redis/); the tests start their own
+  etcd-server etcd-client                 # cluster mode's registry (cluster/etcd/); the tests start their own etcd
   libsentencepiece-dev python3-sentencepiece python3-regex  # generative models: tokenizer.model (llm/sentencepiece/); the tokenizer tests
   libgtest-dev libgmock-dev libbenchmark-dev
   libxgboost-dev python3-xgboost          # the XGBoost / FIL backends; fixtures trained by python's xgboost

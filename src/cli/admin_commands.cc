@@ -1,9 +1,12 @@
-// `inferd models`, `inferd rollback`, `inferd traffic` and `inferd rollout`:
-// clients of a running server's HTTP API (GET /v2/repository/models, POST
-// .../{m}/rollback, GET/PUT/DELETE .../{m}/traffic, POST/GET/DELETE .../{m}/rollout).
+// `inferd models`, `inferd rollback`, `inferd traffic`, `inferd rollout` and
+// `inferd cluster status`: clients of a running server's HTTP API (GET
+// /v2/repository/models, POST .../{m}/rollback, GET/PUT/DELETE .../{m}/traffic,
+// POST/GET/DELETE .../{m}/rollout, GET /v2/cluster), with the admin token when
+// the server requires one (--admin-token-file / --admin-token-env).
 #include <rapidjson/document.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -13,6 +16,7 @@
 #include "cli/commands.h"
 #include "core/byte_size.h"
 #include "lifecycle/traffic_policy.h"
+#include "server/authorizer.h"
 
 namespace inferd::cli {
 namespace {
@@ -20,22 +24,29 @@ namespace {
 struct AdminFlags {
   std::string url = "http://127.0.0.1:8000";
   bool json = false;
-  std::vector<std::string> models;  // `models`: filter; `rollback`: exactly one
+  std::vector<std::string> models;    // `models`: filter; `rollback`: exactly one
+  std::string token_file, token_env;  // the admin token, when the server requires one
 };
 
 // Sends one request; prints the server's error and returns nullopt on failure.
-std::optional<std::string> Call(const std::string& url, const std::string& method, const std::string& path,
+std::optional<std::string> Call(const AdminFlags& f, const std::string& method, const std::string& path,
                                 const std::string& body = "") {
+  const std::string& url = f.url;
+  auto token = ReadToken(f.token_file, f.token_env, f.token_env.empty() ? nullptr : std::getenv(f.token_env.c_str()));
+  if (!token.ok()) {
+    std::cerr << "inferd: " << token.status().message() << "\n";
+    return std::nullopt;
+  }
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
+  if (!token->empty()) headers.emplace_back("Authorization", "Bearer " + *token);
   auto hp = bench::ParseUrl(url);
   if (!hp.ok()) {
     std::cerr << "inferd: --url: " << hp.status().message() << "\n";
     return std::nullopt;
   }
   bench::HttpClient client(hp->first, hp->second);
-  auto r = client.Request(method, path, body,
-                          body.empty()
-                              ? std::vector<std::pair<std::string, std::string>>{}
-                              : std::vector<std::pair<std::string, std::string>>{{"Content-Type", "application/json"}});
+  auto r = client.Request(method, path, body, headers);
   if (!r.ok()) {
     std::cerr << "inferd: cannot reach the server at " << url << ": " << r.status().message() << "\n";
     return std::nullopt;
@@ -57,7 +68,7 @@ std::optional<std::string> Call(const std::string& url, const std::string& metho
 std::optional<rapidjson::Document> CallJson(const AdminFlags& f, const std::string& method, const std::string& path,
                                             int* rc, const std::string& request_body = "") {
   *rc = 1;
-  auto body = Call(f.url, method, path, request_body);
+  auto body = Call(f, method, path, request_body);
   if (!body) return std::nullopt;
   if (f.json) {
     std::cout << *body << "\n";
@@ -205,7 +216,7 @@ int Traffic(const TrafficFlags& f) {
     method = "PUT";
     body = TrafficPolicyToJson(**policy);
   }
-  auto answer = Call(f.admin.url, method, path, body);
+  auto answer = Call(f.admin, method, path, body);
   if (!answer) return 1;
   std::cout << *answer << "\n";
   return 0;
@@ -232,7 +243,7 @@ int Rollout(const RolloutFlags& f) {
            ",\"min_requests\":" + std::to_string(f.min_requests) +
            ",\"shadow_percent\":" + std::to_string(f.shadow_percent) + "}";
   }
-  auto answer = Call(f.admin.url, method, path, body);
+  auto answer = Call(f.admin, method, path, body);
   if (!answer) return 1;
   std::cout << *answer << "\n";
   return 0;
@@ -241,6 +252,54 @@ int Rollout(const RolloutFlags& f) {
 void AddUrlFlags(CLI::App* cmd, AdminFlags* f) {
   cmd->add_option("--url", f->url, "The running inferd server's HTTP address")->capture_default_str();
   cmd->add_flag("--json", f->json, "Print the server's JSON answer as is");
+  cmd->add_option("--admin-token-file", f->token_file, "File holding the server's admin token (if it requires one)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--admin-token-env", f->token_env, "Environment variable holding the server's admin token");
+}
+
+int64_t I64(const rapidjson::Value& o, const char* key) {
+  auto it = o.FindMember(key);
+  return it != o.MemberEnd() && it->value.IsInt64() ? it->value.GetInt64() : 0;
+}
+
+// `inferd cluster status`: the members as the node at --url sees them.
+int ClusterStatus(const AdminFlags& f) {
+  int rc = 0;
+  auto answer = CallJson(f, "GET", "/v2/cluster", &rc);
+  if (!answer) return rc;
+  const rapidjson::Document& doc = *answer;
+  if (!doc.HasMember("nodes") || !doc["nodes"].IsArray()) {
+    std::cerr << "inferd: the server's answer has no \"nodes\" list\n";
+    return 1;
+  }
+  const bool reachable =
+      doc.HasMember("store_reachable") && doc["store_reachable"].IsBool() && doc["store_reachable"].GetBool();
+  std::printf("seen from node %s: %zu nodes, etcd %s", Str(doc, "self").c_str(),
+              static_cast<size_t>(doc["nodes"].Size()), reachable ? "reachable" : "UNREACHABLE (last view)");
+  if (doc.HasMember("view_age_ms") && doc["view_age_ms"].IsInt64())
+    std::printf(", view %.1f s old", static_cast<double>(doc["view_age_ms"].GetInt64()) / 1000.0);
+  std::printf("\n%-24s %-6s %-22s %-22s %7s %10s %10s %9s\n", "NODE", "HEALTH", "HTTP", "GRPC", "MODELS", "USED",
+              "BUDGET", "IN-FLIGHT");
+  for (const auto& n : doc["nodes"].GetArray()) {
+    const bool self = n.HasMember("self") && n["self"].IsBool() && n["self"].GetBool();
+    const uint64_t budget = U64(n, "budget_bytes");
+    std::printf("%-24s %-6s %-22s %-22s %7llu %10s %10s %9lld\n", (Str(n, "id") + (self ? " *" : "")).c_str(),
+                Str(n, "health").c_str(), Str(n, "http").c_str(), Str(n, "grpc").empty() ? "-" : Str(n, "grpc").c_str(),
+                static_cast<unsigned long long>(U64(n, "models")), FormatBytes(U64(n, "used_bytes")).c_str(),
+                budget ? FormatBytes(budget).c_str() : "none", static_cast<long long>(I64(n, "in_flight")));
+  }
+  std::string copies;
+  auto by = doc.FindMember("models_by_copies");
+  if (by != doc.MemberEnd() && by->value.IsObject()) {
+    for (const auto& c : by->value.GetObject()) {
+      if (!copies.empty()) copies += ", ";
+      copies += std::string(c.name.GetString()) + (std::string(c.name.GetString()) == "1" ? " copy: " : " copies: ") +
+                std::to_string(c.value.IsUint64() ? c.value.GetUint64() : 0);
+    }
+  }
+  std::printf("models: %llu%s%s%s\n", static_cast<unsigned long long>(U64(doc, "models")), copies.empty() ? "" : " (",
+              copies.c_str(), copies.empty() ? "" : ")");
+  return 0;
 }
 
 }  // namespace
@@ -286,6 +345,13 @@ void AddAdminCommands(CLI::App& app, std::function<int()>* run) {
       ->capture_default_str();
   o->add_flag("--abort", rollout->abort, "End the running rollout (the canary gets 0%)");
   o->callback([rollout, run] { *run = [rollout] { return Rollout(*rollout); }; });
+
+  auto cluster = std::make_shared<AdminFlags>();
+  CLI::App* c = app.add_subcommand("cluster", "A cluster of inferd nodes (docs/cluster.md)");
+  c->require_subcommand(1);
+  CLI::App* cs = c->add_subcommand("status", "The cluster's nodes, their health, models, memory and load");
+  AddUrlFlags(cs, cluster.get());
+  cs->callback([cluster, run] { *run = [cluster] { return ClusterStatus(*cluster); }; });
 }
 
 }  // namespace inferd::cli

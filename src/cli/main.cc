@@ -32,7 +32,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; a bad flag or value is a usage error: exit 2, like every flag the commands
+    // check themselves (CLI11's own codes, 105 for a value out of range, said nothing more).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   return run ? run() : 1;
 }

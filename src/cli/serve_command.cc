@@ -15,8 +15,11 @@
 
 #include "backends/backend.h"
 #include "cli/commands.h"
+#include "cluster/cluster_options.h"
+#include "cluster/etcd/etcd_store.h"
 #include "core/byte_size.h"
 #include "frontends/grpc/grpc_server.h"
+#include "frontends/http/http_forwarder.h"
 #include "frontends/http/http_server.h"
 #include "frontends/http/router.h"
 #include "jobs/jobs_config.h"
@@ -88,7 +91,44 @@ struct ServeFlags {
   double load_wait_secs = 30;
   bool allow_grpc = true;
   grpcfe::GrpcServerOptions grpc;
+  std::string cluster;  // etcd://HOST:PORT[,...]; "" = a single node
+  std::string cluster_name = "default";
+  std::string cluster_node_id;         // "" = <advertise host>:<HTTP port>
+  std::string cluster_advertise_host;  // "" = --host, or the host name when --host is a wildcard
+  int cluster_lease_ttl_secs = 5;
+  int cluster_refresh_ms = 1000;
 };
+
+// The host name peers reach this node at: --cluster-advertise-host, else
+// --host unless it is a wildcard address, else the machine's host name.
+std::string AdvertiseHost(const ServeFlags& f) {
+  if (!f.cluster_advertise_host.empty()) return f.cluster_advertise_host;
+  if (f.host != "0.0.0.0" && f.host != "::" && f.host != "[::]") return f.host;
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') return name;
+  return "127.0.0.1";
+}
+
+// --cluster and its companions, checked before anything loads (exit 2 on a
+// bad flag). The addresses are filled in once the front ends listen.
+Result<cluster::ClusterOptions> ClusterOptionsFromFlags(const ServeFlags& f) {
+  cluster::ClusterOptions o;
+  auto endpoints = cluster::ParseClusterUrl(f.cluster);
+  if (!endpoints.ok()) return endpoints.status();
+  o.endpoints = std::move(*endpoints);
+  o.name = f.cluster_name;
+  o.lease_ttl = std::chrono::seconds(f.cluster_lease_ttl_secs);
+  o.refresh = std::chrono::milliseconds(f.cluster_refresh_ms);
+  const std::string host = AdvertiseHost(f);
+  o.node_id = f.cluster_node_id.empty() ? host + ":" + std::to_string(f.http_port) : f.cluster_node_id;
+  o.http_address = host + ":" + std::to_string(f.http_port == 0 ? 1 : f.http_port);  // checked again at Join
+  if (Status st = cluster::CheckClusterOptions(o); !st.ok()) return st;
+  if (f.cluster_node_id.empty() && f.http_port == 0)
+    return Status::InvalidArgument(
+        "--cluster with --http-port 0 needs --cluster-node-id (the id must not change "
+        "between restarts)");
+  return o;
+}
 
 int Serve(const ServeFlags& f) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("inferd"));
@@ -217,6 +257,20 @@ int Serve(const ServeFlags& f) {
                  so.memory_budget_bytes ? FormatBytes(so.memory_budget_bytes) : std::string("none"),
                  f.min_residency_secs, f.load_threads);
   }
+  std::unique_ptr<cluster::EtcdStore> etcd;
+  std::unique_ptr<http::HttpForwarder> forwarder;  // requests for models other nodes hold
+  if (!f.cluster.empty()) {
+    auto co = ClusterOptionsFromFlags(f);
+    if (!co.ok()) {
+      spdlog::critical("{}", co.status().message());
+      return 2;
+    }
+    etcd = std::make_unique<cluster::EtcdStore>(co->endpoints, co->store_timeout);
+    so.cluster = std::move(*co);
+    so.cluster_store = etcd.get();
+    forwarder = std::make_unique<http::HttpForwarder>();
+    so.forwarder = forwarder.get();
+  }
   spdlog::info("inferd 0.1.0: {} cores, {} HTTP threads, default intra-op threads {}", cores, f.http_threads,
                so.default_intra_op_threads);
 
@@ -269,6 +323,18 @@ int Serve(const ServeFlags& f) {
     spdlog::info("Metrics service listening on {}:{}", f.host, metrics->port());
   }
 
+  if (etcd) {
+    // Join only now: peers route here once both APIs answer.
+    const std::string host = AdvertiseHost(f);
+    if (Status st = server.JoinCluster(host + ":" + std::to_string(api.port()),
+                                       grpc ? host + ":" + std::to_string(grpc->port()) : std::string());
+        !st.ok()) {
+      spdlog::critical("cannot join the cluster: {}", st.message());
+      server.Shutdown();
+      return 2;
+    }
+  }
+
   const int sig = WaitForStopSignal(wait_mask);
   spdlog::info("received {}, shutting down: no new connections, finishing in-flight requests", strsignal(sig));
   const std::chrono::milliseconds grace(f.shutdown_grace_ms);
@@ -277,6 +343,7 @@ int Serve(const ServeFlags& f) {
   server.Shutdown();                     // answers everything already accepted
   api.Stop(grace);
   if (grpc) grpc->Stop(grace);
+  if (forwarder) forwarder->Stop();  // after the front ends: their forwarded requests are answered
   if (metrics) metrics->Stop(std::chrono::milliseconds(0));
   spdlog::info("stopped");
   return 0;
@@ -451,6 +518,27 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "that hung up; its request, if still queued, is cancelled (0 = never)")
       ->capture_default_str()
       ->check(CLI::Range(0, 3600000));
+  cmd->add_option("--cluster", flags->cluster,
+                  "Join a cluster of inferd nodes that share this model repository, registered in etcd: "
+                  "etcd://HOST:PORT[,HOST:PORT...] (docs/cluster.md)");
+  cmd->add_option("--cluster-name", flags->cluster_name,
+                  "The cluster's name: nodes with the same etcd and name form one cluster (keys under "
+                  "/inferd/<name>/)")
+      ->capture_default_str();
+  cmd->add_option("--cluster-node-id", flags->cluster_node_id,
+                  "This node's id in the cluster, stable across restarts (default: <advertise host>:<HTTP port>)");
+  cmd->add_option("--cluster-advertise-host", flags->cluster_advertise_host,
+                  "The host name or address peers reach this node at (default: --host, or the machine's host "
+                  "name when --host is a wildcard)");
+  cmd->add_option("--cluster-lease-ttl-secs", flags->cluster_lease_ttl_secs,
+                  "A node that stops renewing its lease (crashed, cut off) leaves the cluster this long after")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 600));
+  cmd->add_option("--cluster-refresh-ms", flags->cluster_refresh_ms,
+                  "How often a node renews its lease, publishes its models and load, and reads the cluster's "
+                  "members (at most a third of the lease TTL)")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 200000));
   cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|critical|off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));

@@ -33,6 +33,24 @@ struct RequestedOutput {
   uint32_t classification = 0;
 };
 
+// Cluster mode: a request as its client sent it over HTTP (end-to-end headers
+// only, the body decompressed), kept so that a node that does not hold the
+// model can forward it to one that does unchanged (server/pipeline/forward_stage.cc).
+struct WireRequest {
+  std::string method;
+  std::string target;  // path and query
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::shared_ptr<const std::string> body;
+};
+
+// A peer's answer to a forwarded request, relayed as is: the whole answer, or
+// one part of a streamed one (the first part carries status and headers).
+struct RelayedAnswer {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+
 struct InferRequest {
   std::string model_name;
   std::string model_version;  // "" = the model's default version
@@ -73,6 +91,11 @@ struct InferRequest {
     return d(inputs, *this);
   }
 
+  // Cluster mode: the request's wire form (set by the HTTP front end; null =
+  // never forwarded), and the node that forwarded it here ("" = its client
+  // sent it here): a forwarded request is served here, never forwarded again.
+  std::shared_ptr<const WireRequest> wire;
+  std::string forwarded_by;
   // Raised by the front end when the client gives up; null = not cancellable.
   // A cancelled request still queued is answered CANCELLED and never runs.
   std::shared_ptr<const Cancellation> cancellation;
@@ -93,6 +116,9 @@ struct InferResponse {
   // nothing for it unless the client asked to see every final flag
   // (triton_enable_empty_final_response).
   bool final_flag_only = false;
+  // Cluster mode: a peer answered this request (forwarded); the front end
+  // writes this as it is instead of rendering the fields above.
+  std::shared_ptr<const RelayedAnswer> relayed;
 };
 
 // Called exactly once per accepted request, from a server worker thread.

@@ -6,6 +6,7 @@
 #include "manager/repository_source.h"
 #include "repository/model_config.h"
 #include "routing/routing_policy.h"
+#include "server/cluster_service.h"
 #include "server/rollout_service.h"
 
 namespace inferd {
@@ -31,6 +32,12 @@ ModelListing AdminService::ListModels() const {
     m.rollout = std::move(r);
   }
   return listing;
+}
+
+Result<std::string> AdminService::ClusterStatus() const {
+  if (p_.cluster == nullptr)
+    return Status::FailedPrecondition("this server is not in a cluster (start it with --cluster etcd://HOST:PORT)");
+  return p_.cluster->StatusJson();
 }
 
 Result<std::vector<RepositoryIndexEntry>> AdminService::RepositoryIndex(bool ready_only) const {

@@ -23,6 +23,7 @@
 
 namespace inferd {
 
+class ClusterService;
 class ModelManager;
 class RepositorySource;
 class RolloutService;
@@ -42,6 +43,7 @@ class AdminService {
     std::string control_mode = "none";
     const std::atomic<bool>* started = nullptr;   // the server finished Start
     const std::atomic<bool>* stopping = nullptr;  // Shutdown began
+    const ClusterService* cluster = nullptr;      // null on a single node
   };
   explicit AdminService(Parts parts) : p_(parts) {}
 
@@ -51,6 +53,9 @@ class AdminService {
   void Run(AdminExecutor::Job job) { p_.executor->Post(std::move(job)); }
 
   Result<std::vector<RepositoryIndexEntry>> RepositoryIndex(bool ready_only) const;
+  // Cluster mode: this node's view of the cluster as JSON (GET /v2/cluster);
+  // FAILED_PRECONDITION on a single node.
+  Result<std::string> ClusterStatus() const;
   // Every model the server knows, with versions, labels, memory and its
   // rollout, for `inferd models` (GET /v2/repository/models).
   ModelListing ListModels() const;

@@ -85,22 +85,28 @@ void InferenceServer::OnLoadDone(OnDemandLoader::Waiter w, const Status& st) {
 void InferenceServer::Dispatch(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival,
                                bool may_wait) {
   if (shutting_down_.load()) return sink.final(Status::Unavailable("the server is shutting down"));
-  // Resolved once: the pinned version serves the request through every stage.
-  std::shared_ptr<ModelVersion> shadow;
-  auto mv = FindVersion(request->model_name, request->model_version, request.get(), &shadow);
-  if (!mv.ok()) {
-    if (may_wait && CanWaitForLoad(mv.status())) return WaitForLoad(std::move(request), std::move(sink), arrival);
-    return sink.final(mv.status());
-  }
-  (*mv)->Touch(arrival);
   auto ctx = std::make_unique<RequestContext>();
-  ctx->asked_default = request->model_version.empty();
-  request->model_version = (*mv)->version_string();
   ctx->request = std::move(request);
   ctx->sink = std::move(sink);
-  ctx->handle = ServingHandle{std::move(*mv), std::move(shadow)};
   ctx->arrival = arrival;
   ctx->may_wait = may_wait;
+  routing_pipeline_->Run(std::move(ctx));  // forward (cluster mode), then Resolve
+}
+
+void InferenceServer::Resolve(std::unique_ptr<RequestContext> ctx) {
+  // Resolved once: the pinned version serves the request through every stage.
+  std::shared_ptr<ModelVersion> shadow;
+  InferRequest& request = *ctx->request;
+  auto mv = FindVersion(request.model_name, request.model_version, &request, &shadow);
+  if (!mv.ok()) {
+    if (ctx->may_wait && CanWaitForLoad(mv.status()))
+      return WaitForLoad(std::move(ctx->request), std::move(ctx->sink), ctx->arrival);
+    return ctx->sink.final(mv.status());
+  }
+  (*mv)->Touch(ctx->arrival);
+  ctx->asked_default = request.model_version.empty();
+  request.model_version = (*mv)->version_string();
+  ctx->handle = ServingHandle{std::move(*mv), std::move(shadow)};
   pipeline_->Run(std::move(ctx));
 }
 

@@ -13,6 +13,7 @@
 #include "repository/model_config.h"
 #include "repository/repository.h"
 #include "routing/routing_policy.h"
+#include "server/cluster_service.h"
 #include "server/hybrid_serving.h"
 #include "server/output_rules.h"
 #include "server/pipeline/stages.h"
@@ -88,6 +89,9 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   jo.state_dir = options_->control_state_dir.empty() ? "" : options_->control_state_dir + "/jobs";
   jo.max_running = options_->max_running_jobs;
   jobs_ = std::make_unique<jobs::JobManager>(std::move(jo), options_->jobs_config, this, clock_);
+  if (options_->cluster_store != nullptr)
+    cluster_ = std::make_unique<ClusterService>(options_->cluster, options_->cluster_store, manager_.get(),
+                                                options_->memory_budget_bytes, clock_);
   WireServices();
 }
 
@@ -119,6 +123,7 @@ void InferenceServer::WireServices() {
                                                                           : "none";
   ap.started = &started_;
   ap.stopping = &stopping_;
+  ap.cluster = cluster_.get();
   admin_service_ = std::make_unique<AdminService>(ap);
   MetricsExporter::Sources ms;
   ms.manager = manager_.get();
@@ -129,6 +134,7 @@ void InferenceServer::WireServices() {
   ms.features = features_.get();
   ms.memory_budget_bytes = options_->memory_budget_bytes;
   ms.client_cancellations = &client_cancellations_;
+  ms.cluster = cluster_.get();
   exporter_ = std::make_unique<MetricsExporter>(ms);
   PipelineParts parts;
   parts.clock = clock_;
@@ -138,6 +144,8 @@ void InferenceServer::WireServices() {
   parts.cache = cache_.get();
   parts.shadow_max_in_flight = options_->shadow_max_in_flight;
   parts.rerouter = MakeRerouter();
+  routing_pipeline_ = BuildRoutingPipeline(cluster_.get(), options_->forwarder, clock_,
+                                           [this](std::unique_ptr<RequestContext> ctx) { Resolve(std::move(ctx)); });
   pipeline_ = BuildRequestPipeline(std::move(parts));
 }
 
@@ -182,7 +190,8 @@ Status InferenceServer::Start() {
 
 void InferenceServer::Shutdown() {
   if (stopping_.exchange(true)) return;
-  admin_.Stop();  // a running load finishes; queued management calls are cancelled
+  if (cluster_) cluster_->Leave();  // peers stop routing here before anything drains
+  admin_.Stop();                    // a running load finishes; queued management calls are cancelled
   // Running jobs stop at their next commit and resume after a restart
   // (recorded `interrupted`); their requests in flight are still served, so
   // the request path refuses new work only after them.
@@ -194,6 +203,11 @@ void InferenceServer::Shutdown() {
   if (hybrid_) hybrid_->Shutdown();      // running lookups finish; queued ones are answered
   manager_->Shutdown();                  // waiting requests answered, accepted ones finish
   live_ = false;
+}
+
+Status InferenceServer::JoinCluster(const std::string& http_address, const std::string& grpc_address) {
+  if (!cluster_) return Status::FailedPrecondition("not in cluster mode (--cluster not given)");
+  return cluster_->Join(http_address, grpc_address);
 }
 
 bool InferenceServer::IsReady() const {

@@ -48,6 +48,7 @@ class JobStores;
 }  // namespace jobs
 struct ServerOptions;  // server/server_options.h
 class BackendRegistry;
+class ClusterService;
 class ControlStateStore;
 class CpuLoad;
 class HybridServing;
@@ -60,6 +61,7 @@ class ResponseCache;
 class RolloutService;
 class RoutingPolicy;
 class RequestPipeline;
+struct RequestContext;
 struct Rerouter;
 namespace features {
 class FeatureFetcher;
@@ -114,6 +116,14 @@ class InferenceServer final : public RequestSubmitter {
   // the calling thread or a loader thread, exactly once; it must not block.
   void WhenResident(const std::string& name, std::function<void(const Status&)> then);
 
+  // Cluster mode: whether this server is in a cluster (front ends then keep
+  // each HTTP request's wire form, InferRequest::wire, for forwarding).
+  bool clustered() const { return cluster_ != nullptr; }
+  // Cluster mode: joins the cluster once the front ends listen at these
+  // addresses (host:port; grpc "" = none). FAILED_PRECONDITION without
+  // --cluster; INVALID_ARGUMENT for a bad address.
+  Status JoinCluster(const std::string& http_address, const std::string& grpc_address);
+
   // Whether a call with this `Authorization` value ("Bearer <token>", or ""
   // when absent) may use a management route (`management`) or another one.
   Status Authorize(std::string_view authorization, bool management) const {
@@ -156,6 +166,9 @@ class InferenceServer final : public RequestSubmitter {
   // `may_wait`: a request for a model that is not resident waits for its
   // load (on-demand), once.
   void Dispatch(std::unique_ptr<InferRequest> request, ResponseSink sink, TimePoint arrival, bool may_wait);
+  // The routing pipeline's end (the request is served here): pins the
+  // version and runs the request pipeline.
+  void Resolve(std::unique_ptr<RequestContext> ctx);
   // The constructor's parts: the prediction stores and the feature fetcher
   // (from the jobs config's connections); then the services over what it
   // built (AdminService, MetricsExporter, the request pipeline).
@@ -184,6 +197,8 @@ class InferenceServer final : public RequestSubmitter {
   std::unique_ptr<HybridServing> hybrid_;
   // Online feature lookup (features.*): null without redis connections in the jobs config.
   std::unique_ptr<features::FeatureFetcher> features_;
+  // Cluster mode (--cluster): membership and status; null on a single node.
+  std::unique_ptr<ClusterService> cluster_;
   const Authorizer authorizer_;
   // The parts above, seen from management calls and from the metrics exporter.
   std::unique_ptr<AdminService> admin_service_;
@@ -191,6 +206,8 @@ class InferenceServer final : public RequestSubmitter {
   // The request path's stages (server/pipeline/pipeline_order.cc); declared
   // after the parts its stages point at, so it is destroyed before them.
   std::unique_ptr<RequestPipeline> pipeline_;
+  // Before it: forwarding (cluster mode), then Resolve.
+  std::unique_ptr<RequestPipeline> routing_pipeline_;
 
   std::atomic<bool> live_{true};
   std::atomic<bool> started_{false};

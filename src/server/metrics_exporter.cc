@@ -7,6 +7,7 @@
 #include "features/feature_fetcher.h"
 #include "jobs/job_manager.h"
 #include "manager/model_manager.h"
+#include "server/cluster_service.h"
 #include "server/hybrid_serving.h"
 #include "server/response_cache.h"
 #include "server/rollout_service.h"
@@ -369,6 +370,7 @@ void MetricsExporter::WriteLifecycleSeries(PrometheusWriter& w) const {
            "past its deadline); their queued requests never run");
   w.Sample("inferd_client_cancellations_total", {},
            static_cast<double>(s_.client_cancellations->load(std::memory_order_relaxed)));
+  if (s_.cluster) s_.cluster->WriteMetrics(w);
   if (s_.hybrid) s_.hybrid->WriteMetrics(w);
   if (s_.features) s_.features->WriteMetrics(w);
   w.Family("process_resident_memory_bytes", "gauge", "Resident set size of the inferd process");

@@ -24,6 +24,7 @@
 
 namespace inferd {
 
+class ClusterService;
 class HybridServing;
 class ModelManager;
 class ModelVersion;
@@ -47,6 +48,7 @@ class MetricsExporter {
     const features::FeatureFetcher* features = nullptr;  // null: no feature series
     uint64_t memory_budget_bytes = 0;
     const std::atomic<uint64_t>* client_cancellations = nullptr;
+    const ClusterService* cluster = nullptr;  // null: no cluster series
   };
   explicit MetricsExporter(Sources sources) : s_(sources) {}
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/cluster_options.h"
 #include "core/clock.h"
 #include "jobs/jobs_config.h"
 #include "manager/model_manager.h"
@@ -16,7 +17,11 @@
 
 namespace inferd {
 
+namespace cluster {
+class ClusterStore;
+}
 class CpuLoad;
+class Forwarder;
 class SchedulerFactory;
 
 struct ServerOptions {
@@ -79,6 +84,13 @@ struct ServerOptions {
   // table), and how many lookups may wait for one (then: a store error).
   int precomputed_lookup_threads = 2;
   size_t precomputed_max_queued = 1024;
+  // Cluster mode (--cluster): the shared store (etcd; not owned, outlives the
+  // server) and how this node joins. Null: a single node, no cluster.
+  cluster::ClusterStore* cluster_store = nullptr;
+  // How requests for models held elsewhere are forwarded (not owned; null:
+  // never forwarded, every request is served here).
+  Forwarder* forwarder = nullptr;
+  cluster::ClusterOptions cluster;
 };
 
 }  // namespace inferd

@@ -21,8 +21,10 @@ void Generate(InferenceServer* server, Request&& req, const std::string& model, 
   if (!parsed.ok()) return respond(ErrorResponse(UnlessUnknownModel(server, model, version, parsed.status())));
   (*parsed)->cancellation = req.cancellation;
   if (const std::string* key = req.Header("inferd-sticky-key")) (*parsed)->sticky_key = *key;
+  KeepWireForm(*server, req, **parsed);
   if (!stream) {
     return server->InferAsync(std::move(*parsed), [respond = std::move(respond)](Result<InferResponse> r) {
+      if (r.ok() && r->relayed) return respond(RelayedResponse(*r->relayed, false));
       respond(r.ok() ? WithModelVersion(JsonResponse(200, generate::EncodeGenerateResponse(*r)), r->model_version)
                      : ErrorResponse(r.status()));
     });
@@ -33,12 +35,17 @@ void Generate(InferenceServer* server, Request&& req, const std::string& model, 
   ResponseSink sink;
   sink.partial = [respond, parts, cancellation = req.cancellation](InferResponse part) {
     parts->fetch_add(1, std::memory_order_relaxed);
+    if (part.relayed) {
+      respond(RelayedResponse(*part.relayed, /*more=*/true));
+      return !(cancellation && cancellation->cancelled());
+    }
     respond(
         WithModelVersion(ServerSentEvent(generate::EncodeGenerateResponse(part), /*more=*/true), part.model_version));
     return !(cancellation && cancellation->cancelled());
   };
   sink.final = [respond = std::move(respond), parts](Result<InferResponse> r) {
     const bool begun = parts->load(std::memory_order_relaxed) > 0;
+    if (r.ok() && r->relayed) return respond(RelayedResponse(*r->relayed, /*more=*/false));
     if (!r.ok()) {
       if (!begun) return respond(ErrorResponse(r.status()));
       return respond(ServerSentEvent(v2::EncodeError(r.status().message()), /*more=*/false));

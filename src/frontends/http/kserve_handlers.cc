@@ -203,10 +203,12 @@ void Infer(InferenceServer* server, Request&& req, std::string model, std::strin
   }
   (*parsed)->cancellation = req.cancellation;
   if (const std::string* key = req.Header("inferd-sticky-key")) (*parsed)->sticky_key = *key;
+  KeepWireForm(*server, req, **parsed);
   v2::OutputOptions opts = v2::OutputOptionsOf(**parsed);
   server->InferAsync(
       std::move(*parsed), [respond = std::move(respond), opts = std::move(opts)](Result<InferResponse> r) {
         if (!r.ok()) return respond(ErrorResponse(r.status()));
+        if (r->relayed) return respond(RelayedResponse(*r->relayed, false));
         v2::EncodedResponse enc = v2::EncodeInferResponse(*r, opts);
         Response resp;
         resp.body = std::move(enc.body);
@@ -240,6 +242,12 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
     return respond(std::move(r));
   }
   if (parts[1] == "jobs" && HandleV2Jobs(server, req, parts, respond)) return;
+  if (parts[1] == "cluster" && n == 2) {
+    // Cluster mode: this node's view of the cluster (a management route).
+    if (!get) return respond(MethodNotAllowed(req, kAllowGet));
+    auto status = server->admin().ClusterStatus();
+    return respond(status.ok() ? JsonResponse(200, std::move(*status)) : ErrorResponse(status.status()));
+  }
   if (parts[1] == "repository") {
     if (HandleV2Lifecycle(server, req, parts, respond)) return;
     if (HandleV2Traffic(server, req, parts, respond)) return;

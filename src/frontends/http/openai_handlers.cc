@@ -64,6 +64,11 @@ struct Call {
   bool Part(int index, const InferResponse& part) {
     MutexLock l(&mu);
     if (answered || error) return false;
+    if (part.relayed) {  // a peer's stream (one choice: the peer answers every choice itself)
+      respond(RelayedResponse(*part.relayed, /*more=*/true));
+      started = true;
+      return !(cancellation && cancellation->cancelled());
+    }
     openai::Choice c = openai::ChoiceFrom(part);
     c.finish_reason.clear();
     respond(WithModelVersion(ServerSentEvent(openai::EncodeChunk(endpoint, id, created, model, index, first[index], c,
@@ -79,6 +84,10 @@ struct Call {
     MutexLock l(&mu);
     --remaining;
     if (answered) return;
+    if (r.ok() && r->relayed) {
+      answered = true;
+      return respond(RelayedResponse(*r->relayed, /*more=*/false));
+    }
     if (!r.ok() && r.status().code() == StatusCode::kNotFound) {  // the model is unknown: OpenAI's wording
       r = Status::NotFound("The model `" + model + "` does not exist.");
     }
@@ -151,7 +160,10 @@ void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint,
     ResponseSink sink;
     if (parsed->stream) sink.partial = [call, i](InferResponse part) { return call->Part(i, part); };
     sink.final = [call, i](Result<InferResponse> r) { call->Final(i, std::move(r)); };
-    server->InferAsync(openai::ChoiceRequest(*parsed, i), std::move(sink));
+    auto request = openai::ChoiceRequest(*parsed, i);
+    // Forwarded whole (the peer answers every choice) when the call asks one choice; n > 1 is served here.
+    if (parsed->n == 1) KeepWireForm(*server, req, *request);
+    server->InferAsync(std::move(request), std::move(sink));
   }
 }
 

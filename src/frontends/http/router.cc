@@ -58,8 +58,10 @@ Response JsonResponse(int status, std::string body) {
 Handler MakeApiHandler(InferenceServer* server) {
   return [server](Request&& req, Responder respond) {
     std::vector<std::string> parts = SplitPath(req.path);
-    // Management routes: the model repository extension (/v2/repository/...) and batch jobs (/v2/jobs...).
-    const bool management = parts.size() >= 2 && parts[0] == "v2" && (parts[1] == "repository" || parts[1] == "jobs");
+    // Management routes: the model repository extension (/v2/repository/...), batch jobs (/v2/jobs...) and
+    // the cluster's status (/v2/cluster).
+    const bool management = parts.size() >= 2 && parts[0] == "v2" &&
+                            (parts[1] == "repository" || parts[1] == "jobs" || parts[1] == "cluster");
     const std::string* authorization = req.Header("authorization");
     if (Status st = server->Authorize(authorization ? *authorization : std::string_view(), management); !st.ok()) {
       return respond(ErrorResponse(st));

@@ -99,9 +99,11 @@ void Predict(InferenceServer* server, const Request& req, const std::string& mod
   if (!parsed.ok()) return respond(ErrorResponse(UnlessUnknownModel(server, model, version, parsed.status())));
   parsed->request->cancellation = req.cancellation;
   if (const std::string* key = req.Header("inferd-sticky-key")) parsed->request->sticky_key = *key;
+  KeepWireForm(*server, req, *parsed->request);
   const v1::Format format = parsed->format;
   server->InferAsync(std::move(parsed->request), [respond = std::move(respond), format](Result<InferResponse> r) {
     if (!r.ok()) return respond(ErrorResponse(r.status()));
+    if (r->relayed) return respond(RelayedResponse(*r->relayed, false));
     auto body = v1::EncodePredictResponse(*r, format);
     respond(body.ok() ? WithModelVersion(JsonResponse(200, std::move(*body)), r->model_version)
                       : ErrorResponse(body.status()));

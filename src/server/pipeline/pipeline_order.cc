@@ -9,6 +9,9 @@
 //   rules: it stores the answer with rules and classification applied, which
 //   the key covers;
 // - the shadow last before the enqueue: it mirrors the request as it runs.
+// Before all of them, the routing pipeline: forwarding to the node that holds
+// the model (cluster mode) comes before the request is resolved to a local
+// version, which a node that does not hold the model has not loaded.
 #include "server/pipeline/stages.h"
 
 namespace inferd {
@@ -26,6 +29,14 @@ std::unique_ptr<RequestPipeline> BuildRequestPipeline(PipelineParts parts) {
   s.push_back(MakeAnswerRulesStage());
   s.push_back(MakeShadowStage(parts.clock, parts.shadow_max_in_flight));
   s.push_back(MakeEnqueueStage(std::move(parts.rerouter)));
+  return std::make_unique<RequestPipeline>(std::move(s));
+}
+
+std::unique_ptr<RequestPipeline> BuildRoutingPipeline(ClusterService* cluster, Forwarder* forwarder, Clock* clock,
+                                                      std::function<void(std::unique_ptr<RequestContext>)> resolve) {
+  std::vector<std::unique_ptr<RequestStage>> s;
+  if (cluster && forwarder) s.push_back(MakeForwardStage(cluster, forwarder, clock));
+  s.push_back(MakeResolveStage(std::move(resolve)));
   return std::make_unique<RequestPipeline>(std::move(s));
 }
 

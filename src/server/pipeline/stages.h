@@ -18,6 +18,8 @@
 
 namespace inferd {
 
+class ClusterService;
+class Forwarder;
 class HybridServing;
 class ResponseCache;
 namespace features {
@@ -72,6 +74,19 @@ struct Rerouter {
 // meanwhile, once more on the version that serves now (swaps lose no
 // requests), or a wait for the model's load (on demand).
 std::unique_ptr<RequestStage> MakeEnqueueStage(Rerouter rerouter);
+
+// The routing pipeline runs first, before a request is resolved to a version
+// (ctx->handle is empty there):
+// Cluster mode: a request for a model another node holds goes there and its
+// answer is relayed (server/cluster_service.h decides where; the Forwarder
+// carries it); after every holder failed, it is served here.
+std::unique_ptr<RequestStage> MakeForwardStage(ClusterService* cluster, Forwarder* forwarder, Clock* clock);
+// The routing pipeline's last stage: `resolve` pins the version that serves
+// the request and runs the request pipeline (InferenceServer::Resolve).
+std::unique_ptr<RequestStage> MakeResolveStage(std::function<void(std::unique_ptr<RequestContext>)> resolve);
+// [forward (cluster mode only)] -> resolve.
+std::unique_ptr<RequestPipeline> BuildRoutingPipeline(ClusterService* cluster, Forwarder* forwarder, Clock* clock,
+                                                      std::function<void(std::unique_ptr<RequestContext>)> resolve);
 
 // What the stages need (see the factories above).
 struct PipelineParts {

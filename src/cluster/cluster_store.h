@@ -1,0 +1,56 @@
+// ClusterStore: the consistent key-value store a cluster of inferd nodes
+// shares (etcd in production: cluster/etcd/etcd_store.h; a fake in unit
+// tests: testing/fake_cluster_store.h). Keys carry revisions and may be
+// attached to a lease that deletes them when it is not kept alive.
+//
+// Only what the cluster needs: leases, puts, prefix listings, and
+// compare-and-swap on a key's modification revision, so two nodes never both
+// think they won a placement.
+//
+// Thread-safety: implementations are thread-safe.
+// Errors: UNAVAILABLE or DEADLINE_EXCEEDED when the store cannot be reached
+// (the caller keeps its last view and retries); NOT_FOUND from KeepAlive when
+// the lease is gone.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace inferd::cluster {
+
+struct StoredKey {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;  // compare-and-swap token
+  int64_t lease = 0;         // 0 = none
+};
+
+class ClusterStore {
+ public:
+  virtual ~ClusterStore() = default;
+
+  // A lease that expires `ttl` after its last keep-alive; its id.
+  virtual Result<int64_t> GrantLease(std::chrono::seconds ttl) = 0;
+  // Renews the lease; NOT_FOUND when it expired or was revoked (its keys are gone).
+  virtual Status KeepAlive(int64_t lease) = 0;
+  // Ends the lease now: its keys are deleted.
+  virtual Status RevokeLease(int64_t lease) = 0;
+
+  // Writes `key` (attached to `lease` unless 0).
+  virtual Status Put(const std::string& key, const std::string& value, int64_t lease) = 0;
+  // Writes `key` only when its modification revision is `expected` (0: only
+  // when the key does not exist). true when written, false when another
+  // writer got there first.
+  virtual Result<bool> PutIf(const std::string& key, const std::string& value, int64_t expected, int64_t lease) = 0;
+  // Deletes `key` only when its modification revision is `expected`.
+  virtual Result<bool> DeleteIf(const std::string& key, int64_t expected) = 0;
+  // Every key that starts with `prefix`, in key order.
+  virtual Result<std::vector<StoredKey>> List(const std::string& prefix) = 0;
+};
+
+}  // namespace inferd::cluster

@@ -1,0 +1,276 @@
+// Cluster membership without etcd: node records, flags, and ClusterMember's
+// rounds over a fake store (registration, republishing, lease loss, the
+// store unreachable, leaving). tests/integration/test_cluster.py runs the
+// same against a real etcd and real nodes.
+#include <gtest/gtest.h>
+
+#include "cluster/cluster_member.h"
+#include "cluster/cluster_options.h"
+#include "cluster/cluster_status.h"
+#include "cluster/node_record.h"
+#include "cluster/placement.h"
+#include "testing/fake_clock.h"
+#include "testing/fake_cluster_store.h"
+
+namespace inferd::cluster {
+namespace {
+
+TEST(NodeRecordTest, RoundTrips) {
+  NodeRecord r;
+  r.id = "node-a";
+  r.http_address = "10.0.0.1:8000";
+  r.grpc_address = "10.0.0.1:8001";
+  r.budget_bytes = 1 << 30;
+  r.used_bytes = 12345;
+  r.in_flight = 7;
+  r.started_unix_ms = 1790000000000;
+  r.models = {"a", "b"};
+  auto back = ParseNodeRecord(EncodeNodeRecord(r));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->id, "node-a");
+  EXPECT_EQ(back->http_address, "10.0.0.1:8000");
+  EXPECT_EQ(back->grpc_address, "10.0.0.1:8001");
+  EXPECT_EQ(back->budget_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(back->used_bytes, 12345u);
+  EXPECT_EQ(back->in_flight, 7);
+  EXPECT_EQ(back->started_unix_ms, 1790000000000);
+  EXPECT_EQ(back->models, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(NodeRecordTest, RefusesMalformedRecords) {
+  for (const char* bad :
+       {"", "[]", "{", "{\"http\":\"h:1\"}", "{\"id\":\"a b\",\"http\":\"h:1\"}", "{\"id\":\"a\"}",
+        "{\"id\":\"a\",\"http\":\"\"}", "{\"id\":\"a\",\"http\":\"h:1\",\"models\":[1]}",
+        "{\"id\":\"a\",\"http\":\"h:1\",\"used_bytes\":-1}", "{\"id\":\"a\",\"http\":\"h:1\",\"models\":\"x\"}"}) {
+    auto r = ParseNodeRecord(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(ClusterOptionsTest, ParsesEtcdUrls) {
+  auto one = ParseClusterUrl("etcd://127.0.0.1:2379");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one, (std::vector<std::string>{"127.0.0.1:2379"}));
+  auto three = ParseClusterUrl("etcd://a:1,b:2,etcd://c:3/");
+  ASSERT_TRUE(three.ok()) << three.status().message();
+  EXPECT_EQ(*three, (std::vector<std::string>{"a:1", "b:2", "c:3"}));
+  for (const char* bad : {"", "http://a:1", "etcd://", "etcd://a", "etcd://a:0", "etcd://a:99999", "etcd://a:1,",
+                          "etcd://a:1/x", "etcd://:1", "etcd://a b:1"}) {
+    EXPECT_FALSE(ParseClusterUrl(bad).ok()) << bad;
+  }
+}
+
+ClusterOptions Options(const std::string& id) {
+  ClusterOptions o;
+  o.endpoints = {"127.0.0.1:2379"};
+  o.node_id = id;
+  o.http_address = "127.0.0.1:8000";
+  return o;
+}
+
+TEST(ClusterOptionsTest, ChecksEveryOption) {
+  EXPECT_TRUE(CheckClusterOptions(Options("n1")).ok());
+  ClusterOptions o = Options("n/1");
+  EXPECT_FALSE(CheckClusterOptions(o).ok());
+  o = Options("n1");
+  o.http_address = "nohostport";
+  EXPECT_FALSE(CheckClusterOptions(o).ok());
+  o = Options("n1");
+  o.lease_ttl = std::chrono::seconds(1);
+  EXPECT_FALSE(CheckClusterOptions(o).ok());
+  o = Options("n1");
+  o.refresh = std::chrono::milliseconds(2000);  // more than a third of 5 s
+  EXPECT_FALSE(CheckClusterOptions(o).ok());
+  o = Options("n1");
+  o.name = "a/b";
+  EXPECT_FALSE(CheckClusterOptions(o).ok());
+}
+
+struct Node {
+  NodeRecord record;
+  ClusterMember member;
+  Node(const std::string& id, testing::FakeClusterStore* store, Clock* clock)
+      : member(Options(id), store, clock, [this] { return record; }) {}
+};
+
+TEST(ClusterMemberTest, NodesSeeEachOtherAndTheirModels) {
+  testing::FakeClusterStore store;
+  testing::FakeClock clock;
+  Node a("a", &store, &clock), b("b", &store, &clock);
+  a.record.models = {"m2", "m1"};
+  a.member.Step();
+  b.member.Step();
+  a.member.Step();
+  auto view = a.member.View();
+  ASSERT_EQ(view->nodes.size(), 2u);
+  EXPECT_TRUE(view->store_reachable);
+  EXPECT_TRUE(view->registered);
+  EXPECT_EQ(view->nodes[0].id, "a");
+  EXPECT_EQ(view->nodes[0].models, (std::vector<std::string>{"m1", "m2"}));
+  EXPECT_EQ(view->nodes[1].id, "b");
+  ASSERT_NE(view->Find("b"), nullptr);
+  EXPECT_EQ(view->Find("c"), nullptr);
+  // A changed record is republished; b sees it on its next round.
+  a.record.models.push_back("m3");
+  a.member.Step();
+  b.member.Step();
+  EXPECT_EQ(b.member.View()->Find("a")->models.size(), 3u);
+  EXPECT_EQ(a.member.stats().registrations.load(), 1u);
+}
+
+TEST(ClusterMemberTest, AnExpiredLeaseIsRenewedAndTheRecordRewritten) {
+  testing::FakeClusterStore store;
+  testing::FakeClock clock;
+  Node a("a", &store, &clock), b("b", &store, &clock);
+  a.member.Step();
+  b.member.Step();
+  ASSERT_EQ(b.member.View()->nodes.size(), 2u);
+  store.Wipe();  // etcd restarted without its data: every lease and record gone
+  b.member.Step();
+  EXPECT_EQ(b.member.View()->nodes.size(), 1u) << "b registered again, a not yet";
+  a.member.Step();
+  b.member.Step();
+  EXPECT_EQ(b.member.View()->nodes.size(), 2u);
+  EXPECT_EQ(a.member.stats().registrations.load(), 2u);
+}
+
+TEST(ClusterMemberTest, AnUnreachableStoreKeepsTheLastViewMarkedStale) {
+  testing::FakeClusterStore store;
+  testing::FakeClock clock;
+  Node a("a", &store, &clock), b("b", &store, &clock);
+  a.member.Step();
+  b.member.Step();
+  a.member.Step();
+  store.SetReachable(false);
+  a.member.Step();
+  auto stale = a.member.View();
+  EXPECT_FALSE(stale->store_reachable);
+  EXPECT_EQ(stale->nodes.size(), 2u) << "the last view is kept";
+  EXPECT_GT(a.member.stats().store_errors.load(), 0u);
+  store.SetReachable(true);
+  a.member.Step();
+  EXPECT_TRUE(a.member.View()->store_reachable);
+  EXPECT_EQ(a.member.stats().registrations.load(), 1u) << "the lease held: no re-registration";
+}
+
+TEST(ClusterMemberTest, LeavingRemovesTheNodeAtOnce) {
+  testing::FakeClusterStore store;
+  testing::FakeClock clock;
+  Node a("a", &store, &clock), b("b", &store, &clock);
+  a.member.Step();
+  b.member.Step();
+  ASSERT_EQ(b.member.View()->nodes.size(), 2u);
+  a.member.Stop();
+  b.member.Step();
+  EXPECT_EQ(b.member.View()->nodes.size(), 1u);
+}
+
+TEST(ClusterMemberTest, AMalformedRecordIsSkippedAndReported) {
+  testing::FakeClusterStore store;
+  testing::FakeClock clock;
+  Node a("a", &store, &clock);
+  store.PutRaw("/inferd/default/nodes/x", "{not json");
+  store.PutRaw("/inferd/default/nodes/y", R"({"id":"z","http":"h:1"})");  // id does not match the key
+  a.member.Step();
+  auto view = a.member.View();
+  EXPECT_EQ(view->nodes.size(), 1u);
+  EXPECT_EQ(view->unreadable.size(), 2u);
+  const std::string json = ClusterStatusJson(*view, a.member.stats(), clock.Now());
+  EXPECT_NE(json.find("\"unreadable_records\":[\"/inferd/default/nodes/x\""), std::string::npos) << json;
+}
+
+TEST(ClusterStatusTest, CountsCopiesPerModel) {
+  testing::FakeClusterStore store;
+  testing::FakeClock clock;
+  Node a("a", &store, &clock), b("b", &store, &clock);
+  a.record.models = {"m1", "m2"};
+  b.record.models = {"m2"};
+  a.member.Step();
+  b.member.Step();
+  a.member.Step();
+  const std::string json = ClusterStatusJson(*a.member.View(), a.member.stats(), clock.Now());
+  EXPECT_NE(json.find("\"models\":2,\"models_by_copies\":{\"1\":1,\"2\":1}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"self\":\"a\""), std::string::npos) << json;
+}
+
+NodeRecord Rec(const std::string& id, std::vector<std::string> models, uint64_t budget = 0, uint64_t used = 0,
+               int64_t in_flight = 0) {
+  NodeRecord r;
+  r.id = id;
+  r.http_address = "127.0.0.1:1";
+  r.models = std::move(models);
+  r.budget_bytes = budget;
+  r.used_bytes = used;
+  r.in_flight = in_flight;
+  return r;
+}
+
+ClusterView ViewOf(const std::string& self, std::vector<NodeRecord> nodes) {
+  ClusterView v;
+  v.self = self;
+  v.nodes = std::move(nodes);
+  v.store_reachable = v.registered = true;
+  return v;
+}
+
+TEST(PlacementTest, RoundTripsAndRefusesMalformedPlacements) {
+  Placement p;
+  p.nodes = {"b", "a"};
+  auto back = ParsePlacement(EncodePlacement(p));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->nodes, (std::vector<std::string>{"b", "a"})) << "the order is kept: the first is the home";
+  for (const char* bad :
+       {"", "{}", "{\"nodes\":3}", "{\"nodes\":[1]}", "{\"nodes\":[\"a\",\"a\"]}", "{\"nodes\":[\"a b\"]}"})
+    EXPECT_FALSE(ParsePlacement(bad).ok()) << bad;
+}
+
+TEST(PlacementTest, ANewCopyGoesWhereTheMostRoomIsThenTheFewestModels) {
+  // c has the most free bytes; without budgets, the fewest models win, then the fewest in flight, then the id.
+  ClusterView v = ViewOf("a", {Rec("a", {"m"}, 100, 90), Rec("b", {}, 100, 50), Rec("c", {"x", "y"}, 1000, 100)});
+  EXPECT_EQ(ChooseNode(v, {}, {}), "c");
+  EXPECT_EQ(ChooseNode(v, {"c"}, {}), "b");
+  EXPECT_EQ(ChooseNode(v, {"c"}, {"b"}), "a") << "a node marked down is no choice";
+  EXPECT_EQ(ChooseNode(v, {"a", "b", "c"}, {}), "");
+  ClusterView even = ViewOf("a", {Rec("a", {"m"}), Rec("b", {}, 0, 0, 3), Rec("c", {}, 0, 0, 1)});
+  EXPECT_EQ(ChooseNode(even, {}, {}), "c");
+}
+
+TEST(PlacementTest, RequestsGoToHoldersThenPlacedNodesThenAreServedHere) {
+  ClusterView v = ViewOf("a", {Rec("a", {}), Rec("b", {"m"}, 0, 0, 5), Rec("c", {"m"}, 0, 0, 1)});
+  RoutePlan held = PlanRoute(v, "m", /*held_here=*/true, {});
+  EXPECT_TRUE(held.local);
+  RoutePlan fwd = PlanRoute(v, "m", false, {});
+  ASSERT_FALSE(fwd.local);
+  ASSERT_EQ(fwd.targets.size(), 2u);
+  EXPECT_EQ(fwd.targets[0]->id, "c") << "the holder with fewer requests in flight first";
+  EXPECT_EQ(fwd.targets[1]->id, "b");
+  RoutePlan around = PlanRoute(v, "m", false, {"c"});
+  ASSERT_EQ(around.targets.size(), 1u);
+  EXPECT_EQ(around.targets[0]->id, "b");
+  // Placed on d (still loading it) and on a: a serves it.
+  v.nodes.push_back(Rec("d", {}));
+  v.placements["n"].nodes = {"d"};
+  RoutePlan loading = PlanRoute(v, "n", false, {});
+  ASSERT_EQ(loading.targets.size(), 1u);
+  EXPECT_EQ(loading.targets[0]->id, "d");
+  v.placements["n"].nodes = {"d", "a"};
+  EXPECT_TRUE(PlanRoute(v, "n", false, {}).local);
+}
+
+TEST(PlacementTest, AnUnplacedModelGetsAHomeByRoom) {
+  ClusterView v = ViewOf("a", {Rec("a", {"x", "y"}), Rec("b", {"x"})});
+  RoutePlan p = PlanRoute(v, "new", false, {});
+  EXPECT_EQ(p.claim, "b");
+  ASSERT_EQ(p.targets.size(), 1u);
+  EXPECT_EQ(p.targets[0]->id, "b");
+  RoutePlan here = PlanRoute(v, "new", false, {"b"});
+  EXPECT_TRUE(here.local) << "the only other node is down: served here";
+  EXPECT_EQ(here.claim, "a");
+  // A placement whose nodes are all gone counts as none.
+  v.placements["old"].nodes = {"gone"};
+  EXPECT_EQ(PlanRoute(v, "old", false, {}).claim, "b");
+}
+
+}  // namespace
+}  // namespace inferd::cluster

@@ -1,0 +1,243 @@
+#include "server/cluster_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+#include "cluster/cluster_status.h"
+#include "cluster/placement.h"
+#include "manager/model_manager.h"
+#include "manager/model_version.h"
+#include "metrics/prometheus.h"
+
+namespace inferd {
+namespace {
+
+// A model served within this long counts as used: it is kept at two copies.
+constexpr auto kRecentUse = std::chrono::minutes(10);
+
+std::string Joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  return "[" + out + "]";
+}
+
+}  // namespace
+
+ClusterService::ClusterService(cluster::ClusterOptions options, cluster::ClusterStore* store, ModelManager* manager,
+                               uint64_t memory_budget_bytes, Clock* clock)
+    : options_(std::move(options)),
+      store_(store),
+      manager_(manager),
+      memory_budget_bytes_(memory_budget_bytes),
+      clock_(clock),
+      started_unix_ms_(
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count()) {}
+
+ClusterService::~ClusterService() { Leave(); }
+
+Status ClusterService::Join(const std::string& http_address, const std::string& grpc_address) {
+  if (joined_.load()) return Status::FailedPrecondition("already joined the cluster");
+  options_.http_address = http_address;
+  options_.grpc_address = grpc_address;
+  if (Status st = cluster::CheckClusterOptions(options_); !st.ok()) return st;
+  member_ = std::make_unique<cluster::ClusterMember>(
+      options_, store_, clock_, [this] { return Describe(); },
+      [this](const cluster::ClusterView& view) { RepairPlacements(view); });
+  member_->Start();
+  joined_ = true;
+  spdlog::info("cluster: node '{}' ({}) in cluster '{}' over etcd {}", options_.node_id, http_address, options_.name,
+               options_.endpoints.front());
+  return Status::OK();
+}
+
+void ClusterService::Leave() {
+  if (member_) member_->Stop();
+}
+
+cluster::NodeRecord ClusterService::Describe() const {
+  cluster::NodeRecord r;
+  r.budget_bytes = memory_budget_bytes_;
+  r.started_unix_ms = started_unix_ms_;
+  std::set<std::string> names;
+  for (const auto& v : manager_->ServingVersions()) {
+    names.insert(v->spec().name);
+    r.used_bytes += v->resident_bytes();
+    r.in_flight += static_cast<int64_t>(v->stats()->pending());
+  }
+  r.models.assign(names.begin(), names.end());
+  return r;
+}
+
+std::set<std::string> ClusterService::DownNodes() const {
+  MutexLock l(&down_mu_);
+  if (down_.empty()) return {};
+  const auto view = member_->View();
+  const TimePoint now = clock_->Now();
+  std::set<std::string> out;
+  for (auto it = down_.begin(); it != down_.end();) {
+    const cluster::NodeRecord* n = view->Find(it->first);
+    // Down until its lease would have expired, or until it comes back as a new process.
+    if (now >= it->second.until || (n && n->started_unix_ms != it->second.started_unix_ms)) {
+      it = down_.erase(it);
+    } else {
+      out.insert(it->first);
+      ++it;
+    }
+  }
+  return out;
+}
+
+void ClusterService::MarkDown(const std::string& id) {
+  if (!joined_.load()) return;
+  const auto view = member_->View();
+  const cluster::NodeRecord* n = view->Find(id);
+  bool first = false;
+  {
+    MutexLock l(&down_mu_);
+    Down& d = down_[id];
+    first = d.until < clock_->Now();
+    d.until = clock_->Now() + options_.lease_ttl;
+    d.started_unix_ms = n ? n->started_unix_ms : 0;
+  }
+  if (first) spdlog::warn("cluster: node '{}' marked down (a forwarded request failed); routing around it", id);
+}
+
+ClusterService::Route ClusterService::RouteModel(const std::string& model) const {
+  Route r;
+  if (!joined_.load() || manager_->Serving(model)) return r;
+  const auto view = member_->View();
+  const cluster::RoutePlan plan = cluster::PlanRoute(*view, model, /*held_here=*/false, DownNodes());
+  if (plan.local) return r;
+  // A model the repository does not have is answered here (404), not forwarded.
+  if (manager_->NotServing(model).code() == StatusCode::kNotFound) return r;
+  r.local = false;
+  for (const cluster::NodeRecord* n : plan.targets) r.targets.push_back({n->id, n->http_address});
+  return r;
+}
+
+bool ClusterService::WritePlacement(const std::string& model, const cluster::Placement& before,
+                                    std::vector<std::string> nodes) {
+  const std::string key = options_.PlacementPrefix() + model;
+  Result<bool> written = true;
+  if (nodes.empty()) {
+    written = before.mod_revision == 0 ? Result<bool>(true) : store_->DeleteIf(key, before.mod_revision);
+  } else {
+    cluster::Placement p;
+    p.nodes = nodes;
+    written = store_->PutIf(key, cluster::EncodePlacement(p), before.mod_revision, 0);
+  }
+  if (!written.ok()) return false;  // the store is unreachable: the next round tries again
+  if (!*written) {
+    counters_.placement_conflicts.fetch_add(1, std::memory_order_relaxed);
+    return false;  // another node changed it first: the next round sees its placement
+  }
+  counters_.placements.fetch_add(1, std::memory_order_relaxed);
+  spdlog::info("cluster: model '{}' placed on {} (was {})", model, Joined(nodes), Joined(before.nodes));
+  return true;
+}
+
+void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
+  if (!view.store_reachable || !view.registered) return;
+  const std::string& self = options_.node_id;
+  std::set<std::string> live;
+  for (const cluster::NodeRecord& n : view.nodes) live.insert(n.id);
+  const std::set<std::string> down = DownNodes();
+  const TimePoint now = clock_->Now();
+  std::map<std::string, TimePoint> held;  // model -> last use
+  for (const auto& v : manager_->ServingVersions()) {
+    TimePoint& t = held[v->spec().name];
+    t = std::max(t, v->last_used());
+  }
+  const cluster::Placement none;
+  for (const auto& [model, last_used] : held) {
+    auto it = view.placements.find(model);
+    const cluster::Placement& p = it == view.placements.end() ? none : it->second;
+    std::vector<std::string> nodes;
+    for (const std::string& n : p.nodes)
+      if (live.count(n)) nodes.push_back(n);
+    if (!p.Has(self)) {
+      // Held here but not placed here: the registry learns of it (after an etcd restart, or a first use here)
+      // unless it already has its copies.
+      if (nodes.size() < cluster::kTargetCopies) {
+        nodes.push_back(self);
+        WritePlacement(model, p, std::move(nodes));
+      }
+      continue;
+    }
+    // The first live node of the placement looks after it (the others would only race it).
+    if (nodes.empty() || nodes.front() != self) continue;
+    bool grew = false;
+    if (now - last_used < kRecentUse && nodes.size() < cluster::kTargetCopies) {
+      const std::string add = cluster::ChooseNode(view, std::set<std::string>(nodes.begin(), nodes.end()), down);
+      if (!add.empty()) {
+        nodes.push_back(add);
+        grew = true;
+      }
+    }
+    if (nodes != p.nodes && WritePlacement(model, p, nodes) && grew)
+      counters_.re_replications.fetch_add(1, std::memory_order_relaxed);
+  }
+  for (const auto& [model, p] : view.placements) {
+    if (!p.Has(self) || held.count(model)) continue;
+    if (manager_->ModelStateOf(model).state == ModelState::kLoading) continue;
+    auto tried = loaded_for_revision_.find(model);
+    if (tried == loaded_for_revision_.end() || tried->second != p.mod_revision) {
+      loaded_for_revision_[model] = p.mod_revision;
+      counters_.placement_loads.fetch_add(1, std::memory_order_relaxed);
+      manager_->LoadInBackground(model, std::nullopt);
+      continue;
+    }
+    // Loaded for this placement before and not held now (evicted, or the load failed): give the place up.
+    std::vector<std::string> nodes;
+    for (const std::string& n : p.nodes)
+      if (n != self) nodes.push_back(n);
+    WritePlacement(model, p, std::move(nodes));
+  }
+}
+
+Result<std::string> ClusterService::StatusJson() const {
+  if (!joined_.load()) return Status::Unavailable("this node is joining its cluster; try again");
+  return cluster::ClusterStatusJson(*member_->View(), member_->stats(), clock_->Now());
+}
+
+void ClusterService::WriteMetrics(PrometheusWriter& w) const {
+  if (!joined_.load()) return;
+  const auto view = member_->View();
+  const auto& s = member_->stats();
+  const auto count = [&w](const char* name, const char* help, uint64_t value) {
+    w.Family(name, "counter", help);
+    w.Sample(name, {}, static_cast<double>(value));
+  };
+  w.Family("inferd_cluster_nodes", "gauge", "Live nodes in this node's view of the cluster");
+  w.Sample("inferd_cluster_nodes", {}, static_cast<double>(view->nodes.size()));
+  w.Family("inferd_cluster_store_reachable", "gauge", "1 when the last round reached etcd");
+  w.Sample("inferd_cluster_store_reachable", {}, view->store_reachable ? 1.0 : 0.0);
+  w.Family("inferd_cluster_placed_models", "gauge", "Models with a placement in this node's view");
+  w.Sample("inferd_cluster_placed_models", {}, static_cast<double>(view->placements.size()));
+  count("inferd_cluster_store_errors_total", "Calls to etcd that failed", s.store_errors.load());
+  count("inferd_cluster_registrations_total", "Leases this node took (1, plus one per re-registration)",
+        s.registrations.load());
+  const ClusterCounters& c = counters_;
+  count("inferd_cluster_forwarded_requests_total", "Requests this node sent to the peer holding their model",
+        c.forwarded.load());
+  count("inferd_cluster_forward_failures_total", "Forwards a peer refused or dropped (the peer is marked down)",
+        c.forward_failures.load());
+  count("inferd_cluster_forward_fallbacks_total", "Requests served here after every peer holding the model failed",
+        c.forward_fallbacks.load());
+  w.Family("inferd_cluster_forward_seconds_total", "counter",
+           "Time from sending a forwarded request to its answer's first byte, summed (with the forwarded count: "
+           "the mean forward latency)");
+  w.Sample("inferd_cluster_forward_seconds_total", {}, static_cast<double>(c.forward_ns.load()) / 1e9);
+  count("inferd_cluster_placements_total", "Placements this node wrote (new or changed)", c.placements.load());
+  count("inferd_cluster_placement_conflicts_total", "Placement writes another node changed first (retried)",
+        c.placement_conflicts.load());
+  count("inferd_cluster_re_replications_total", "Copies this node added to models below two live copies",
+        c.re_replications.load());
+  count("inferd_cluster_placement_loads_total", "Loads started because a placement named this node",
+        c.placement_loads.load());
+}
+
+}  // namespace inferd

@@ -1,0 +1,119 @@
+// ClusterService: this server's part in a cluster (`inferd serve --cluster`).
+// It joins once the front ends listen (so peers never route to a node that
+// cannot answer), publishes what the ModelManager holds (models serving,
+// resident bytes, requests pending) through a ClusterMember, and leaves first
+// on shutdown. It is also placement's source for the ModelManager: after
+// each round it repairs placements (docs/cluster.md):
+// - a model this node holds that has no placement is placed here
+//   (compare-and-swap): the registry is rebuilt from what nodes hold;
+// - a placement that names dead nodes drops them; a model used recently that
+//   has fewer than two live copies gets another node (ChooseNode);
+// - a model placed here and not held is loaded (once per placement
+//   revision); one placed here that this node evicted since is given up.
+// And the request path asks it where a request goes (Route: local or the
+// peers to forward to), and tells it when a peer failed (MarkDown: routed
+// around at once, not after its lease expires).
+//
+// Thread-safety: all methods are thread-safe after Join; Join and Leave are
+// called by the server's owner (serve_command) and InferenceServer::Shutdown.
+// Ownership: the manager, store and clock are not owned; they outlive it.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster_member.h"
+#include "core/mutex.h"
+#include "core/status.h"
+
+namespace inferd {
+
+class ModelManager;
+class PrometheusWriter;
+
+struct ClusterCounters {
+  std::atomic<uint64_t> forwarded{0};            // requests sent to a peer
+  std::atomic<uint64_t> forward_failures{0};     // peers that refused or dropped a forwarded request
+  std::atomic<uint64_t> forward_fallbacks{0};    // requests served here after every peer failed
+  std::atomic<uint64_t> forward_ns{0};           // time to a forwarded answer's first byte, summed
+  std::atomic<uint64_t> placements{0};           // placements this node wrote (new or changed)
+  std::atomic<uint64_t> placement_conflicts{0};  // compare-and-swap lost to another node
+  std::atomic<uint64_t> re_replications{0};      // copies added for models below two live copies
+  std::atomic<uint64_t> placement_loads{0};      // loads started because a placement named this node
+};
+
+class ClusterService {
+ public:
+  // A peer to forward to.
+  struct Target {
+    std::string id;
+    std::string http_address;
+  };
+  struct Route {
+    bool local = true;
+    std::vector<Target> targets;  // in order; after the last, serve here
+  };
+
+  ClusterService(cluster::ClusterOptions options, cluster::ClusterStore* store, ModelManager* manager,
+                 uint64_t memory_budget_bytes, Clock* clock);
+  ~ClusterService();
+
+  // Registers this node with the addresses its front ends listen at (host:port;
+  // grpc "" = none) and starts the member's rounds.
+  Status Join(const std::string& http_address, const std::string& grpc_address);
+  // Leaves the cluster (revokes the lease). Idempotent.
+  void Leave();
+  const std::string& node_id() const { return options_.node_id; }
+
+  // Where a request for `model` goes now (from the last view; never blocks on
+  // the store). Local before Join, for a model held or placed here, and for
+  // a model the repository does not have (answered here: 404).
+  Route RouteModel(const std::string& model) const;
+  // A forward to `id` failed (refused, connection dropped, 503): route around
+  // it until its lease expires or it re-registers.
+  void MarkDown(const std::string& id);
+  ClusterCounters& counters() { return counters_; }
+
+  // GET /v2/cluster: UNAVAILABLE before Join (the front ends listen a moment before).
+  Result<std::string> StatusJson() const;
+  // inferd_cluster_* families.
+  void WriteMetrics(PrometheusWriter& w) const;
+
+  // One placement repair pass over `view` (the member's thread after each
+  // round; tests call it directly).
+  void RepairPlacements(const cluster::ClusterView& view);
+
+ private:
+  cluster::NodeRecord Describe() const;
+  std::set<std::string> DownNodes() const;
+  // Writes `nodes` as the placement of `model` over `before` (its revision; 0: none).
+  bool WritePlacement(const std::string& model, const cluster::Placement& before, std::vector<std::string> nodes);
+
+  cluster::ClusterOptions options_;
+  cluster::ClusterStore* const store_;
+  ModelManager* const manager_;
+  const uint64_t memory_budget_bytes_;
+  Clock* const clock_;
+  const int64_t started_unix_ms_;
+  std::unique_ptr<cluster::ClusterMember> member_;  // set by Join
+  std::atomic<bool> joined_{false};
+  ClusterCounters counters_;
+
+  // Peers a forward failed to, until when (and their process start, to see a restart).
+  struct Down {
+    TimePoint until;
+    int64_t started_unix_ms = 0;
+  };
+  mutable Mutex down_mu_;
+  mutable std::map<std::string, Down> down_ TSA_GUARDED_BY(down_mu_);  // expired entries leave on read
+
+  // The repair pass's memory (its thread only): the placement revision at
+  // which this node last started a load for a model placed here.
+  std::map<std::string, int64_t> loaded_for_revision_;
+};
+
+}  // namespace inferd

@@ -1,0 +1,47 @@
+// Forwarder: how a node sends a request to the peer that holds its model and
+// gets the answer back, bytes unchanged (cluster mode; the forward stage,
+// server/pipeline/forward_stage.cc, decides where). The HTTP implementation
+// (frontends/http/http_forwarder.h) keeps a pool of connections per peer.
+//
+// Thread-safety: implementations are thread-safe; Forward never blocks.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/infer_request.h"
+#include "core/status.h"
+
+namespace inferd {
+
+class Forwarder {
+ public:
+  // What happens to one forwarded request, in order, on the forwarder's
+  // threads (the callbacks must not block):
+  // head (once, when the peer's status and headers arrived), body (zero or
+  // more pieces: the whole body, or each piece of a streamed one as it
+  // comes; false = stop reading), done (once, last). done with an error and
+  // no head: the peer could not be reached or dropped the connection before
+  // answering (the request may go to another peer); with a head: the answer
+  // broke off.
+  struct Events {
+    std::function<void(int status, std::vector<std::pair<std::string, std::string>> headers, bool streamed)> head;
+    std::function<bool(std::string piece)> body;
+    std::function<void(Status)> done;
+  };
+  virtual ~Forwarder() = default;
+  // Sends `request` to `address` (host:port) marked as forwarded by `from_node`.
+  virtual void Forward(const std::string& address, std::shared_ptr<const WireRequest> request,
+                       const std::string& from_node, Events events) = 0;
+};
+
+// The header a forwarded request carries: the node that forwarded it (its
+// receiver serves it, whatever its own view says: a request bounces once at most).
+inline constexpr const char* kForwardedByHeader = "Inferd-Forwarded-By";
+// The header a relayed answer gets: the node that served it.
+inline constexpr const char* kServedByHeader = "Inferd-Served-By";
+
+}  // namespace inferd

@@ -1,0 +1,401 @@
+"""Integration suite: cluster mode over a real etcd (run by run_tests.py).
+
+Each test starts Debian's etcd on free loopback ports (etcd_server.py) and inferd nodes with --cluster; they share
+one repository (links to the `mlp` fixture). Checked: membership (every node sees every node and what it holds),
+kill -9 (the node leaves at its lease's expiry; the others keep answering), a graceful stop (leaves at once), etcd
+down (nodes serve by their last view) and back, etcd restarted without its data (the registry is rebuilt from what
+the nodes hold), a node restart (rejoins), the admin token on the cluster route, `inferd cluster status`, and bad
+cluster flags (exit 2 with the reason)."""
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common as C  # noqa: E402
+from common import setUpModule, tearDownModule  # noqa: E402,F401
+import etcd_server  # noqa: E402
+import inferd_client as ic  # noqa: E402
+import llm_fixtures  # noqa: E402
+
+TTL_S = 3  # the nodes' lease: a killed node leaves this long after its last renewal
+
+
+class ClusterBase(unittest.TestCase):
+    """etcd and the nodes of one test."""
+
+    def setUp(self):
+        self.dir = os.path.abspath(os.path.join(C.ARGS.workdir, "cluster", self._testMethodName))
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.repo = C.served_repository("cluster", ["mlp", "tiny_chat"])
+        self.etcd = etcd_server.EtcdServer()
+        self.nodes = {}
+
+    def tearDown(self):
+        try:
+            for name, node in self.nodes.items():
+                if node.proc.poll() is None:
+                    self.assertEqual(node.stop(), 0, name + ":\n" + "".join(node.log[-30:]))
+        finally:  # a failed stop must not leave etcd running
+            self.etcd.close()
+
+    def start_node(self, name, *extra, ttl=TTL_S):
+        node = ic.Server(C.ARGS.inferd, self.repo, "--control-state-dir", os.path.join(self.dir, name),
+                         "--cluster", self.etcd.url, "--cluster-node-id", name, "--cluster-lease-ttl-secs", str(ttl),
+                         "--cluster-refresh-ms", "200", *extra)
+        self.nodes[name] = node
+        return node
+
+    def status(self, node, headers=None, joining_ok=False):
+        """GET /v2/cluster; None while the node is still joining (503, only when `joining_ok`)."""
+        st, _, body = node.request("GET", "/v2/cluster", headers=headers)
+        if st == 503 and joining_ok:
+            self.assertIn(b"joining", body)
+            return None
+        self.assertEqual(st, 200, body)
+        return json.loads(body)
+
+    def wait_view(self, node, ids, what, timeout=30, reachable=True):
+        """Waits (bounded) until `node` sees exactly the nodes `ids`; returns its status."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.status(node, joining_ok=True)
+            if s and sorted(n["id"] for n in s["nodes"]) == sorted(ids) and s["store_reachable"] == reachable:
+                return s
+            self.assertLess(time.monotonic(), deadline, "timed out waiting for %s; last view: %s" % (what, s))
+
+    def infer(self, node):
+        x = np.random.default_rng(1).standard_normal((1, 8)).astype(np.float32)
+        st, body = node.post_json("/v2/models/mlp/infer", ic.v2_json_request({"x": x}))
+        self.assertEqual(st, 200, body)
+        y = np.array(body["outputs"][0]["data"], np.float32).reshape(1, -1)
+        C.assert_matches_torch(y, C.torch_ref("mlp", x))
+
+    def wait_view_with_token(self, node, token):
+        deadline = time.monotonic() + 30
+        while True:
+            s = self.status(node, headers={"Authorization": "Bearer s3cret"}, joining_ok=True)
+            if s and [n["id"] for n in s["nodes"]] == ["a"]:
+                return
+            self.assertLess(time.monotonic(), deadline, "a never saw itself: %s" % s)
+
+
+class Cluster(ClusterBase):
+    """Membership under eager residency (every node holds every model)."""
+
+    def test_nodes_see_each_other_and_what_they_hold(self):
+        for name in ("a", "b", "c"):
+            self.start_node(name)
+        for name in ("a", "b", "c"):
+            s = self.wait_view(self.nodes[name], ["a", "b", "c"], "three nodes in %s's view" % name)
+            self.assertEqual(s["self"], name)
+            self.assertTrue(s["registered"])
+        s = self.status(self.nodes["a"])
+        by_id = {n["id"]: n for n in s["nodes"]}
+        self.assertEqual(by_id["b"]["http"], "127.0.0.1:%d" % self.nodes["b"].port)
+        self.assertEqual(by_id["b"]["grpc"], "127.0.0.1:%d" % self.nodes["b"].grpc_port)
+        self.assertEqual(by_id["a"]["self"], True)
+        self.assertEqual(by_id["b"]["models"], 2)
+        self.assertEqual(s["models"], 2)
+        self.assertEqual(s["models_by_copies"], {"3": 2}, s)
+        # What etcd holds: one record per node under its lease.
+        keys = self.etcd.get_prefix("/inferd/default/nodes/")
+        self.assertEqual(sorted(keys), ["/inferd/default/nodes/a", "/inferd/default/nodes/b", "/inferd/default/nodes/c"])
+        self.assertEqual(json.loads(keys["/inferd/default/nodes/c"])["models"], ["mlp", "tiny_chat"])
+        # The CLI renders the same view.
+        out = subprocess.run([C.ARGS.inferd, "cluster", "status", "--url", "http://127.0.0.1:%d" % self.nodes["a"].port],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stdout)
+        self.assertIn("seen from node a: 3 nodes, etcd reachable", out.stdout)
+        self.assertRegex(out.stdout, r"\na \* +up +127\.0\.0\.1:%d " % self.nodes["a"].port)
+        self.assertIn("models: 2 (3 copies: 2)", out.stdout)
+        metrics = self.nodes["b"].metrics()
+        self.assertEqual(C.metric(metrics, "inferd_cluster_nodes"), 3)
+        self.assertEqual(C.metric(metrics, "inferd_cluster_store_reachable"), 1)
+        self.assertEqual(C.metric(metrics, "inferd_cluster_registrations_total"), 1)
+
+    def test_a_killed_node_leaves_at_its_lease_expiry_and_the_others_keep_serving(self):
+        for name in ("a", "b", "c"):
+            self.start_node(name)
+        self.wait_view(self.nodes["a"], ["a", "b", "c"], "three nodes")
+        self.nodes["c"].proc.send_signal(signal.SIGKILL)
+        self.nodes["c"].proc.wait(timeout=60)
+        killed = time.monotonic()
+        self.infer(self.nodes["a"])
+        self.infer(self.nodes["b"])
+        self.wait_view(self.nodes["a"], ["a", "b"], "c gone from a's view", timeout=TTL_S + 20)
+        self.wait_view(self.nodes["b"], ["a", "b"], "c gone from b's view", timeout=TTL_S + 20)
+        self.assertGreater(time.monotonic() - killed, 0.5, "c left before its lease could expire")
+        self.assertIsNotNone(self.nodes["a"].wait_for_log("cluster: node 'c' left", timeout=10))
+        self.infer(self.nodes["a"])
+
+    def test_a_stopped_node_leaves_at_once(self):
+        # A lease of 60 s: seeing b leave within 20 s shows it revoked its lease on SIGTERM.
+        self.start_node("a", ttl=60)
+        self.start_node("b", ttl=60)
+        self.wait_view(self.nodes["a"], ["a", "b"], "two nodes")
+        self.assertEqual(self.nodes["b"].stop(), 0)
+        self.wait_view(self.nodes["a"], ["a"], "b gone at once", timeout=20)
+        self.assertIsNotNone(self.nodes["b"].wait_for_log("left (lease revoked)", timeout=1))
+
+    def test_etcd_down_nodes_serve_by_their_last_view_and_recover(self):
+        self.start_node("a")
+        self.start_node("b")
+        self.wait_view(self.nodes["a"], ["a", "b"], "two nodes")
+        self.etcd.stop()
+        s = self.wait_view(self.nodes["a"], ["a", "b"], "a's view marked stale", reachable=False)
+        self.assertFalse(s["store_reachable"])
+        self.infer(self.nodes["a"])
+        self.infer(self.nodes["b"])
+        self.assertEqual(C.metric(self.nodes["a"].metrics(), "inferd_cluster_store_reachable"), 0)
+        self.assertGreater(C.metric(self.nodes["a"].metrics(), "inferd_cluster_store_errors_total"), 0)
+        # Down longer than the lease: when etcd is back (with its data), the leases are gone or renewed, and
+        # either way both nodes are registered again from what they hold.
+        self.etcd.start()
+        self.wait_view(self.nodes["a"], ["a", "b"], "both nodes back in a's view")
+        self.wait_view(self.nodes["b"], ["a", "b"], "both nodes back in b's view")
+        self.infer(self.nodes["a"])
+
+    def test_etcd_restarted_without_its_data_gets_the_registry_back(self):
+        self.start_node("a")
+        self.start_node("b")
+        self.wait_view(self.nodes["a"], ["a", "b"], "two nodes")
+        self.etcd.wipe()
+        s = self.wait_view(self.nodes["a"], ["a", "b"], "the registry rebuilt")
+        self.assertEqual(s["models_by_copies"], {"2": 2})
+        keys = self.etcd.get_prefix("/inferd/default/nodes/")
+        self.assertEqual(sorted(keys), ["/inferd/default/nodes/a", "/inferd/default/nodes/b"])
+        self.assertEqual(C.metric(self.nodes["a"].metrics(), "inferd_cluster_registrations_total"), 2)
+        self.assertIsNotNone(self.nodes["a"].wait_for_log("lost its lease", timeout=10))
+
+    def test_a_restarted_node_rejoins(self):
+        self.start_node("a")
+        self.start_node("b")
+        s = self.wait_view(self.nodes["a"], ["a", "b"], "two nodes")
+        started = {n["id"]: n["started_unix_ms"] for n in s["nodes"]}
+        self.nodes["b"].proc.send_signal(signal.SIGKILL)
+        self.nodes["b"].proc.wait(timeout=60)
+        self.start_node("b")
+        deadline = time.monotonic() + 30
+        while True:
+            s = self.wait_view(self.nodes["a"], ["a", "b"], "b back")
+            now = {n["id"]: n["started_unix_ms"] for n in s["nodes"]}
+            if now["b"] != started["b"]:
+                break
+            self.assertLess(time.monotonic(), deadline, "b's new process never showed in a's view")
+        self.assertEqual(now["a"], started["a"])
+        self.infer(self.nodes["b"])
+
+    def test_the_cluster_route_needs_the_admin_token(self):
+        token = os.path.join(self.dir, "token")
+        with open(token, "w") as f:
+            f.write("s3cret\n")
+        node = self.start_node("a", "--admin-token-file", token)
+        st, _, _ = node.request("GET", "/v2/cluster")
+        self.assertEqual(st, 401)
+        st, _, _ = node.request("GET", "/v2/cluster", headers={"Authorization": "Bearer wrong"})
+        self.assertEqual(st, 401)
+        self.wait_view_with_token(node, token)
+        url = "http://127.0.0.1:%d" % node.port
+        out = subprocess.run([C.ARGS.inferd, "cluster", "status", "--url", url], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=60)
+        self.assertEqual(out.returncode, 1, out.stdout)
+        self.assertIn("HTTP 401", out.stdout)
+        out = subprocess.run([C.ARGS.inferd, "cluster", "status", "--url", url, "--admin-token-file", token, "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stdout)
+        self.assertEqual(json.loads(out.stdout)["self"], "a")
+        self.infer(node)  # inference needs no token (only management routes do)
+
+    def test_a_single_node_has_no_cluster_route(self):
+        node = ic.Server(C.ARGS.inferd, self.repo, "--control-state-dir", os.path.join(self.dir, "single"))
+        self.nodes["single"] = node
+        st, _, body = node.request("GET", "/v2/cluster")
+        self.assertEqual(st, 400, body)
+        self.assertIn("not in a cluster", json.loads(body)["error"])
+        self.assertNotIn("inferd_cluster_nodes", node.metrics())
+
+    def test_bad_cluster_flags_exit_2_with_the_reason(self):
+        cases = [
+            (["--cluster", "http://127.0.0.1:2379"], "only etcd is supported"),
+            (["--cluster", "etcd://127.0.0.1"], "expected HOST:PORT"),
+            (["--cluster", "etcd://127.0.0.1:70000"], "the port must be 1..65535"),
+            (["--cluster", self.etcd.url, "--cluster-node-id", "a b"], "--cluster-node-id"),
+            (["--cluster", self.etcd.url, "--cluster-node-id", "a", "--cluster-lease-ttl-secs", "3",
+              "--cluster-refresh-ms", "2000"], "a third of the lease TTL"),
+            (["--cluster", self.etcd.url, "--cluster-name", "a/b", "--cluster-node-id", "a"], "--cluster-name"),
+            (["--cluster", self.etcd.url, "--cluster-lease-ttl-secs", "1"], "--cluster-lease-ttl-secs"),
+            (["--cluster", self.etcd.url], "needs --cluster-node-id"),  # --http-port 0 without an id
+        ]
+        for args, why in cases:
+            p = subprocess.run([C.ARGS.inferd, "serve", "--model-repository", self.repo, "--http-port", "0",
+                                "--metrics-port", "0", "--grpc-port", "0", "--host", "127.0.0.1",
+                                "--control-state-dir", os.path.join(self.dir, "bad"), *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+            self.assertEqual(p.returncode, 2, "%s: %s" % (args, p.stdout))
+            self.assertIn(why, p.stdout, args)
+
+
+
+def placement(etcd, model):
+    """The nodes etcd says `model` is placed on ([] when it has no placement)."""
+    value = etcd.get_prefix("/inferd/default/placement/" + model).get("/inferd/default/placement/" + model)
+    return json.loads(value)["nodes"] if value else []
+
+
+def held_by(etcd):
+    """{node id: [models it holds]} from the node records in etcd."""
+    return {k.rsplit("/", 1)[1]: json.loads(v)["models"] for k, v in etcd.get_prefix("/inferd/default/nodes/").items()}
+
+
+class ClusterRouting(ClusterBase):
+    """Under on-demand residency: placement, forwarding (unary, binary, TF Serving, streams), failover after kill -9
+    and re-replication."""
+
+    def start_node(self, name, *extra, ttl=TTL_S):
+        return ClusterBase.start_node(self, name, "--model-residency", "on-demand", *extra, ttl=ttl)
+
+    def three_nodes_with_mlp_on_two(self):
+        """a, b and c; mlp used once through a: placed on a (the first choice: most room, fewest models, then the
+        smallest id), then its second copy on b. Returns the input sent."""
+        for name in ("a", "b", "c"):
+            self.start_node(name)
+        self.wait_view(self.nodes["a"], ["a", "b", "c"], "three nodes")
+        self.wait_view(self.nodes["c"], ["a", "b", "c"], "three nodes in c's view")
+        self.infer(self.nodes["a"])
+        self.wait_for(lambda: sorted(placement(self.etcd, "mlp")) == ["a", "b"], "mlp placed on a and b")
+        self.wait_for(lambda: "mlp" in held_by(self.etcd).get("b", []), "b holding its copy of mlp")
+
+        def c_sees_both_copies():
+            counts = {n["id"]: n["models"] for n in self.status(self.nodes["c"])["nodes"]}
+            return counts.get("a", 0) >= 1 and counts.get("b", 0) >= 1
+        self.wait_for(c_sees_both_copies, "c seeing both copies")
+
+    def wait_for(self, predicate, what, timeout=30):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            self.assertLess(time.monotonic(), deadline, "timed out waiting for " + what)
+
+    def test_first_use_places_the_model_then_a_second_copy_and_other_nodes_forward(self):
+        self.three_nodes_with_mlp_on_two()
+        self.assertEqual(held_by(self.etcd)["c"], [])
+        # Through c, which holds nothing: forwarded to a holder, the answer relayed unchanged.
+        x = np.random.default_rng(2).standard_normal((3, 8)).astype(np.float32)
+        st, hdrs, data = self.nodes["c"].request("POST", "/v2/models/mlp/infer",
+                                                 json.dumps(ic.v2_json_request({"x": x})).encode(),
+                                                 {"Content-Type": "application/json"})
+        self.assertEqual(st, 200, data)
+        self.assertIn(hdrs.get("inferd-served-by"), ("a", "b"), hdrs)
+        self.assertEqual(hdrs.get("inferd-model-version"), "1", hdrs)
+        y = np.array(json.loads(data)["outputs"][0]["data"], np.float32).reshape(3, -1)
+        C.assert_matches_torch(y, C.torch_ref("mlp", x))
+        # The binary extension (its header length relayed) and TF Serving's :predict, both through c.
+        body, hlen = ic.v2_binary_request({"x": x})
+        st, hdrs, data = self.nodes["c"].request("POST", "/v2/models/mlp/infer", body,
+                                                 {"Inference-Header-Content-Length": str(hlen)})
+        self.assertEqual(st, 200, data)
+        self.assertIn("inference-header-content-length", hdrs)
+        _, outs = ic.decode_v2_response(hdrs, data)
+        C.assert_matches_torch(np.asarray(list(outs.values())[0]).reshape(3, -1), C.torch_ref("mlp", x))
+        st, js = self.nodes["c"].post_json("/v1/models/mlp:predict", {"instances": x.tolist()})
+        self.assertEqual(st, 200, js)
+        C.assert_matches_torch(np.array(js["predictions"], np.float32).reshape(3, -1), C.torch_ref("mlp", x))
+        metrics = self.nodes["c"].metrics()
+        self.assertEqual(C.metric(metrics, "inferd_cluster_forwarded_requests_total"), 3)
+        self.assertEqual(C.metric(metrics, "inferd_cluster_forward_failures_total"), 0)
+        self.assertEqual(held_by(self.etcd)["c"], [], "c forwarded; it never loaded mlp")
+        # An unknown model is answered by the node asked (404), not forwarded.
+        st, js = self.nodes["c"].post_json("/v2/models/nope/infer", ic.v2_json_request({"x": x}))
+        self.assertEqual(st, 404, js)
+        self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 3)
+        # A request a peer forwarded is served where it arrives, never forwarded again (one bounce at most).
+        st, hdrs, data = self.nodes["c"].request("POST", "/v2/models/mlp/infer",
+                                                 json.dumps(ic.v2_json_request({"x": x})).encode(),
+                                                 {"Content-Type": "application/json", "Inferd-Forwarded-By": "a"})
+        self.assertEqual(st, 200, data)
+        self.assertNotIn("inferd-served-by", hdrs)
+        self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 3)
+
+    def test_streams_are_relayed_as_they_come(self):
+        self.three_nodes_with_mlp_on_two()
+        ref = llm_fixtures.Reference(C.REPO)
+        prompt = "The GNU General Public License"
+        ids = ref.prompt_ids(prompt)
+        want = ref.text(ids, ref.greedy(ids, 16)[0])
+        # tiny_chat's first use (through b) places it on c, the node with the fewest models, then a second copy;
+        # a stream through the node that holds no copy is relayed from a holder.
+        body = json.dumps({"text_input": prompt, "parameters": {"max_tokens": 16, "temperature": 0}}).encode()
+        st, hdrs, data = self.nodes["b"].request("POST", "/v2/models/tiny_chat/generate", body)
+        self.assertEqual(st, 200, data)
+        self.assertEqual(hdrs.get("inferd-served-by"), "c", hdrs)
+        self.assertEqual(json.loads(data)["text_output"], want)
+        self.wait_for(lambda: len(placement(self.etcd, "tiny_chat")) == 2, "tiny_chat's second copy", timeout=60)
+        holders = placement(self.etcd, "tiny_chat")
+        self.wait_for(lambda: all("tiny_chat" in held_by(self.etcd).get(h, []) for h in holders),
+                      "both copies of tiny_chat loaded", timeout=60)
+        via = next(n for n in ("a", "b", "c") if n not in holders)
+
+        def via_sees_holders():
+            counts = {n["id"]: n["models"] for n in self.status(self.nodes[via])["nodes"]}
+            held = held_by(self.etcd)
+            return all(counts.get(h, 0) == len(held[h]) for h in holders)
+        self.wait_for(via_sees_holders, via + " seeing both copies")
+        conn = http.client.HTTPConnection("127.0.0.1", self.nodes[via].port, timeout=120)
+        conn.request("POST", "/v2/models/tiny_chat/generate_stream", body, {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertIn("text/event-stream", r.getheader("content-type"))
+        self.assertIn(r.getheader("inferd-served-by"), holders)
+        events = [json.loads(e[len("data: "):]) for e in r.read().decode().split("\n\n") if e.strip()]
+        conn.close()
+        self.assertGreater(len(events), 3, "streamed in parts")
+        self.assertEqual("".join(e["text_output"] for e in events), want)
+        # OpenAI's streamed completion, through the same node.
+        st, hdrs, data = self.nodes[via].request(
+            "POST", "/v1/completions",
+            json.dumps({"model": "tiny_chat", "prompt": prompt, "max_tokens": 16, "temperature": 0,
+                        "stream": True}).encode(), {"Content-Type": "application/json"})
+        self.assertEqual(st, 200, data)
+        chunks = [e[len("data: "):] for e in data.decode().split("\n\n") if e.strip()]
+        self.assertEqual(chunks[-1], "[DONE]")
+        self.assertEqual("".join(json.loads(c)["choices"][0]["text"] for c in chunks[:-1]), want)
+        self.assertEqual(C.metric(self.nodes[via].metrics(), "inferd_cluster_forwarded_requests_total"),
+                         3 if via == "b" else 2)
+
+    def test_a_killed_holder_is_routed_around_at_once_and_its_copy_replaced(self):
+        self.three_nodes_with_mlp_on_two()
+        x = np.random.default_rng(3).standard_normal((1, 8)).astype(np.float32)
+        body = json.dumps(ic.v2_json_request({"x": x})).encode()
+        ref = C.torch_ref("mlp", x)
+
+        def through_c():
+            st, hdrs, data = self.nodes["c"].request("POST", "/v2/models/mlp/infer", body,
+                                                     {"Content-Type": "application/json"})
+            self.assertEqual(st, 200, data)  # never a failed request
+            C.assert_matches_torch(np.array(json.loads(data)["outputs"][0]["data"], np.float32).reshape(1, -1), ref)
+            return hdrs.get("inferd-served-by")
+        served = {through_c() for _ in range(6)}
+        self.assertTrue(served <= {"a", "b"}, served)
+        self.nodes["a"].proc.send_signal(signal.SIGKILL)
+        self.nodes["a"].proc.wait(timeout=60)
+        # At once (a's lease has not expired): c's forwards to a fail, a is marked down, b answers.
+        for _ in range(10):
+            self.assertIn(through_c(), ("b", None))
+        # After a's lease expires, b (now mlp's first live node) places a new copy: on c, the only other node.
+        self.wait_for(lambda: sorted(placement(self.etcd, "mlp")) == ["b", "c"], "mlp re-replicated to b and c",
+                      timeout=TTL_S + 30)
+        self.wait_for(lambda: "mlp" in held_by(self.etcd).get("c", []), "c holding its new copy")
+        self.assertGreaterEqual(C.metric(self.nodes["b"].metrics(), "inferd_cluster_re_replications_total"), 1)
+        self.assertIsNone(through_c(), "c holds mlp now: served there")
+
+
+if __name__ == "__main__":
+    unittest.main()
