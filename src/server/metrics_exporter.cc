@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 
 #include "features/feature_fetcher.h"
@@ -81,6 +82,10 @@ void WriteGenerativeMetrics(PrometheusWriter& w, const std::vector<std::shared_p
        [](const GenerativeStats& g) { return static_cast<double>(g.waiting.load()); }},
       {"vllm:kv_cache_usage_perc", "gauge", "Fraction of KV cache blocks in use (1 = full)",
        [](const GenerativeStats& g) { return g.kv_usage.load(); }},
+      // The same under vLLM's older name, which the Gateway API Inference Extension's endpoint picker reads
+      // by default (its model server protocol: KVCacheUtilization).
+      {"vllm:gpu_cache_usage_perc", "gauge", "Fraction of KV cache blocks in use (1 = full; vLLM's older name)",
+       [](const GenerativeStats& g) { return g.kv_usage.load(); }},
       {"vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache",
        [](const GenerativeStats& g) { return static_cast<double>(g.prefix_queried_tokens.load()); }},
       {"vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache",
@@ -93,6 +98,18 @@ void WriteGenerativeMetrics(PrometheusWriter& w, const std::vector<std::shared_p
   for (const Series& s : kSeries) {
     w.Family(s.name, s.type, s.help);
     for (const auto& [l, g] : gen) w.Sample(s.name, l, s.get(*g));
+  }
+  // The endpoint picker's LoRA affinity reads the adapters each server runs from this gauge (its value: when it
+  // was last updated). inferd runs no LoRA adapters yet: none running, none waiting, max_lora 0.
+  const double now_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  w.Family("vllm:lora_requests_info", "gauge",
+           "LoRA adapters running and waiting (labels), max_lora; the value is the time of the last update");
+  for (const auto& [l, g] : gen) {
+    Labels lora = l;
+    lora.emplace_back("max_lora", "0");
+    lora.emplace_back("running_lora_adapters", "");
+    lora.emplace_back("waiting_lora_adapters", "");
+    w.Sample("vllm:lora_requests_info", lora, now_s);
   }
 }
 
