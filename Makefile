@@ -41,7 +41,7 @@ CCACHE_ROOT ?= $(HOME)/.cache/inferd-ccache
 LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 CCACHE_ENV = CCACHE_DIR=$(CCACHE_ROOT)/$(1) CCACHE_MAXSIZE=3G CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps build install examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
+.PHONY: all deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
 
 all: build
 
@@ -57,6 +57,11 @@ build: deps
 
 install: build
 	cmake --install build --prefix $(PREFIX)
+
+# An OCI image from Debian's packages (mmdebstrap + umoci; no container engine needed), for
+# deploy/kubernetes/ (docs/cluster.md#kubernetes). Not part of `make test`.
+image: build
+	bash scripts/make_image.sh
 
 # Every example model but the chat model (seconds); `make run` trains the chat model in the background while the
 # others serve (scripts/run_examples.sh), and `make examples-all` trains it in the foreground.

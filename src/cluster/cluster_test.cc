@@ -220,8 +220,16 @@ TEST(PlacementTest, RoundTripsAndRefusesMalformedPlacements) {
   auto back = ParsePlacement(EncodePlacement(p));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->nodes, (std::vector<std::string>{"b", "a"})) << "the order is kept: the first is the home";
+  EXPECT_TRUE(back->declined.empty());
+  EXPECT_EQ(EncodePlacement(p), R"({"nodes":["b","a"]})");
+  p.declined = {"c"};
+  EXPECT_EQ(EncodePlacement(p), R"({"nodes":["b","a"],"declined":["c"]})");
+  back = ParsePlacement(EncodePlacement(p));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->declined, (std::vector<std::string>{"c"}));
   for (const char* bad :
-       {"", "{}", "{\"nodes\":3}", "{\"nodes\":[1]}", "{\"nodes\":[\"a\",\"a\"]}", "{\"nodes\":[\"a b\"]}"})
+       {"", "{}", "{\"nodes\":3}", "{\"nodes\":[1]}", "{\"nodes\":[\"a\",\"a\"]}", "{\"nodes\":[\"a b\"]}",
+        "{\"nodes\":[],\"declined\":\"c\"}", "{\"nodes\":[],\"declined\":[\"c\",\"c\"]}"})
     EXPECT_FALSE(ParsePlacement(bad).ok()) << bad;
 }
 

@@ -21,6 +21,12 @@ std::string EncodePlacement(const Placement& p) {
   w.StartArray();
   for (const std::string& n : p.nodes) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
   w.EndArray();
+  if (!p.declined.empty()) {
+    w.Key("declined");
+    w.StartArray();
+    for (const std::string& n : p.declined) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
+    w.EndArray();
+  }
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
 }
@@ -31,16 +37,23 @@ Result<Placement> ParsePlacement(std::string_view json) {
   doc.Parse<rapidjson::kParseStopWhenDoneFlag>(json.data(), json.size());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("nodes") || !doc["nodes"].IsArray())
     return Status::InvalidArgument("placement: expected {\"nodes\": [...]}");
-  const rapidjson::Value& nodes = doc["nodes"];
-  if (nodes.Size() > kMaxPlacementNodes) return Status::InvalidArgument("placement: too many nodes");
   Placement p;
-  for (const auto& n : nodes.GetArray()) {
-    if (!n.IsString()) return Status::InvalidArgument("placement: node ids are strings");
-    std::string id(n.GetString(), n.GetStringLength());
-    if (Status st = CheckNodeId(id); !st.ok()) return Status::InvalidArgument("placement: " + st.message());
-    if (p.Has(id)) return Status::InvalidArgument("placement: node '" + id + "' twice");
-    p.nodes.push_back(std::move(id));
-  }
+  auto read = [](const rapidjson::Value& list, std::vector<std::string>* out) -> Status {
+    if (!list.IsArray()) return Status::InvalidArgument("placement: expected a list of node ids");
+    if (list.Size() > kMaxPlacementNodes) return Status::InvalidArgument("placement: too many nodes");
+    for (const auto& n : list.GetArray()) {
+      if (!n.IsString()) return Status::InvalidArgument("placement: node ids are strings");
+      std::string id(n.GetString(), n.GetStringLength());
+      if (Status st = CheckNodeId(id); !st.ok()) return Status::InvalidArgument("placement: " + st.message());
+      if (std::find(out->begin(), out->end(), id) != out->end())
+        return Status::InvalidArgument("placement: node '" + id + "' twice");
+      out->push_back(std::move(id));
+    }
+    return Status::OK();
+  };
+  if (Status st = read(doc["nodes"], &p.nodes); !st.ok()) return st;
+  if (doc.HasMember("declined"))
+    if (Status st = read(doc["declined"], &p.declined); !st.ok()) return st;
   return p;
 }
 

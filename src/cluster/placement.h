@@ -1,6 +1,7 @@
 // Placement: which nodes should hold a model (key <prefix>placement/<model>,
-// JSON {"nodes": ["a", "b"]}), written with compare-and-swap so two nodes
-// never both think they placed it; and the pure choices made over a
+// JSON {"nodes": ["a", "b"], "declined": ["c"]}), written with
+// compare-and-swap so two nodes never both think they placed it; and the
+// pure choices made over a
 // ClusterView: where a new copy goes, and where a request for a model goes.
 //
 // Thread-safety: plain values and pure functions.
@@ -25,8 +26,9 @@ inline constexpr size_t kMaxPlacementNodes = 64;
 inline constexpr size_t kMaxModelNameBytes = 1024;
 
 struct Placement {
-  std::vector<std::string> nodes;  // distinct; the first is the model's home
-  int64_t mod_revision = 0;        // the store's revision of the key (0: none written)
+  std::vector<std::string> nodes;     // distinct; the first is the model's home
+  std::vector<std::string> declined;  // nodes that gave their place up (load failed, evicted): not asked again
+  int64_t mod_revision = 0;           // the store's revision of the key (0: none written)
 
   bool Has(const std::string& id) const;
 };

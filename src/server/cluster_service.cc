@@ -119,15 +119,13 @@ ClusterService::Route ClusterService::RouteModel(const std::string& model) const
 }
 
 bool ClusterService::WritePlacement(const std::string& model, const cluster::Placement& before,
-                                    std::vector<std::string> nodes) {
+                                    const cluster::Placement& after) {
   const std::string key = options_.PlacementPrefix() + model;
   Result<bool> written = true;
-  if (nodes.empty()) {
+  if (after.nodes.empty()) {
     written = before.mod_revision == 0 ? Result<bool>(true) : store_->DeleteIf(key, before.mod_revision);
   } else {
-    cluster::Placement p;
-    p.nodes = nodes;
-    written = store_->PutIf(key, cluster::EncodePlacement(p), before.mod_revision, 0);
+    written = store_->PutIf(key, cluster::EncodePlacement(after), before.mod_revision, 0);
   }
   if (!written.ok()) return false;  // the store is unreachable: the next round tries again
   if (!*written) {
@@ -135,7 +133,8 @@ bool ClusterService::WritePlacement(const std::string& model, const cluster::Pla
     return false;  // another node changed it first: the next round sees its placement
   }
   counters_.placements.fetch_add(1, std::memory_order_relaxed);
-  spdlog::info("cluster: model '{}' placed on {} (was {})", model, Joined(nodes), Joined(before.nodes));
+  spdlog::info("cluster: model '{}' placed on {} (was {}){}", model, Joined(after.nodes), Joined(before.nodes),
+               after.declined.empty() ? "" : "; declined by " + Joined(after.declined));
   return true;
 }
 
@@ -155,46 +154,54 @@ void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
   for (const auto& [model, last_used] : held) {
     auto it = view.placements.find(model);
     const cluster::Placement& p = it == view.placements.end() ? none : it->second;
-    std::vector<std::string> nodes;
+    cluster::Placement next;
     for (const std::string& n : p.nodes)
-      if (live.count(n)) nodes.push_back(n);
+      if (live.count(n)) next.nodes.push_back(n);
+    for (const std::string& n : p.declined)
+      if (n != self) next.declined.push_back(n);  // holding it now: no longer declined
     if (!p.Has(self)) {
       // Held here but not placed here: the registry learns of it (after an etcd restart, or a first use here)
       // unless it already has its copies.
-      if (nodes.size() < cluster::kTargetCopies) {
-        nodes.push_back(self);
-        WritePlacement(model, p, std::move(nodes));
+      if (next.nodes.size() < cluster::kTargetCopies) {
+        next.nodes.push_back(self);
+        WritePlacement(model, p, next);
       }
       continue;
     }
     // The first live node of the placement looks after it (the others would only race it).
-    if (nodes.empty() || nodes.front() != self) continue;
+    if (next.nodes.empty() || next.nodes.front() != self) continue;
     bool grew = false;
-    if (now - last_used < kRecentUse && nodes.size() < cluster::kTargetCopies) {
-      const std::string add = cluster::ChooseNode(view, std::set<std::string>(nodes.begin(), nodes.end()), down);
+    if (now - last_used < kRecentUse && next.nodes.size() < cluster::kTargetCopies) {
+      std::set<std::string> exclude(next.nodes.begin(), next.nodes.end());
+      exclude.insert(next.declined.begin(), next.declined.end());
+      const std::string add = cluster::ChooseNode(view, exclude, down);
       if (!add.empty()) {
-        nodes.push_back(add);
+        next.nodes.push_back(add);
         grew = true;
       }
     }
-    if (nodes != p.nodes && WritePlacement(model, p, nodes) && grew)
+    if ((next.nodes != p.nodes || next.declined != p.declined) && WritePlacement(model, p, next) && grew)
       counters_.re_replications.fetch_add(1, std::memory_order_relaxed);
   }
   for (const auto& [model, p] : view.placements) {
     if (!p.Has(self) || held.count(model)) continue;
     if (manager_->ModelStateOf(model).state == ModelState::kLoading) continue;
     auto tried = loaded_for_revision_.find(model);
-    if (tried == loaded_for_revision_.end() || tried->second != p.mod_revision) {
+    // Under eager residency every model this node can load is loaded already: one placed here that is not held
+    // failed here, and gives its place up at once.
+    const bool can_load = manager_->on_demand();
+    if (can_load && (tried == loaded_for_revision_.end() || tried->second != p.mod_revision)) {
       loaded_for_revision_[model] = p.mod_revision;
       counters_.placement_loads.fetch_add(1, std::memory_order_relaxed);
       manager_->LoadInBackground(model, std::nullopt);
       continue;
     }
-    // Loaded for this placement before and not held now (evicted, or the load failed): give the place up.
-    std::vector<std::string> nodes;
-    for (const std::string& n : p.nodes)
-      if (n != self) nodes.push_back(n);
-    WritePlacement(model, p, std::move(nodes));
+    // Loaded for this placement before and not held now (evicted, or the load failed): give the place up, and
+    // say so, so that this node is not asked again for this model.
+    cluster::Placement next = p;
+    next.nodes.erase(std::remove(next.nodes.begin(), next.nodes.end(), self), next.nodes.end());
+    next.declined.push_back(self);
+    WritePlacement(model, p, next);
   }
 }
 
@@ -217,6 +224,8 @@ void ClusterService::WriteMetrics(PrometheusWriter& w) const {
   w.Sample("inferd_cluster_store_reachable", {}, view->store_reachable ? 1.0 : 0.0);
   w.Family("inferd_cluster_placed_models", "gauge", "Models with a placement in this node's view");
   w.Sample("inferd_cluster_placed_models", {}, static_cast<double>(view->placements.size()));
+  count("inferd_cluster_rounds_total", "Rounds this node ran (renew, publish, read the members and placements)",
+        s.rounds.load());
   count("inferd_cluster_store_errors_total", "Calls to etcd that failed", s.store_errors.load());
   count("inferd_cluster_registrations_total", "Leases this node took (1, plus one per re-registration)",
         s.registrations.load());

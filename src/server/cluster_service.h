@@ -9,7 +9,8 @@
 // - a placement that names dead nodes drops them; a model used recently that
 //   has fewer than two live copies gets another node (ChooseNode);
 // - a model placed here and not held is loaded (once per placement
-//   revision); one placed here that this node evicted since is given up.
+//   revision; under on-demand residency); one placed here that this node
+//   evicted since, or failed to load, is given up.
 // And the request path asks it where a request goes (Route: local or the
 // peers to forward to), and tells it when a peer failed (MarkDown: routed
 // around at once, not after its lease expires).
@@ -90,8 +91,8 @@ class ClusterService {
  private:
   cluster::NodeRecord Describe() const;
   std::set<std::string> DownNodes() const;
-  // Writes `nodes` as the placement of `model` over `before` (its revision; 0: none).
-  bool WritePlacement(const std::string& model, const cluster::Placement& before, std::vector<std::string> nodes);
+  // Writes `after` as the placement of `model` over `before` (its revision; 0: none).
+  bool WritePlacement(const std::string& model, const cluster::Placement& before, const cluster::Placement& after);
 
   cluster::ClusterOptions options_;
   cluster::ClusterStore* const store_;

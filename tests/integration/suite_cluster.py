@@ -169,11 +169,15 @@ class Cluster(ClusterBase):
         self.start_node("b")
         self.wait_view(self.nodes["a"], ["a", "b"], "two nodes")
         self.etcd.wipe()
+        # Each node finds its lease gone and registers again (an event: its count of leases taken goes to 2);
+        # only then does a view of both nodes come from the new etcd (not from before the wipe).
+        for name in ("a", "b"):
+            C.wait_until(self, name + " registered again",
+                         lambda: C.metric(self.nodes[name].metrics(), "inferd_cluster_registrations_total") == 2)
         s = self.wait_view(self.nodes["a"], ["a", "b"], "the registry rebuilt")
         self.assertEqual(s["models_by_copies"], {"2": 2})
         keys = self.etcd.get_prefix("/inferd/default/nodes/")
         self.assertEqual(sorted(keys), ["/inferd/default/nodes/a", "/inferd/default/nodes/b"])
-        self.assertEqual(C.metric(self.nodes["a"].metrics(), "inferd_cluster_registrations_total"), 2)
         self.assertIsNotNone(self.nodes["a"].wait_for_log("lost its lease", timeout=10))
 
     def test_a_restarted_node_rejoins(self):
@@ -215,6 +219,30 @@ class Cluster(ClusterBase):
         self.assertEqual(json.loads(out.stdout)["self"], "a")
         self.infer(node)  # inference needs no token (only management routes do)
 
+    def test_a_model_that_cannot_load_on_a_node_is_not_placed_there_again(self):
+        # `feat` reads its input from Redis connection `online`: only a's jobs config has it, so the model loads on
+        # a and fails on b. a places it, asks b for the second copy; b cannot hold it and declines, for good.
+        self.repo = C.served_repository("cluster_declined", ["mlp"])
+        C.copy_model(self.repo, "feat", {"features.connection": "online", "features.key_parameter": "user_id",
+                                         "features.key_prefix": "user:", "features.input": "x",
+                                         "features.names": ",".join("f%d" % i for i in range(8))})
+        jobs = os.path.join(self.dir, "jobs.json")
+        with open(jobs, "w") as f:
+            json.dump({"connections": {"online": {"type": "redis", "port": etcd_server.free_port()}}}, f)
+        self.start_node("a", "--jobs-config", jobs)
+        self.start_node("b")
+        self.wait_view(self.nodes["a"], ["a", "b"], "two nodes")
+        deadline = time.monotonic() + 30
+        while placement_of(self.etcd, "feat") != {"nodes": ["a"], "declined": ["b"]}:
+            self.assertLess(time.monotonic(), deadline, "feat never declined by b: %s" % placement_of(self.etcd, "feat"))
+        placed = C.metric(self.nodes["a"].metrics(), "inferd_cluster_placements_total")
+        rounds = C.metric(self.nodes["a"].metrics(), "inferd_cluster_rounds_total")
+        C.wait_until(self, "five more rounds on a",
+                     lambda: C.metric(self.nodes["a"].metrics(), "inferd_cluster_rounds_total") >= rounds + 5)
+        self.assertEqual(C.metric(self.nodes["a"].metrics(), "inferd_cluster_placements_total"), placed,
+                         "no placement loop")
+        self.assertEqual(placement_of(self.etcd, "feat"), {"nodes": ["a"], "declined": ["b"]})
+
     def test_a_single_node_has_no_cluster_route(self):
         node = ic.Server(C.ARGS.inferd, self.repo, "--control-state-dir", os.path.join(self.dir, "single"))
         self.nodes["single"] = node
@@ -245,10 +273,15 @@ class Cluster(ClusterBase):
 
 
 
+def placement_of(etcd, model):
+    """The placement etcd holds for `model` ({} when none)."""
+    value = etcd.get_prefix("/inferd/default/placement/" + model).get("/inferd/default/placement/" + model)
+    return json.loads(value) if value else {}
+
+
 def placement(etcd, model):
     """The nodes etcd says `model` is placed on ([] when it has no placement)."""
-    value = etcd.get_prefix("/inferd/default/placement/" + model).get("/inferd/default/placement/" + model)
-    return json.loads(value)["nodes"] if value else []
+    return placement_of(etcd, model).get("nodes", [])
 
 
 def held_by(etcd):

@@ -1,4 +1,5 @@
 """Integration suite: residency (run by run_tests.py)."""
+import json
 import os
 import subprocess
 import sys
@@ -177,9 +178,11 @@ class Residency(unittest.TestCase):
             linked = subprocess.run(["ldd", C.ARGS.inferd], capture_output=True, text=True).stdout
             self.assertEqual(by_name["tenant_00000"]["versions"][0]["size_source"],
                              "measured" if "libjemalloc" in linked else "files")
-            st, js = server.post_json("/v2/models/tenant_00002/infer", ic.v2_json_request({"x": self.x}))
-            self.assertEqual(st, 503, js)
-            self.assertIn("memory_bytes", js["error"])
+            st, hdrs, data = server.request("POST", "/v2/models/tenant_00002/infer",
+                                            json.dumps(ic.v2_json_request({"x": self.x})).encode())
+            self.assertEqual(st, 503, data)
+            self.assertEqual(hdrs.get("retry-after"), "1", hdrs)  # every 503 says when to retry
+            self.assertIn("memory_bytes", json.loads(data)["error"])
             # A model whose load failed is not ready (until its files change).
             self.assertEqual(server.request("GET", "/v2/models/tenant_00002/ready")[0], 400)
             st, js = server.post_json("/v2/models/nope/infer", ic.v2_json_request({"x": self.x}))

@@ -44,6 +44,8 @@ Response ErrorResponse(const Status& st) {
   Response r;
   r.status = HttpStatusOf(st);
   if (r.status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  // 503 is retryable (queue full, a model loading, shutting down, no copy reachable): say when to try again.
+  if (r.status == 503) r.headers.emplace_back("Retry-After", "1");
   r.body = v2::EncodeError(st.message());
   return r;
 }
