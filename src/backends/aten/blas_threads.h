@@ -18,4 +18,11 @@ namespace inferd::aten {
 // symbol; a no-op otherwise). Returns whether it did.
 bool KeepBlasOnCallingThread();
 
+// at::set_num_threads(n) for the calling instance thread. libtorch throws when
+// it cannot set up its thread pool (cpuinfo cannot read /proc/cpuinfo, as in a
+// chroot without /proc); that is logged and false returned instead of the
+// exception ending the thread, and with it the process: the model's calls
+// then fail with libtorch's error, answered per request.
+bool SetIntraOpThreads(int n);
+
 }  // namespace inferd::aten

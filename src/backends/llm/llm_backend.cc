@@ -63,7 +63,7 @@ class LlmInstance final : public GenerativeInstance {
       : decoder_(llm::MakeAtenDecoder(std::move(weights))), info_(std::move(info)), threads_(threads) {}
   void OnWorkerThreadStart() override {
     aten::KeepBlasOnCallingThread();  // blas_threads.h
-    at::set_num_threads(threads_);
+    aten::SetIntraOpThreads(threads_);
   }
   llm::DecoderModel& decoder() override { return *decoder_; }
   const GenerativeModelInfo& info() const override { return *info_; }

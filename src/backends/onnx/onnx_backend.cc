@@ -127,7 +127,7 @@ class OnnxLoaded final : public LoadedModel {
 
 void OnnxInstance::OnWorkerThreadStart() {
   aten::KeepBlasOnCallingThread();  // blas_threads.h
-  at::set_num_threads(model_->threads());
+  aten::SetIntraOpThreads(model_->threads());
 }
 
 Result<std::vector<Tensor>> OnnxInstance::Execute(const std::vector<Tensor>& inputs) {

@@ -151,7 +151,7 @@ class TorchModel final : public LoadedModel {
 
 void TorchInstance::OnWorkerThreadStart() {
   aten::KeepBlasOnCallingThread();  // blas_threads.h
-  at::set_num_threads(model_->intra_op_threads());
+  aten::SetIntraOpThreads(model_->intra_op_threads());
 }
 
 Result<std::vector<Tensor>> TorchInstance::Execute(const std::vector<Tensor>& inputs) {
