@@ -326,8 +326,8 @@ int Serve(const ServeFlags& f) {
   if (etcd) {
     // Join only now: peers route here once both APIs answer.
     const std::string host = AdvertiseHost(f);
-    if (Status st = server.JoinCluster(host + ":" + std::to_string(api.port()),
-                                       grpc ? host + ":" + std::to_string(grpc->port()) : std::string());
+    if (Status st = server.admin().JoinCluster(host + ":" + std::to_string(api.port()),
+                                               grpc ? host + ":" + std::to_string(grpc->port()) : std::string());
         !st.ok()) {
       spdlog::critical("cannot join the cluster: {}", st.message());
       server.Shutdown();

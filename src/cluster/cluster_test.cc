@@ -246,38 +246,38 @@ TEST(PlacementTest, ANewCopyGoesWhereTheMostRoomIsThenTheFewestModels) {
 
 TEST(PlacementTest, RequestsGoToHoldersThenPlacedNodesThenAreServedHere) {
   ClusterView v = ViewOf("a", {Rec("a", {}), Rec("b", {"m"}, 0, 0, 5), Rec("c", {"m"}, 0, 0, 1)});
-  RoutePlan held = PlanRoute(v, "m", /*held_here=*/true, {});
-  EXPECT_TRUE(held.local);
-  RoutePlan fwd = PlanRoute(v, "m", false, {});
+  RoutePlan fwd = PlanRoute(v, "m", {});
   ASSERT_FALSE(fwd.local);
   ASSERT_EQ(fwd.targets.size(), 2u);
   EXPECT_EQ(fwd.targets[0]->id, "c") << "the holder with fewer requests in flight first";
   EXPECT_EQ(fwd.targets[1]->id, "b");
-  RoutePlan around = PlanRoute(v, "m", false, {"c"});
+  RoutePlan around = PlanRoute(v, "m", {"c"});
   ASSERT_EQ(around.targets.size(), 1u);
   EXPECT_EQ(around.targets[0]->id, "b");
   // Placed on d (still loading it) and on a: a serves it.
   v.nodes.push_back(Rec("d", {}));
   v.placements["n"].nodes = {"d"};
-  RoutePlan loading = PlanRoute(v, "n", false, {});
+  RoutePlan loading = PlanRoute(v, "n", {});
   ASSERT_EQ(loading.targets.size(), 1u);
   EXPECT_EQ(loading.targets[0]->id, "d");
   v.placements["n"].nodes = {"d", "a"};
-  EXPECT_TRUE(PlanRoute(v, "n", false, {}).local);
+  EXPECT_TRUE(PlanRoute(v, "n", {}).local);
 }
 
 TEST(PlacementTest, AnUnplacedModelGetsAHomeByRoom) {
   ClusterView v = ViewOf("a", {Rec("a", {"x", "y"}), Rec("b", {"x"})});
-  RoutePlan p = PlanRoute(v, "new", false, {});
-  EXPECT_EQ(p.claim, "b");
+  RoutePlan p = PlanRoute(v, "new", {});
+  EXPECT_FALSE(p.local);
   ASSERT_EQ(p.targets.size(), 1u);
   EXPECT_EQ(p.targets[0]->id, "b");
-  RoutePlan here = PlanRoute(v, "new", false, {"b"});
+  RoutePlan here = PlanRoute(v, "new", {"b"});
   EXPECT_TRUE(here.local) << "the only other node is down: served here";
-  EXPECT_EQ(here.claim, "a");
+  EXPECT_TRUE(here.targets.empty());
   // A placement whose nodes are all gone counts as none.
   v.placements["old"].nodes = {"gone"};
-  EXPECT_EQ(PlanRoute(v, "old", false, {}).claim, "b");
+  RoutePlan old = PlanRoute(v, "old", {});
+  ASSERT_EQ(old.targets.size(), 1u);
+  EXPECT_EQ(old.targets[0]->id, "b");
 }
 
 }  // namespace

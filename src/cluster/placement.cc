@@ -77,13 +77,8 @@ std::string ChooseNode(const ClusterView& view, const std::set<std::string>& exc
   return best ? best->id : std::string();
 }
 
-RoutePlan PlanRoute(const ClusterView& view, const std::string& model, bool held_here,
-                    const std::set<std::string>& down) {
+RoutePlan PlanRoute(const ClusterView& view, const std::string& model, const std::set<std::string>& down) {
   RoutePlan plan;
-  if (held_here) {
-    plan.local = true;
-    return plan;
-  }
   auto placed = view.placements.find(model);
   const Placement* p = placed == view.placements.end() ? nullptr : &placed->second;
   if (p && p->Has(view.self)) {
@@ -104,15 +99,13 @@ RoutePlan PlanRoute(const ClusterView& view, const std::string& model, bool held
   plan.targets = holding;
   plan.targets.insert(plan.targets.end(), loading.begin(), loading.end());
   if (!plan.targets.empty()) return plan;
-  // Nobody live holds it or is placed to: place it now.
-  plan.claim = ChooseNode(view, {}, down);
-  if (plan.claim.empty() || plan.claim == view.self) {
-    plan.claim = view.self;
+  // Nobody live holds it or is placed to: its new home takes it.
+  const NodeRecord* home = view.Find(ChooseNode(view, {}, down));
+  if (home == nullptr || home->id == view.self) {
     plan.local = true;
-    return plan;
+  } else {
+    plan.targets.push_back(home);
   }
-  const NodeRecord* home = view.Find(plan.claim);
-  if (home) plan.targets.push_back(home);
   return plan;
 }
 

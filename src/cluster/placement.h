@@ -44,19 +44,18 @@ std::string ChooseNode(const ClusterView& view, const std::set<std::string>& exc
                        const std::set<std::string>& down);
 
 // Where a request for `model` goes, seen from node view.self:
-// - local: this node holds the model, or it is placed here, or no other node
-//   can take it (then it loads here);
+// - local: the model is placed here, or no other node can take it (then it
+//   loads here);
 // - otherwise `targets`, in the order to try: live nodes that hold it (fewest
 //   requests in flight first), then live nodes it is placed on that are still
 //   loading it; after them the request is served locally.
-// `claim` (when no live node holds or is placed to hold it): the node the
-// model should be placed on now (view.self or another).
+// When no live node holds it or is placed to hold it, it goes to the node a
+// new copy would go to (ChooseNode), which then places it on itself.
+// The caller has checked that this node does not serve the model.
 struct RoutePlan {
   bool local = false;
   std::vector<const NodeRecord*> targets;  // point into the view
-  std::string claim;
 };
-RoutePlan PlanRoute(const ClusterView& view, const std::string& model, bool held_here,
-                    const std::set<std::string>& down);
+RoutePlan PlanRoute(const ClusterView& view, const std::string& model, const std::set<std::string>& down);
 
 }  // namespace inferd::cluster

@@ -40,6 +40,11 @@ Result<std::string> AdminService::ClusterStatus() const {
   return p_.cluster->StatusJson();
 }
 
+Status AdminService::JoinCluster(const std::string& http_address, const std::string& grpc_address) {
+  if (p_.cluster == nullptr) return Status::FailedPrecondition("not in cluster mode (--cluster not given)");
+  return p_.cluster->Join(http_address, grpc_address);
+}
+
 Result<std::vector<RepositoryIndexEntry>> AdminService::RepositoryIndex(bool ready_only) const {
   return p_.manager->RepositoryIndex(ready_only);
 }

@@ -43,7 +43,7 @@ class AdminService {
     std::string control_mode = "none";
     const std::atomic<bool>* started = nullptr;   // the server finished Start
     const std::atomic<bool>* stopping = nullptr;  // Shutdown began
-    const ClusterService* cluster = nullptr;      // null on a single node
+    ClusterService* cluster = nullptr;            // null on a single node
   };
   explicit AdminService(Parts parts) : p_(parts) {}
 
@@ -56,6 +56,13 @@ class AdminService {
   // Cluster mode: this node's view of the cluster as JSON (GET /v2/cluster);
   // FAILED_PRECONDITION on a single node.
   Result<std::string> ClusterStatus() const;
+  // Cluster mode: whether this server is in a cluster (front ends then keep
+  // each HTTP request's wire form, InferRequest::wire, for forwarding).
+  bool clustered() const { return p_.cluster != nullptr; }
+  // Cluster mode: joins the cluster once the front ends listen at these
+  // addresses (host:port; grpc "" = none). FAILED_PRECONDITION without
+  // --cluster; INVALID_ARGUMENT for a bad address.
+  Status JoinCluster(const std::string& http_address, const std::string& grpc_address);
   // Every model the server knows, with versions, labels, memory and its
   // rollout, for `inferd models` (GET /v2/repository/models).
   ModelListing ListModels() const;

@@ -109,7 +109,7 @@ ClusterService::Route ClusterService::RouteModel(const std::string& model) const
   Route r;
   if (!joined_.load() || manager_->Serving(model)) return r;
   const auto view = member_->View();
-  const cluster::RoutePlan plan = cluster::PlanRoute(*view, model, /*held_here=*/false, DownNodes());
+  const cluster::RoutePlan plan = cluster::PlanRoute(*view, model, DownNodes());
   if (plan.local) return r;
   // A model the repository does not have is answered here (404), not forwarded.
   if (manager_->NotServing(model).code() == StatusCode::kNotFound) return r;
@@ -214,16 +214,19 @@ void ClusterService::WriteMetrics(PrometheusWriter& w) const {
   if (!joined_.load()) return;
   const auto view = member_->View();
   const auto& s = member_->stats();
-  const auto count = [&w](const char* name, const char* help, uint64_t value) {
-    w.Family(name, "counter", help);
-    w.Sample(name, {}, static_cast<double>(value));
+  const auto series = [&w](const char* type, const char* name, const char* help, double value) {
+    w.Family(name, type, help);
+    w.Sample(name, {}, value);
   };
-  w.Family("inferd_cluster_nodes", "gauge", "Live nodes in this node's view of the cluster");
-  w.Sample("inferd_cluster_nodes", {}, static_cast<double>(view->nodes.size()));
-  w.Family("inferd_cluster_store_reachable", "gauge", "1 when the last round reached etcd");
-  w.Sample("inferd_cluster_store_reachable", {}, view->store_reachable ? 1.0 : 0.0);
-  w.Family("inferd_cluster_placed_models", "gauge", "Models with a placement in this node's view");
-  w.Sample("inferd_cluster_placed_models", {}, static_cast<double>(view->placements.size()));
+  const auto count = [&series](const char* name, const char* help, uint64_t value) {
+    series("counter", name, help, static_cast<double>(value));
+  };
+  series("gauge", "inferd_cluster_nodes", "Live nodes in this node's view of the cluster",
+         static_cast<double>(view->nodes.size()));
+  series("gauge", "inferd_cluster_store_reachable", "1 when the last round reached etcd",
+         view->store_reachable ? 1.0 : 0.0);
+  series("gauge", "inferd_cluster_placed_models", "Models with a placement in this node's view",
+         static_cast<double>(view->placements.size()));
   count("inferd_cluster_rounds_total", "Rounds this node ran (renew, publish, read the members and placements)",
         s.rounds.load());
   count("inferd_cluster_store_errors_total", "Calls to etcd that failed", s.store_errors.load());
@@ -236,10 +239,10 @@ void ClusterService::WriteMetrics(PrometheusWriter& w) const {
         c.forward_failures.load());
   count("inferd_cluster_forward_fallbacks_total", "Requests served here after every peer holding the model failed",
         c.forward_fallbacks.load());
-  w.Family("inferd_cluster_forward_seconds_total", "counter",
-           "Time from sending a forwarded request to its answer's first byte, summed (with the forwarded count: "
-           "the mean forward latency)");
-  w.Sample("inferd_cluster_forward_seconds_total", {}, static_cast<double>(c.forward_ns.load()) / 1e9);
+  series("counter", "inferd_cluster_forward_seconds_total",
+         "Time from sending a forwarded request to its answer's first byte, summed (with the forwarded count: the "
+         "mean forward latency)",
+         static_cast<double>(c.forward_ns.load()) / 1e9);
   count("inferd_cluster_placements_total", "Placements this node wrote (new or changed)", c.placements.load());
   count("inferd_cluster_placement_conflicts_total", "Placement writes another node changed first (retried)",
         c.placement_conflicts.load());

@@ -205,11 +205,6 @@ void InferenceServer::Shutdown() {
   live_ = false;
 }
 
-Status InferenceServer::JoinCluster(const std::string& http_address, const std::string& grpc_address) {
-  if (!cluster_) return Status::FailedPrecondition("not in cluster mode (--cluster not given)");
-  return cluster_->Join(http_address, grpc_address);
-}
-
 bool InferenceServer::IsReady() const {
   if (!started_.load() || stopping_.load()) return false;
   return !options_->strict_readiness || manager_->AllServing();

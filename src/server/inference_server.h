@@ -93,7 +93,7 @@ class InferenceServer final : public RequestSubmitter {
 
   // The version string a label points at (NOT_FOUND for an unknown label).
   Result<std::string> ResolveLabel(const std::string& name, const std::string& label) const;
-  // Management: model control, labels, traffic, rollouts, jobs (server/admin_service.h).
+  // Management: model control, labels, traffic, rollouts, jobs, cluster membership (server/admin_service.h).
   AdminService& admin() { return *admin_service_; }
 
   void InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback);
@@ -115,14 +115,6 @@ class InferenceServer final : public RequestSubmitter {
   // needs the model's inputs is decoded by the pipeline). `then` runs on
   // the calling thread or a loader thread, exactly once; it must not block.
   void WhenResident(const std::string& name, std::function<void(const Status&)> then);
-
-  // Cluster mode: whether this server is in a cluster (front ends then keep
-  // each HTTP request's wire form, InferRequest::wire, for forwarding).
-  bool clustered() const { return cluster_ != nullptr; }
-  // Cluster mode: joins the cluster once the front ends listen at these
-  // addresses (host:port; grpc "" = none). FAILED_PRECONDITION without
-  // --cluster; INVALID_ARGUMENT for a bad address.
-  Status JoinCluster(const std::string& http_address, const std::string& grpc_address);
 
   // Whether a call with this `Authorization` value ("Bearer <token>", or ""
   // when absent) may use a management route (`management`) or another one.

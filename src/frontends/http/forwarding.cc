@@ -28,8 +28,8 @@ std::string LowerName(std::string_view s) {
 
 }  // namespace
 
-void KeepWireForm(const InferenceServer& server, const Request& req, InferRequest& r) {
-  if (!server.clustered()) return;
+void KeepWireForm(InferenceServer& server, const Request& req, InferRequest& r) {
+  if (!server.admin().clustered()) return;
   if (const std::string* by = req.Header("inferd-forwarded-by")) {
     r.forwarded_by = by->empty() ? "?" : *by;
     return;  // served here: never forwarded again

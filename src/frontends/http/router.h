@@ -67,7 +67,7 @@ Status UnlessUnknownModel(InferenceServer* server, const std::string& model, con
 // Cluster mode (forwarding.cc): keeps the request's wire form on `r` (its method, target, end-to-end headers
 // and body, InferRequest::wire) so that the forward stage can send it unchanged to the node holding the model,
 // and notes the node that forwarded it here (such a request is served here). Nothing on a single node.
-void KeepWireForm(const InferenceServer& server, const Request& req, InferRequest& r);
+void KeepWireForm(InferenceServer& server, const Request& req, InferRequest& r);
 // A peer's answer (or one part of a streamed one, `more` set on all but the last) as this node's response.
 Response RelayedResponse(const RelayedAnswer& a, bool more);
 
