@@ -18,6 +18,7 @@
 #include "cluster/cluster_options.h"
 #include "cluster/etcd/etcd_store.h"
 #include "core/byte_size.h"
+#include "frontends/grpc/grpc_forwarder.h"
 #include "frontends/grpc/grpc_server.h"
 #include "frontends/http/http_forwarder.h"
 #include "frontends/http/http_server.h"
@@ -25,6 +26,7 @@
 #include "jobs/jobs_config.h"
 #include "lifecycle/control_state_store.h"
 #include "server/authorizer.h"
+#include "server/forwarder.h"
 #include "server/inference_server.h"
 #include "server/server_options.h"
 
@@ -258,7 +260,10 @@ int Serve(const ServeFlags& f) {
                  f.min_residency_secs, f.load_threads);
   }
   std::unique_ptr<cluster::EtcdStore> etcd;
-  std::unique_ptr<http::HttpForwarder> forwarder;  // requests for models other nodes hold
+  // Requests for models other nodes hold: each over the protocol it came in.
+  std::unique_ptr<http::HttpForwarder> http_forwarder;
+  std::unique_ptr<grpcfe::GrpcForwarder> grpc_forwarder;
+  std::unique_ptr<ProtocolForwarder> forwarder;
   if (!f.cluster.empty()) {
     auto co = ClusterOptionsFromFlags(f);
     if (!co.ok()) {
@@ -268,7 +273,11 @@ int Serve(const ServeFlags& f) {
     etcd = std::make_unique<cluster::EtcdStore>(co->endpoints, co->store_timeout);
     so.cluster = std::move(*co);
     so.cluster_store = etcd.get();
-    forwarder = std::make_unique<http::HttpForwarder>();
+    http_forwarder = std::make_unique<http::HttpForwarder>();
+    grpcfe::GrpcForwarderOptions gfo;
+    gfo.max_message_bytes = f.grpc.max_message_bytes;
+    grpc_forwarder = std::make_unique<grpcfe::GrpcForwarder>(gfo);
+    forwarder = std::make_unique<ProtocolForwarder>(http_forwarder.get(), grpc_forwarder.get());
     so.forwarder = forwarder.get();
   }
   spdlog::info("inferd 0.1.0: {} cores, {} HTTP threads, default intra-op threads {}", cores, f.http_threads,
@@ -343,7 +352,9 @@ int Serve(const ServeFlags& f) {
   server.Shutdown();                     // answers everything already accepted
   api.Stop(grace);
   if (grpc) grpc->Stop(grace);
-  if (forwarder) forwarder->Stop();  // after the front ends: their forwarded requests are answered
+  // After the front ends: their forwarded requests are answered.
+  if (http_forwarder) http_forwarder->Stop();
+  if (grpc_forwarder) grpc_forwarder->Stop();
   if (metrics) metrics->Stop(std::chrono::milliseconds(0));
   spdlog::info("stopped");
   return 0;

@@ -33,18 +33,27 @@ struct RequestedOutput {
   uint32_t classification = 0;
 };
 
-// Cluster mode: a request as its client sent it over HTTP (end-to-end headers
-// only, the body decompressed), kept so that a node that does not hold the
-// model can forward it to one that does unchanged (server/pipeline/forward_stage.cc).
+// Cluster mode: a request as its client sent it (end-to-end headers only, an
+// HTTP body decompressed), kept so that a node that does not hold the model
+// can forward it to one that does unchanged (server/pipeline/forward_stage.cc).
+// Over gRPC: `target` is the RPC's method path, `headers` the call's custom
+// metadata, `body` the serialized request message (one ModelInferRequest,
+// also for a request that came on a ModelStreamInfer stream).
 struct WireRequest {
-  std::string method;
-  std::string target;  // path and query
+  enum class Protocol { kHttp, kGrpc };
+  Protocol protocol = Protocol::kHttp;
+  std::string method;  // HTTP only
+  std::string target;  // HTTP: path and query; gRPC: /package.Service/Method
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<const std::string> body;
 };
 
 // A peer's answer to a forwarded request, relayed as is: the whole answer, or
 // one part of a streamed one (the first part carries status and headers).
+// Over gRPC: `body` is one serialized response message (ModelInferResponse,
+// or ModelStreamInferResponse for a stream's part); a call that failed has no
+// body, status is the HTTP status of its code, and the headers grpc-status and
+// grpc-message carry the code and message.
 struct RelayedAnswer {
   int status = 0;
   std::vector<std::pair<std::string, std::string>> headers;
@@ -91,7 +100,7 @@ struct InferRequest {
     return d(inputs, *this);
   }
 
-  // Cluster mode: the request's wire form (set by the HTTP front end; null =
+  // Cluster mode: the request's wire form (set by the HTTP and gRPC front ends; null =
   // never forwarded), and the node that forwarded it here ("" = its client
   // sent it here): a forwarded request is served here, never forwarded again.
   std::shared_ptr<const WireRequest> wire;

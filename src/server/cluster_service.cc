@@ -114,7 +114,7 @@ ClusterService::Route ClusterService::RouteModel(const std::string& model) const
   // A model the repository does not have is answered here (404), not forwarded.
   if (manager_->NotServing(model).code() == StatusCode::kNotFound) return r;
   r.local = false;
-  for (const cluster::NodeRecord* n : plan.targets) r.targets.push_back({n->id, n->http_address});
+  for (const cluster::NodeRecord* n : plan.targets) r.targets.push_back({n->id, n->http_address, n->grpc_address});
   return r;
 }
 

@@ -53,6 +53,7 @@ class ClusterService {
   struct Target {
     std::string id;
     std::string http_address;
+    std::string grpc_address;  // "" = the peer has no gRPC API (gRPC requests skip it)
   };
   struct Route {
     bool local = true;

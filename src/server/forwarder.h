@@ -1,7 +1,8 @@
 // Forwarder: how a node sends a request to the peer that holds its model and
 // gets the answer back, bytes unchanged (cluster mode; the forward stage,
 // server/pipeline/forward_stage.cc, decides where). The HTTP implementation
-// (frontends/http/http_forwarder.h) keeps a pool of connections per peer.
+// (frontends/http/http_forwarder.h) keeps a pool of connections per peer; the
+// gRPC one (frontends/grpc/grpc_forwarder.h) a channel per peer.
 //
 // Thread-safety: implementations are thread-safe; Forward never blocks.
 #pragma once
@@ -38,10 +39,29 @@ class Forwarder {
                        const std::string& from_node, Events events) = 0;
 };
 
-// The header a forwarded request carries: the node that forwarded it (its
-// receiver serves it, whatever its own view says: a request bounces once at most).
+// Sends each request with the forwarder of its wire protocol (either may be
+// null: such requests fail as if the peer could not be reached).
+class ProtocolForwarder final : public Forwarder {
+ public:
+  ProtocolForwarder(Forwarder* http, Forwarder* grpc) : http_(http), grpc_(grpc) {}
+  void Forward(const std::string& address, std::shared_ptr<const WireRequest> request, const std::string& from_node,
+               Events events) override {
+    Forwarder* f = request->protocol == WireRequest::Protocol::kGrpc ? grpc_ : http_;
+    if (f == nullptr) return events.done(Status::Unavailable("no forwarder for this protocol"));
+    f->Forward(address, std::move(request), from_node, std::move(events));
+  }
+
+ private:
+  Forwarder* const http_;
+  Forwarder* const grpc_;
+};
+
+// The header (gRPC: metadata key) a forwarded request carries: the node that
+// forwarded it (its receiver serves it, whatever its own view says: a request
+// bounces once at most).
 inline constexpr const char* kForwardedByHeader = "Inferd-Forwarded-By";
-// The header a relayed answer gets: the node that served it.
+// The header (gRPC: initial metadata of a unary call) a relayed answer gets:
+// the node that served it.
 inline constexpr const char* kServedByHeader = "Inferd-Served-By";
 
 }  // namespace inferd

@@ -16,12 +16,14 @@ import sys
 import time
 import unittest
 
+import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 from common import setUpModule, tearDownModule  # noqa: E402,F401
 import etcd_server  # noqa: E402
+import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import llm_fixtures  # noqa: E402
 
@@ -290,8 +292,8 @@ def held_by(etcd):
 
 
 class ClusterRouting(ClusterBase):
-    """Under on-demand residency: placement, forwarding (unary, binary, TF Serving, streams), failover after kill -9
-    and re-replication."""
+    """Under on-demand residency: placement, forwarding (HTTP JSON and binary, TF Serving, gRPC ModelInfer and
+    ModelStreamInfer, HTTP streams), failover after kill -9 and re-replication."""
 
     def start_node(self, name, *extra, ttl=TTL_S):
         return ClusterBase.start_node(self, name, "--model-residency", "on-demand", *extra, ttl=ttl)
@@ -349,13 +351,53 @@ class ClusterRouting(ClusterBase):
         st, js = self.nodes["c"].post_json("/v2/models/nope/infer", ic.v2_json_request({"x": x}))
         self.assertEqual(st, 404, js)
         self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 3)
+        self.grpc_requests_through_c_are_forwarded(x)  # 5 more forwards; the last request makes c load mlp
         # A request a peer forwarded is served where it arrives, never forwarded again (one bounce at most).
         st, hdrs, data = self.nodes["c"].request("POST", "/v2/models/mlp/infer",
                                                  json.dumps(ic.v2_json_request({"x": x})).encode(),
                                                  {"Content-Type": "application/json", "Inferd-Forwarded-By": "a"})
         self.assertEqual(st, 200, data)
         self.assertNotIn("inferd-served-by", hdrs)
-        self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 3)
+        self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 8)
+
+    def grpc_requests_through_c_are_forwarded(self, x):
+        """ModelInfer and ModelStreamInfer through c (holds no copy): forwarded over gRPC, the holder's answers
+        relayed (its errors too); a request a peer forwarded is served where it arrives."""
+        pb = C.stubs().pb
+        with grpc.insecure_channel("127.0.0.1:%d" % self.nodes["c"].grpc_port) as ch:
+            stub = C.stubs().pb_grpc.GRPCInferenceServiceStub(ch)
+            resp, call = stub.ModelInfer.with_call(gc.infer_request(pb, "mlp", {"x": x}, id="u1"), timeout=60)
+            self.assertIn(dict(call.initial_metadata()).get("inferd-served-by"), ("a", "b"))
+            self.assertEqual(resp.id, "u1")
+            C.assert_matches_torch(gc.outputs_of(resp)["y"].reshape(3, -1), C.torch_ref("mlp", x))
+            # The holder's own error (the input's shape is checked where the model is), code and message relayed.
+            bad = np.zeros((2, 5), np.float32)
+            with self.assertRaises(grpc.RpcError) as cm:
+                stub.ModelInfer(gc.infer_request(pb, "mlp", {"x": bad}), timeout=60)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, cm.exception.details())
+            self.assertIn("shape", cm.exception.details())
+            # A stream: each request forwarded on a stream of its own, the answers relayed in the stream.
+            xs = [np.random.default_rng(10 + k).standard_normal((1, 8)).astype(np.float32) for k in range(3)]
+            reqs = [gc.infer_request(pb, "mlp", {"x": v}, id=str(k), params={"triton_enable_empty_final_response":
+                                                                             True})
+                    for k, v in enumerate(xs)]
+            got = {}
+            for r in stub.ModelStreamInfer(iter(reqs), timeout=60):
+                self.assertEqual(r.error_message, "")
+                self.assertTrue(r.infer_response.parameters["triton_final_response"].bool_param)
+                got[r.infer_response.id] = gc.outputs_of(r.infer_response)["y"]
+            self.assertEqual(sorted(got), ["0", "1", "2"])
+            for k, v in enumerate(xs):
+                C.assert_matches_torch(got[str(k)].reshape(1, -1), C.torch_ref("mlp", v))
+            metrics = self.nodes["c"].metrics()
+            self.assertEqual(C.metric(metrics, "inferd_cluster_forwarded_requests_total"), 8)
+            self.assertEqual(C.metric(metrics, "inferd_cluster_forward_failures_total"), 0)
+            # Marked as forwarded by a peer: served here (c loads mlp), not forwarded again.
+            resp, call = stub.ModelInfer.with_call(gc.infer_request(pb, "mlp", {"x": x}), timeout=60,
+                                                   metadata=(("inferd-forwarded-by", "a"),))
+            self.assertNotIn("inferd-served-by", dict(call.initial_metadata()))
+            C.assert_matches_torch(gc.outputs_of(resp)["y"].reshape(3, -1), C.torch_ref("mlp", x))
+            self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 8)
 
     def test_streams_are_relayed_as_they_come(self):
         self.three_nodes_with_mlp_on_two()

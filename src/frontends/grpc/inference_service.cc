@@ -91,7 +91,8 @@ class InferReactor final : public grpc::ServerUnaryReactor {
 class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>,
                             public Drainable {
  public:
-  StreamReactor(ServiceContext* ctx, std::string sticky_key) : ctx_(ctx), sticky_key_(std::move(sticky_key)) {
+  StreamReactor(ServiceContext* ctx, grpc::CallbackServerContext* call)
+      : ctx_(ctx), call_(call), sticky_key_(StickyKeyOf(call)) {
     if (!ctx_->drains.Add(this)) {
       finished_ = true;
       Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
@@ -188,6 +189,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   void Submit() {
     const bool raw = incoming_.raw_input_contents_size() > 0;
     const bool mark_final = WantsFinalFlag(incoming_);
+    std::string forwarded_by;
+    auto wire = GrpcWireForm(*ctx_, call_, incoming_, /*stream=*/true, &forwarded_by);
     auto decoded = DecodeInferRequest(&incoming_);
     if (!decoded.ok()) {
       auto resp = ErrorResponse(decoded.status(), incoming_.model_name(), incoming_.model_version(), incoming_.id());
@@ -202,6 +205,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     const InferRequest& r = **decoded;
     (*decoded)->cancellation = cancellation_;
     (*decoded)->sticky_key = sticky_key_;
+    (*decoded)->wire = std::move(wire);
+    (*decoded)->forwarded_by = std::move(forwarded_by);
     // A model that answers in parts (decoupled) sends each part as its own
     // stream response; the final answer follows, marked final when the
     // client asked. An empty final answer -- after parts, or a decoupled
@@ -212,11 +217,25 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     sink.partial = [this, raw, parts](InferResponse part) {
       parts->fetch_add(1, std::memory_order_relaxed);
       ModelStreamInferResponse resp;
+      if (part.relayed) {  // one response of a peer's stream, as it wrote it
+        if (part.relayed->body.empty()) return true;
+        if (!resp.ParseFromString(part.relayed->body)) resp.set_error_message("a peer's response could not be read");
+        return Push(std::move(resp), /*answered=*/false);
+      }
       EncodeInferResponse(part, raw, resp.mutable_infer_response());
       return Push(std::move(resp), /*answered=*/false);
     };
     sink.final = [this, raw, mark_final, parts, name = r.model_name, version = r.model_version,
                   id = r.id](Result<InferResponse> result) {
+      if (result.ok() && result->relayed) {
+        // The peer streamed this request's responses (final flags included) as parts; or its call failed.
+        auto failed = RelayedFailure(*result->relayed);
+        if (!failed) return Answered();
+        ModelStreamInferResponse resp = ErrorResponse(Status::Unavailable(failed->error_message()), name, version, id);
+        if (mark_final) MarkFinal(&resp);
+        Push(std::move(resp), true);
+        return;
+      }
       if (result.ok() && result->outputs.empty() &&
           (parts->load(std::memory_order_relaxed) > 0 || result->final_flag_only) && !mark_final) {
         return Answered();
@@ -296,7 +315,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   }
 
   ServiceContext* ctx_;
-  const std::string sticky_key_;  // the stream's, for every request on it
+  grpc::CallbackServerContext* const call_;  // gRPC's, until OnDone
+  const std::string sticky_key_;             // the stream's, for every request on it
   const std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();  // covers every request
   ModelInferRequest incoming_;  // the read buffer; one read at a time
   Mutex mu_;
@@ -382,6 +402,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
   auto* req = const_cast<inference::ModelInferRequest*>(request);
   if (Status st = ctx_->server->Admit(req->model_name(), req->model_version()); !st.ok()) return Done(c, st);
   const bool raw = req->raw_input_contents_size() > 0;
+  std::string forwarded_by;
+  auto wire = GrpcWireForm(*ctx_, c, *req, /*stream=*/false, &forwarded_by);
   auto decoded = DecodeInferRequest(req);
   if (!decoded.ok()) {
     // An unknown model or version is the more useful answer than a body error.
@@ -391,8 +413,11 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
   auto* reactor = new InferReactor(ctx_->server);
   (*decoded)->cancellation = reactor->cancellation();
   (*decoded)->sticky_key = StickyKeyOf(c);
-  ctx_->server->InferAsync(std::move(*decoded), [reactor, response, raw](Result<InferResponse> r) {
+  (*decoded)->wire = std::move(wire);
+  (*decoded)->forwarded_by = std::move(forwarded_by);
+  ctx_->server->InferAsync(std::move(*decoded), [reactor, c, response, raw](Result<InferResponse> r) {
     if (!r.ok()) return reactor->Finish(ToGrpcStatus(r.status()));
+    if (r->relayed) return reactor->Finish(RelayUnary(*r->relayed, c, response));
     EncodeInferResponse(*r, raw, response);
     reactor->Finish(grpc::Status::OK);
   });
@@ -404,7 +429,7 @@ grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* InferenceS
   if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) {
     return new RefusedStream<grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>>(st);
   }
-  return new StreamReactor(ctx_, StickyKeyOf(c));
+  return new StreamReactor(ctx_, c);
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* c,

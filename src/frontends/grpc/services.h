@@ -5,9 +5,13 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
+#include "core/infer_request.h"
 #include "core/mutex.h"
 #include "core/status.h"
 #include "grpc_service.grpc.pb.h"
@@ -60,6 +64,21 @@ class RefusedStream final : public Base {
   explicit RefusedStream(const Status& st) { this->Finish(ToGrpcStatus(st)); }
   void OnDone() override { delete this; }
 };
+
+// Cluster mode (relay.cc): the wire form of a request that came over gRPC
+// (`stream`: on a ModelStreamInfer stream), for the forward stage. Null when
+// the server is not clustered, or when a peer forwarded it here
+// (`forwarded_by` set: served here, never forwarded again). Call before the
+// request is decoded (decoding moves its buffers out).
+std::shared_ptr<const WireRequest> GrpcWireForm(const ServiceContext& ctx, const grpc::CallbackServerContext* c,
+                                                const inference::ModelInferRequest& req, bool stream,
+                                                std::string* forwarded_by);
+// The status a relayed answer carries when the peer's call failed.
+std::optional<grpc::Status> RelayedFailure(const RelayedAnswer& a);
+// A relayed ModelInfer answer into `response` (and the serving node into the
+// call's initial metadata, inferd-served-by); the status to finish with.
+grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c,
+                        inference::ModelInferResponse* response);
 
 struct ServiceContext {
   InferenceServer* server = nullptr;

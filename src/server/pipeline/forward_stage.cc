@@ -35,6 +35,9 @@ class ForwardCall : public std::enable_shared_from_this<ForwardCall> {
       return pipeline_->Continue(std::move(ctx_));  // served here
     }
     const ClusterService::Target& t = targets_[next_++];
+    const bool grpc = ctx_->request->wire->protocol == WireRequest::Protocol::kGrpc;
+    const std::string& address = grpc ? t.grpc_address : t.http_address;
+    if (address.empty()) return Next();  // a peer without a gRPC API
     head_seen_ = false;
     refused_ = false;
     streaming_ = false;
@@ -48,7 +51,7 @@ class ForwardCall : public std::enable_shared_from_this<ForwardCall> {
     };
     ev.body = [self](std::string piece) { return self->OnBody(std::move(piece)); };
     ev.done = [self, id = t.id](Status st) { self->OnDone(id, st); };
-    forwarder_->Forward(t.http_address, ctx_->request->wire, cluster_->node_id(), std::move(ev));
+    forwarder_->Forward(address, ctx_->request->wire, cluster_->node_id(), std::move(ev));
   }
 
  private:

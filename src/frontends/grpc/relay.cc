@@ -1,0 +1,63 @@
+// Cluster mode's gRPC side of forwarding: a request's wire form kept for the
+// forward stage, and a peer's relayed answer turned back into the call's.
+#include <string_view>
+
+#include "frontends/grpc/grpc_forwarder.h"
+#include "frontends/grpc/services.h"
+#include "server/inference_server.h"
+
+namespace inferd::grpcfe {
+namespace {
+
+// Metadata gRPC sets itself, or that names this hop: never passed on.
+bool IsHopMetadata(std::string_view key) {
+  return key.empty() || key.front() == ':' || key.substr(0, 5) == "grpc-" || key == "user-agent" || key == "te" ||
+         key == "content-type" || key == "host" || key == "inferd-forwarded-by";
+}
+
+}  // namespace
+
+std::shared_ptr<const WireRequest> GrpcWireForm(const ServiceContext& ctx, const grpc::CallbackServerContext* c,
+                                                const inference::ModelInferRequest& req, bool stream,
+                                                std::string* forwarded_by) {
+  if (!ctx.server->admin().clustered()) return nullptr;
+  const auto& md = c->client_metadata();
+  if (auto it = md.find("inferd-forwarded-by"); it != md.end()) {
+    *forwarded_by = it->second.empty() ? "?" : std::string(it->second.data(), it->second.size());
+    return nullptr;  // served here: never forwarded again
+  }
+  auto wire = std::make_shared<WireRequest>();
+  wire->protocol = WireRequest::Protocol::kGrpc;
+  wire->target = stream ? kModelStreamInferMethod : kModelInferMethod;
+  for (const auto& [key, value] : md) {
+    const std::string_view k(key.data(), key.size());
+    if (!IsHopMetadata(k)) wire->headers.emplace_back(std::string(k), std::string(value.data(), value.size()));
+  }
+  auto body = std::make_shared<std::string>();
+  req.SerializeToString(body.get());
+  wire->body = std::move(body);
+  return wire;
+}
+
+std::optional<grpc::Status> RelayedFailure(const RelayedAnswer& a) {
+  int code = 0;
+  std::string message;
+  for (const auto& [name, value] : a.headers) {
+    if (name == "grpc-status") code = std::atoi(value.c_str());
+    if (name == "grpc-message") message = value;
+  }
+  if (code == 0) return std::nullopt;
+  return grpc::Status(static_cast<grpc::StatusCode>(code), message);
+}
+
+grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c,
+                        inference::ModelInferResponse* response) {
+  for (const auto& [name, value] : a.headers)
+    if (name == kServedByHeader) c->AddInitialMetadata("inferd-served-by", value);
+  if (auto failed = RelayedFailure(a)) return *failed;
+  if (!response->ParseFromString(a.body))
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the answer of the node that served it could not be read");
+  return grpc::Status::OK;
+}
+
+}  // namespace inferd::grpcfe
