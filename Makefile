@@ -14,6 +14,7 @@
 #   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
 #   make bench-request-path BEFORE=<binary>  the request path A/B: tiny_mlp c1 p50 and c32 throughput (~5 min)
 #   make bench-onnx  the ONNX executor against TorchScript and ONNX Runtime on the same models (~3 min)
+#   make bench-cluster  3 nodes + etcd: start-up over 100,000 models, forwarding overhead, kill -9 and an etcd outage under load (~8 min)
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
 #   make bench-pipelines  ensembles vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min)
 #   make bench-batch  batch jobs: rows/s vs the in-process best batch, online p99 while jobs run (~3 min)
@@ -41,7 +42,7 @@ CCACHE_ROOT ?= $(HOME)/.cache/inferd-ccache
 LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 CCACHE_ENV = CCACHE_DIR=$(CCACHE_ROOT)/$(1) CCACHE_MAXSIZE=3G CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
+.PHONY: all deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
 
 all: build
 
@@ -104,10 +105,12 @@ test: deps
 # library's sources 8 to a file, so shared headers are parsed once per 8;
 # the unit tests stay file by file), as is the release build: the clang build
 # still compiles every file on its own, so a missing include shows there.
+# Under ASan each unit test binary runs as one ctest test (a process start
+# costs 0.3-2 s there; tests/CMakeLists.txt, INFERD_CTEST_PER_TEST).
 check: asan-test
 asan-build: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DINFERD_SANITIZE=ON \
-	  -DCMAKE_UNITY_BUILD=ON $(LAUNCHER)
+	  -DCMAKE_UNITY_BUILD=ON -DINFERD_CTEST_PER_TEST=OFF $(LAUNCHER)
 	$(call CCACHE_ENV,asan) cmake --build build-asan -j $(JOBS)
 asan-test: asan-build
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -181,6 +184,11 @@ bench: build
 # tiny_mlp's c1 p50 and c32 throughput, rounds alternating (~5 min).
 bench-request-path: build
 	$(PY) bench/request_path_ab.py --before $(BEFORE) --after build/src/inferd
+
+# Issue 35's cluster targets: 3 nodes + etcd on loopback: start-up over 100,000 models, forwarding overhead, 3 nodes
+# vs 1, kill -9 and an etcd outage under Zipf traffic over 10,000 models (~8 min; the repositories once, ~2 min).
+bench-cluster: build
+	$(PY) bench/cluster_bench.py --inferd build/src/inferd
 
 # Issue 14's pipeline targets: ensemble vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min).
 bench-pipelines: build

@@ -80,6 +80,23 @@ class FakeClusterStore final : public cluster::ClusterStore {
     ++revision_;
     return true;
   }
+  Result<bool> ApplyIf(const std::vector<cluster::ConditionalWrite>& writes) override {
+    MutexLock l(&mu_);
+    if (Status st = Reach(); !st.ok()) return st;
+    for (const auto& w : writes) {
+      auto it = keys_.find(w.key);
+      if ((it == keys_.end() ? 0 : it->second.mod_revision) != w.expected) return false;
+    }
+    for (const auto& w : writes) {
+      if (w.remove) {
+        keys_.erase(w.key);
+        ++revision_;
+      } else {
+        Write(w.key, w.value, 0);
+      }
+    }
+    return true;
+  }
   Result<std::vector<cluster::StoredKey>> List(const std::string& prefix) override {
     MutexLock l(&mu_);
     if (Status st = Reach(); !st.ok()) return st;

@@ -30,6 +30,15 @@ struct StoredKey {
   int64_t lease = 0;         // 0 = none
 };
 
+// One write of ClusterStore::ApplyIf: `value` put at `key` (`remove`: the
+// key deleted) if the key's modification revision is `expected` (0: absent).
+struct ConditionalWrite {
+  std::string key;
+  std::string value;
+  int64_t expected = 0;
+  bool remove = false;
+};
+
 class ClusterStore {
  public:
   virtual ~ClusterStore() = default;
@@ -49,6 +58,12 @@ class ClusterStore {
   virtual Result<bool> PutIf(const std::string& key, const std::string& value, int64_t expected, int64_t lease) = 0;
   // Deletes `key` only when its modification revision is `expected`.
   virtual Result<bool> DeleteIf(const std::string& key, int64_t expected) = 0;
+  // Every write of `writes` or none, in one transaction (one round trip, one
+  // commit): true when every key's revision matched and all were applied,
+  // false when any differed (nothing applied). At most kMaxWritesPerApply.
+  virtual Result<bool> ApplyIf(const std::vector<ConditionalWrite>& writes) = 0;
+  // etcd's default --max-txn-ops is 128 (compares and operations each).
+  static constexpr size_t kMaxWritesPerApply = 64;
   // Every key that starts with `prefix`, in key order.
   virtual Result<std::vector<StoredKey>> List(const std::string& prefix) = 0;
 };

@@ -282,3 +282,33 @@ TEST(PlacementTest, AnUnplacedModelGetsAHomeByRoom) {
 
 }  // namespace
 }  // namespace inferd::cluster
+
+namespace inferd::cluster {
+namespace {
+
+// The store seam's transaction (placements are written in batches): all or nothing.
+TEST(ClusterStoreTest, ApplyIfWritesEveryKeyOrNone) {
+  testing::FakeClusterStore store;
+  ASSERT_TRUE(store.Put("/p/a", "1", 0).ok());
+  auto listed = store.List("/p/");
+  ASSERT_TRUE(listed.ok());
+  const int64_t a_rev = (*listed)[0].mod_revision;
+  // One stale revision: nothing is written.
+  auto stale = store.ApplyIf({{"/p/a", "2", a_rev + 100, false}, {"/p/b", "1", 0, false}});
+  ASSERT_TRUE(stale.ok());
+  EXPECT_FALSE(*stale);
+  EXPECT_EQ(store.List("/p/")->size(), 1u);
+  // Every revision current (0: absent): all written, a removal included.
+  auto applied = store.ApplyIf({{"/p/a", "", a_rev, true}, {"/p/b", "1", 0, false}, {"/p/c", "3", 0, false}});
+  ASSERT_TRUE(applied.ok());
+  EXPECT_TRUE(*applied);
+  auto after = store.List("/p/");
+  ASSERT_EQ(after->size(), 2u);
+  EXPECT_EQ((*after)[0].key, "/p/b");
+  EXPECT_EQ((*after)[1].value, "3");
+  store.SetReachable(false);
+  EXPECT_EQ(store.ApplyIf({{"/p/d", "4", 0, false}}).status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace inferd::cluster

@@ -132,6 +132,8 @@ class ModelManager {
   // waiter is answered through Options::on_load_done.
   void LoadInBackground(const std::string& name, std::optional<OnDemandLoader::Waiter> waiter);
   bool on_demand() const { return loader_ != nullptr; }
+  // On-demand residency: a load of `name` is queued or running.
+  bool LoadPending(const std::string& name) const;
 
   // ---- Labels and rollback (manager/labels.cc) ----
 

@@ -59,6 +59,8 @@ bool ModelManager::Index(const std::string& name) {
   return r.pinned;
 }
 
+bool ModelManager::LoadPending(const std::string& name) const { return loader_ && loader_->IsPending(name); }
+
 Status ModelManager::EnsureResident(const std::string& name) {
   auto lock = model_locks_.Acquire(name);
   if (shutting_down_.load()) return Status::Unavailable("the server is shutting down");

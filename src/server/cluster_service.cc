@@ -16,6 +16,13 @@ namespace {
 
 // A model served within this long counts as used: it is kept at two copies.
 constexpr auto kRecentUse = std::chrono::minutes(10);
+// One repair pass writes at most this many placements (in transactions of
+// ClusterStore::kMaxWritesPerApply), and for at most a quarter of the lease
+// TTL: the pass runs between the member's lease renewals, and thousands of
+// writes at once (after a node died, or etcd came back to models loaded
+// meanwhile) would let the lease expire. The rest waits for the next round,
+// which then starts at once.
+constexpr size_t kMaxPlacementWritesPerPass = 1024;
 
 std::string Joined(const std::vector<std::string>& v) {
   std::string out;
@@ -118,23 +125,51 @@ ClusterService::Route ClusterService::RouteModel(const std::string& model) const
   return r;
 }
 
-bool ClusterService::WritePlacement(const std::string& model, const cluster::Placement& before,
-                                    const cluster::Placement& after) {
-  const std::string key = options_.PlacementPrefix() + model;
-  Result<bool> written = true;
-  if (after.nodes.empty()) {
-    written = before.mod_revision == 0 ? Result<bool>(true) : store_->DeleteIf(key, before.mod_revision);
-  } else {
-    written = store_->PutIf(key, cluster::EncodePlacement(after), before.mod_revision, 0);
-  }
-  if (!written.ok()) return false;  // the store is unreachable: the next round tries again
-  if (!*written) {
-    counters_.placement_conflicts.fetch_add(1, std::memory_order_relaxed);
-    return false;  // another node changed it first: the next round sees its placement
-  }
+cluster::ConditionalWrite ClusterService::PlacementWrite::ToWrite(const std::string& prefix) const {
+  cluster::ConditionalWrite w;
+  w.key = prefix + model;
+  w.expected = before.mod_revision;
+  w.remove = after.nodes.empty();
+  if (!w.remove) w.value = cluster::EncodePlacement(after);
+  return w;
+}
+
+void ClusterService::Placed(const PlacementWrite& w) {
   counters_.placements.fetch_add(1, std::memory_order_relaxed);
-  spdlog::info("cluster: model '{}' placed on {} (was {}){}", model, Joined(after.nodes), Joined(before.nodes),
-               after.declined.empty() ? "" : "; declined by " + Joined(after.declined));
+  if (w.grew) counters_.re_replications.fetch_add(1, std::memory_order_relaxed);
+  spdlog::info("cluster: model '{}' placed on {} (was {}){}", w.model, Joined(w.after.nodes), Joined(w.before.nodes),
+               w.after.declined.empty() ? "" : "; declined by " + Joined(w.after.declined));
+}
+
+bool ClusterService::WritePlacements(std::vector<PlacementWrite> writes, TimePoint stop_writing) {
+  // A removal of a placement that does not exist is no write.
+  writes.erase(
+      std::remove_if(writes.begin(), writes.end(),
+                     [](const PlacementWrite& w) { return w.after.nodes.empty() && w.before.mod_revision == 0; }),
+      writes.end());
+  const std::string prefix = options_.PlacementPrefix();
+  for (size_t at = 0; at < writes.size(); at += cluster::ClusterStore::kMaxWritesPerApply) {
+    if (clock_->Now() > stop_writing) return false;
+    const size_t end = std::min(writes.size(), at + cluster::ClusterStore::kMaxWritesPerApply);
+    std::vector<cluster::ConditionalWrite> batch;
+    for (size_t i = at; i < end; ++i) batch.push_back(writes[i].ToWrite(prefix));
+    Result<bool> applied = store_->ApplyIf(batch);
+    if (!applied.ok()) return true;  // the store is unreachable: the next round tries again
+    if (*applied) {
+      for (size_t i = at; i < end; ++i) Placed(writes[i]);
+      continue;
+    }
+    // Another node changed one of them first: each on its own, to write the others.
+    for (size_t i = at; i < end; ++i) {
+      Result<bool> one = store_->ApplyIf({batch[i - at]});
+      if (!one.ok()) return true;
+      if (*one) {
+        Placed(writes[i]);
+      } else {
+        counters_.placement_conflicts.fetch_add(1, std::memory_order_relaxed);  // the next round sees its placement
+      }
+    }
+  }
   return true;
 }
 
@@ -145,6 +180,17 @@ void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
   for (const cluster::NodeRecord& n : view.nodes) live.insert(n.id);
   const std::set<std::string> down = DownNodes();
   const TimePoint now = clock_->Now();
+  // The writes are batched into transactions after the pass (one commit each, not one per placement).
+  std::vector<PlacementWrite> writes;
+  bool cut_short = false;
+  const auto write = [&](const std::string& model, const cluster::Placement& before, const cluster::Placement& after,
+                         bool grew) {
+    if (writes.size() >= kMaxPlacementWritesPerPass) {
+      cut_short = true;  // the next round writes it
+      return;
+    }
+    writes.push_back({model, before, after, grew});
+  };
   std::map<std::string, TimePoint> held;  // model -> last use
   for (const auto& v : manager_->ServingVersions()) {
     TimePoint& t = held[v->spec().name];
@@ -160,12 +206,10 @@ void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
     for (const std::string& n : p.declined)
       if (n != self) next.declined.push_back(n);  // holding it now: no longer declined
     if (!p.Has(self)) {
-      // Held here but not placed here: the registry learns of it (after an etcd restart, or a first use here)
-      // unless it already has its copies.
-      if (next.nodes.size() < cluster::kTargetCopies) {
-        next.nodes.push_back(self);
-        WritePlacement(model, p, next);
-      }
+      // Held here but not placed here: the registry learns of it (after an etcd restart, a first use here, or a
+      // request served here while etcd was down), also as a copy beyond the target: every copy is routed to.
+      next.nodes.push_back(self);
+      write(model, p, next, false);
       continue;
     }
     // The first live node of the placement looks after it (the others would only race it).
@@ -180,12 +224,12 @@ void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
         grew = true;
       }
     }
-    if ((next.nodes != p.nodes || next.declined != p.declined) && WritePlacement(model, p, next) && grew)
-      counters_.re_replications.fetch_add(1, std::memory_order_relaxed);
+    if (next.nodes != p.nodes || next.declined != p.declined) write(model, p, next, grew);
   }
   for (const auto& [model, p] : view.placements) {
     if (!p.Has(self) || held.count(model)) continue;
-    if (manager_->ModelStateOf(model).state == ModelState::kLoading) continue;
+    // Loading, or queued behind other loads (thousands at once after a node died): not a failure.
+    if (manager_->ModelStateOf(model).state == ModelState::kLoading || manager_->LoadPending(model)) continue;
     auto tried = loaded_for_revision_.find(model);
     // Under eager residency every model this node can load is loaded already: one placed here that is not held
     // failed here, and gives its place up at once.
@@ -201,8 +245,10 @@ void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
     cluster::Placement next = p;
     next.nodes.erase(std::remove(next.nodes.begin(), next.nodes.end(), self), next.nodes.end());
     next.declined.push_back(self);
-    WritePlacement(model, p, next);
+    write(model, p, next, false);
   }
+  if (!WritePlacements(std::move(writes), now + std::chrono::milliseconds(options_.lease_ttl) / 4)) cut_short = true;
+  if (cut_short && member_) member_->Poke();  // more to write: the next round at once, after the lease's renewal
 }
 
 Result<std::string> ClusterService::StatusJson() const {

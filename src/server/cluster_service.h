@@ -4,13 +4,17 @@
 // resident bytes, requests pending) through a ClusterMember, and leaves first
 // on shutdown. It is also placement's source for the ModelManager: after
 // each round it repairs placements (docs/cluster.md):
-// - a model this node holds that has no placement is placed here
-//   (compare-and-swap): the registry is rebuilt from what nodes hold;
+// - a model this node holds whose placement does not name it gets this node
+//   added (compare-and-swap; also beyond two copies): the registry is rebuilt
+//   from what nodes hold;
 // - a placement that names dead nodes drops them; a model used recently that
 //   has fewer than two live copies gets another node (ChooseNode);
 // - a model placed here and not held is loaded (once per placement
 //   revision; under on-demand residency); one placed here that this node
 //   evicted since, or failed to load, is given up.
+// Its writes go in transactions, at most 1,024 per pass and for a quarter of
+// the lease TTL (the lease is renewed between passes); more waits for the
+// next round, which then comes at once.
 // And the request path asks it where a request goes (Route: local or the
 // peers to forward to), and tells it when a peer failed (MarkDown: routed
 // around at once, not after its lease expires).
@@ -28,6 +32,8 @@
 #include <vector>
 
 #include "cluster/cluster_member.h"
+#include "cluster/cluster_store.h"
+#include "cluster/placement.h"
 #include "core/mutex.h"
 #include "core/status.h"
 
@@ -92,8 +98,16 @@ class ClusterService {
  private:
   cluster::NodeRecord Describe() const;
   std::set<std::string> DownNodes() const;
-  // Writes `after` as the placement of `model` over `before` (its revision; 0: none).
-  bool WritePlacement(const std::string& model, const cluster::Placement& before, const cluster::Placement& after);
+  // A placement change the repair pass makes: `after` over `before` (its revision; 0: none); `grew`: a copy added.
+  struct PlacementWrite {
+    std::string model;
+    cluster::Placement before, after;
+    bool grew = false;
+    cluster::ConditionalWrite ToWrite(const std::string& prefix) const;
+  };
+  // Writes them, in transactions, until `stop_writing`; false when time ran out first.
+  bool WritePlacements(std::vector<PlacementWrite> writes, TimePoint stop_writing);
+  void Placed(const PlacementWrite& w);  // counted and logged
 
   cluster::ClusterOptions options_;
   cluster::ClusterStore* const store_;

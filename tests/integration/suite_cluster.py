@@ -93,7 +93,13 @@ class ClusterBase(unittest.TestCase):
 class Cluster(ClusterBase):
     """Membership under eager residency (every node holds every model)."""
 
-    def test_nodes_see_each_other_and_what_they_hold(self):
+    # Tests that can share their etcd and nodes do (a node start under ASan costs seconds): each is a sequence.
+
+    def test_nodes_see_each_other_then_a_killed_one_leaves_at_its_lease_expiry(self):
+        self.nodes_see_each_other_and_what_they_hold()
+        self.a_killed_node_leaves_at_its_lease_expiry_and_the_others_keep_serving()
+
+    def nodes_see_each_other_and_what_they_hold(self):
         for name in ("a", "b", "c"):
             self.start_node(name)
         for name in ("a", "b", "c"):
@@ -124,10 +130,7 @@ class Cluster(ClusterBase):
         self.assertEqual(C.metric(metrics, "inferd_cluster_store_reachable"), 1)
         self.assertEqual(C.metric(metrics, "inferd_cluster_registrations_total"), 1)
 
-    def test_a_killed_node_leaves_at_its_lease_expiry_and_the_others_keep_serving(self):
-        for name in ("a", "b", "c"):
-            self.start_node(name)
-        self.wait_view(self.nodes["a"], ["a", "b", "c"], "three nodes")
+    def a_killed_node_leaves_at_its_lease_expiry_and_the_others_keep_serving(self):
         self.nodes["c"].proc.send_signal(signal.SIGKILL)
         self.nodes["c"].proc.wait(timeout=60)
         killed = time.monotonic()
@@ -148,7 +151,11 @@ class Cluster(ClusterBase):
         self.wait_view(self.nodes["a"], ["a"], "b gone at once", timeout=20)
         self.assertIsNotNone(self.nodes["b"].wait_for_log("left (lease revoked)", timeout=1))
 
-    def test_etcd_down_nodes_serve_by_their_last_view_and_recover(self):
+    def test_etcd_down_nodes_serve_by_their_last_view_and_recover_then_a_restarted_node_rejoins(self):
+        self.etcd_down_nodes_serve_by_their_last_view_and_recover()
+        self.a_restarted_node_rejoins()
+
+    def etcd_down_nodes_serve_by_their_last_view_and_recover(self):
         self.start_node("a")
         self.start_node("b")
         self.wait_view(self.nodes["a"], ["a", "b"], "two nodes")
@@ -182,9 +189,7 @@ class Cluster(ClusterBase):
         self.assertEqual(sorted(keys), ["/inferd/default/nodes/a", "/inferd/default/nodes/b"])
         self.assertIsNotNone(self.nodes["a"].wait_for_log("lost its lease", timeout=10))
 
-    def test_a_restarted_node_rejoins(self):
-        self.start_node("a")
-        self.start_node("b")
+    def a_restarted_node_rejoins(self):
         s = self.wait_view(self.nodes["a"], ["a", "b"], "two nodes")
         started = {n["id"]: n["started_unix_ms"] for n in s["nodes"]}
         self.nodes["b"].proc.send_signal(signal.SIGKILL)

@@ -176,6 +176,31 @@ Result<bool> EtcdStore::DeleteIf(const std::string& key, int64_t expected) {
   return resp.succeeded();
 }
 
+Result<bool> EtcdStore::ApplyIf(const std::vector<ConditionalWrite>& writes) {
+  if (writes.size() > kMaxWritesPerApply) return Status::InvalidArgument("too many writes for one transaction");
+  Impl::Endpoint& e = impl_->Pick();
+  grpc::ClientContext ctx;
+  impl_->Deadline(ctx);
+  etcdserverpb::TxnRequest req;
+  for (const ConditionalWrite& w : writes) {
+    etcdserverpb::Compare* c = req.add_compare();
+    c->set_key(w.key);
+    c->set_result(etcdserverpb::Compare::EQUAL);
+    c->set_target(etcdserverpb::Compare::MOD);
+    c->set_mod_revision(w.expected);
+    etcdserverpb::RequestOp* op = req.add_success();
+    if (w.remove) {
+      op->mutable_request_delete_range()->set_key(w.key);
+    } else {
+      op->mutable_request_put()->set_key(w.key);
+      op->mutable_request_put()->set_value(w.value);
+    }
+  }
+  etcdserverpb::TxnResponse resp;
+  if (Status st = impl_->Check(e.kv->Txn(&ctx, req, &resp), e, "txn"); !st.ok()) return st;
+  return resp.succeeded();
+}
+
 Result<std::vector<StoredKey>> EtcdStore::List(const std::string& prefix) {
   Impl::Endpoint& e = impl_->Pick();
   grpc::ClientContext ctx;
