@@ -90,6 +90,7 @@ struct ServeFlags {
   std::string memory_budget;  // bytes or units; "" = none
   double min_residency_secs = 1;
   int load_threads = 2;
+  int64_t index_at_start_limit = 10000;
   double load_wait_secs = 30;
   bool allow_grpc = true;
   grpcfe::GrpcServerOptions grpc;
@@ -253,6 +254,7 @@ int Serve(const ServeFlags& f) {
   }
   so.min_residency = std::chrono::milliseconds(static_cast<int64_t>(f.min_residency_secs * 1000));
   so.model_load_threads = f.load_threads;
+  so.index_at_start_limit = static_cast<size_t>(f.index_at_start_limit);
   so.load_wait = std::chrono::milliseconds(static_cast<int64_t>(f.load_wait_secs * 1000));
   if (so.residency == Residency::kOnDemand) {
     spdlog::info("on-demand residency: memory budget {}, minimum residency {} s, {} load threads",
@@ -497,6 +499,11 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "With on-demand residency: models loading at the same time for waiting requests")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--startup-index-limit", flags->index_at_start_limit,
+                  "With on-demand residency: a repository of more models than this is indexed (each config read) "
+                  "in the background once the server is ready; up to this many, before")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
   cmd->add_option("--model-load-wait-secs", flags->load_wait_secs,
                   "With on-demand residency: longest a request waits for its model to load (a smaller request "
                   "'timeout' parameter wins); then 503")

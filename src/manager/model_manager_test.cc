@@ -419,6 +419,25 @@ class OnDemandTest : public ModelManagerTest {
   std::vector<std::pair<std::string, StatusCode>> answers_;
 };
 
+// Over index_at_start_limit models, Start returns before any config is read;
+// a thread of the source indexes them, loading pinned ones as it finds them.
+TEST_F(OnDemandTest, ARepositoryOverTheIndexLimitIsIndexedAfterStartReturns) {
+  AddModel("m", {1});
+  AddModel("pinned", {1}, R"(parameters: { key: "pinned" value: { string_value: "true" } })");
+  MakeOnDemand(0);
+  gate_.HoldLoads(true);
+  RepositorySource::Options so;
+  so.index_at_start_limit = 1;  // 2 models: over it
+  source_ = std::make_unique<RepositorySource>(so, repository_.get(), manager_.get(), &clock_);
+  ASSERT_TRUE(source_->Start().ok());       // returns with the pinned model's load still held
+  ASSERT_TRUE(gate_.AwaitLoadsStarted(1));  // the index reached "pinned" (after "m") and loads it
+  EXPECT_EQ(manager_->ModelStateOf("m").reason, "not resident (on demand: loads on its first request)");
+  gate_.HoldLoads(false);
+  source_->Stop();  // joins the index thread: its load has finished
+  EXPECT_EQ(ServingVersions("pinned"), (std::vector<int64_t>{1}));
+  EXPECT_EQ(ServingVersions("m"), (std::vector<int64_t>{}));
+}
+
 TEST_F(OnDemandTest, IndexedModelsLoadForTheirFirstRequest) {
   AddModel("m", {1});
   AddModel("pinned", {1}, R"(parameters: { key: "pinned" value: { string_value: "true" } })");

@@ -20,12 +20,20 @@ Status RepositorySource::Start() {
   std::vector<std::string> to_load;
   if (manager_->on_demand()) {
     // Pinned and listed models load now; the rest load on demand.
-    const TimePoint t0 = clock_->Now();
     std::set<std::string> pinned;
-    for (const auto& n : names)
-      if (manager_->Index(n)) pinned.insert(n);
-    spdlog::info("indexed {} models for on-demand loading in {:.0f} ms", names.size(),
-                 std::chrono::duration<double, std::milli>(clock_->Now() - t0).count());
+    if (names.size() <= options_.index_at_start_limit) {
+      const TimePoint t0 = clock_->Now();
+      for (const auto& n : names)
+        if (manager_->Index(n)) pinned.insert(n);
+      spdlog::info("indexed {} models for on-demand loading in {:.0f} ms", names.size(),
+                   std::chrono::duration<double, std::milli>(clock_->Now() - t0).count());
+    } else {
+      spdlog::info(
+          "{} models (more than --startup-index-limit {}): indexing them in the background; each loads on its "
+          "first request, pinned ones as the index finds them",
+          names.size(), options_.index_at_start_limit);
+      index_thread_ = std::thread([this, names] { IndexInBackground(names); });
+    }
     to_load.assign(pinned.begin(), pinned.end());
     for (const auto& n : options_.startup_models)
       if (n != "*" && !pinned.count(n)) to_load.push_back(n);
@@ -41,6 +49,24 @@ Status RepositorySource::Start() {
     thread_ = std::thread([this] { PollLoop(); });
   }
   return Status::OK();
+}
+
+bool RepositorySource::Stopping() {
+  MutexLock l(&mu_);
+  return stopping_;
+}
+
+void RepositorySource::IndexInBackground(const std::vector<std::string>& names) {
+  const TimePoint t0 = clock_->Now();
+  size_t pinned = 0;
+  for (const auto& n : names) {
+    if (Stopping()) return;
+    if (!manager_->Index(n)) continue;
+    ++pinned;
+    (void)manager_->Reconcile(n, Aspiration{});  // errors are logged and recorded
+  }
+  spdlog::info("indexed {} models for on-demand loading in the background in {:.0f} ms ({} pinned, loaded)",
+               names.size(), std::chrono::duration<double, std::milli>(clock_->Now() - t0).count(), pinned);
 }
 
 void RepositorySource::PollLoop() {
@@ -65,6 +91,7 @@ void RepositorySource::Stop() {
   }
   cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
+  if (index_thread_.joinable()) index_thread_.join();
 }
 
 void RepositorySource::Poll() {

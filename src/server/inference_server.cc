@@ -82,6 +82,7 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   so.control_mode = options_->control_mode;
   so.startup_models = options_->startup_models;
   so.poll_interval = options_->poll_interval;
+  so.index_at_start_limit = options_->index_at_start_limit;
   source_ = std::make_unique<RepositorySource>(std::move(so), repository_.get(), manager_.get(), clock_);
   rollouts_ = std::make_unique<RolloutService>(manager_.get(), state_.get(), clock_);
   if (options_->response_cache_bytes > 0) cache_ = std::make_unique<ResponseCache>(options_->response_cache_bytes);

@@ -51,6 +51,10 @@ struct ServerOptions {
   // kOnDemand: threads loading models for waiting requests (loads of
   // different models run in parallel, one model loads once).
   int model_load_threads = 2;
+  // kOnDemand: a repository of more models than this is indexed (each
+  // model's config read) in the background once the server is ready, not
+  // before (RepositorySource::Options::index_at_start_limit).
+  size_t index_at_start_limit = 10000;
   // kOnDemand: longest a request waits for its model to load (a smaller
   // request `timeout` parameter wins); then DEADLINE_EXCEEDED.
   Duration load_wait = std::chrono::seconds(30);
