@@ -484,8 +484,9 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "With explicit (or poll) control: a model to load at start ('*' = all); repeatable");
   cmd->add_option("--model-residency", flags->residency,
                   "eager: models load as the control mode says and stay; on-demand: every repository model is "
-                  "indexed at start and loads on its first request (pinned models load at start), idle ones are "
-                  "evicted least-recently-used first to stay within --memory-budget")
+                  "indexed at start (in the background past --startup-index-limit) and loads on its first request "
+                  "(pinned models load at start), idle ones are evicted least-recently-used first to stay within "
+                  "--memory-budget")
       ->capture_default_str()
       ->check(CLI::IsMember({"eager", "on-demand"}));
   cmd->add_option("--memory-budget", flags->memory_budget,

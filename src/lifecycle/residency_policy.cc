@@ -12,7 +12,8 @@ EvictionPlan PlanEvictions(std::vector<ResidentModel> resident, uint64_t budget,
   std::erase_if(resident,
                 [&](const ResidentModel& m) { return m.pinned || m.busy || now - m.loaded_at < min_residency; });
   std::sort(resident.begin(), resident.end(), [](const ResidentModel& a, const ResidentModel& b) {
-    return std::tie(a.last_used, b.bytes, a.name) < std::tie(b.last_used, a.bytes, b.name);
+    const bool a_alone = !a.copies_elsewhere, b_alone = !b.copies_elsewhere;
+    return std::tie(a_alone, a.last_used, b.bytes, a.name) < std::tie(b_alone, b.last_used, a.bytes, b.name);
   });
   const uint64_t need = used + incoming;
   auto after = [&] { return need > plan.freed ? need - plan.freed : 0; };

@@ -7,8 +7,10 @@
 //  * nothing is evicted while used + incoming <= budget (budget 0 = none);
 //  * never evicted: pinned models, busy models (requests queued or running),
 //    models resident for less than `min_residency` (stops thrashing);
-//  * among the rest, least recently used first (ties: larger first, then
-//    name), until used + incoming - freed <= budget.
+//  * among the rest, first the models with a copy on another node (cluster
+//    mode: the cheaper victims, their requests go there), then the others;
+//    in each group least recently used first (ties: larger first, then name),
+//    until used + incoming - freed <= budget.
 // When the evictable models are not enough, `fits` is false and the caller
 // decides (inferd loads anyway and counts an over-budget load).
 //
@@ -30,6 +32,7 @@ struct ResidentModel {
   TimePoint loaded_at;
   bool pinned = false;
   bool busy = false;
+  bool copies_elsewhere = false;  // cluster mode: another live node holds it
 };
 
 struct EvictionPlan {

@@ -73,6 +73,20 @@ TEST(ResidencyPolicy, InconsistentUsedDoesNotUnderflow) {
   EXPECT_TRUE(plan.fits);
 }
 
+TEST(ResidencyPolicy, ModelsWithACopyElsewhereGoFirstThenLeastRecentlyUsed) {
+  // used 60 of 100; incoming 70 needs 30 freed. b was used last but another node holds it too: it goes first
+  // (its requests go there), then the oldest of the rest.
+  ResidentModel b = M("b", 25, 9);
+  b.copies_elsewhere = true;
+  auto plan = PlanEvictions({M("a", 15, 5), b, M("c", 20, 1)}, 100, 60, 70, kResidencyT0 + seconds(60), seconds(1));
+  EXPECT_EQ(plan.victims, (std::vector<std::string>{"b", "c"}));
+  EXPECT_TRUE(plan.fits);
+  // Pinned, busy and young models stay, copies elsewhere or not.
+  b.busy = true;
+  plan = PlanEvictions({M("a", 15, 5), b, M("c", 20, 1)}, 100, 60, 70, kResidencyT0 + seconds(60), seconds(1));
+  EXPECT_EQ(plan.victims, (std::vector<std::string>{"c", "a"}));
+}
+
 TEST(ByteSize, ParsesUnits) {
   EXPECT_EQ(*ParseByteSize("1073741824"), 1073741824u);
   EXPECT_EQ(*ParseByteSize("512MiB"), 512u << 20);

@@ -103,6 +103,10 @@ class ModelManager {
     // of a model start draining: the snapshot without them is already
     // published. Tests wait on it for "the swap happened"; may be null.
     std::function<void(const std::string& model)> on_drain_start;
+    // kOnDemand, cluster mode: whether another node holds a copy of `model`
+    // (such models are evicted first); null = none. Called under the
+    // manager's locks: must not call back into the manager.
+    std::function<bool(const std::string& model)> copies_elsewhere;
     // version.clock is set from the clock argument; version.schedulers, when
     // null, to the manager's own factory with the built-in kinds.
     ModelVersion::Options version;

@@ -140,7 +140,10 @@ uint64_t ModelManager::MakeRoomLocked(const std::string& keep, uint64_t incoming
       used += bytes;
       // Busy: requests in its queue, or waiters of its load on their way there.
       const bool busy = r.Busy() || (loader_ && loader_->IsInUse(n));
-      if (n != keep) candidates.push_back({n, bytes, r.LastUsed(), r.loaded_at, r.pinned, busy});
+      if (n != keep) {
+        const bool elsewhere = options_.copies_elsewhere && options_.copies_elsewhere(n);
+        candidates.push_back({n, bytes, r.LastUsed(), r.loaded_at, r.pinned, busy, elsewhere});
+      }
     }
   }
   const EvictionPlan plan = PlanEvictions(std::move(candidates), options_.memory_budget_bytes, used, incoming,

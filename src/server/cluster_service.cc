@@ -112,6 +112,23 @@ void ClusterService::MarkDown(const std::string& id) {
   if (first) spdlog::warn("cluster: node '{}' marked down (a forwarded request failed); routing around it", id);
 }
 
+bool ClusterService::HasCopyElsewhere(const std::string& model) const {
+  if (!joined_.load()) return false;
+  const auto view = member_->View();
+  // The model's home (the placement's first live node) keeps it: were both holders to prefer evicting it, both
+  // copies could go at once.
+  if (auto it = view->placements.find(model); it != view->placements.end()) {
+    for (const std::string& id : it->second.nodes) {
+      if (!view->Find(id)) continue;
+      if (id == options_.node_id) return false;
+      break;
+    }
+  }
+  for (const cluster::NodeRecord& n : view->nodes)
+    if (n.id != options_.node_id && std::binary_search(n.models.begin(), n.models.end(), model)) return true;
+  return false;
+}
+
 ClusterService::Route ClusterService::RouteModel(const std::string& model) const {
   Route r;
   if (!joined_.load() || manager_->Serving(model)) return r;

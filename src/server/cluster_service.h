@@ -81,6 +81,10 @@ class ClusterService {
   // the store). Local before Join, for a model held or placed here, and for
   // a model the repository does not have (answered here: 404).
   Route RouteModel(const std::string& model) const;
+  // Whether a live node other than this one holds `model` and this node is
+  // not its home (the placement's first live node), by the last view: the
+  // cheaper eviction victim. Takes only the view's lock.
+  bool HasCopyElsewhere(const std::string& model) const;
   // A forward to `id` failed (refused, connection dropped, 503): route around
   // it until its lease expires or it re-registers.
   void MarkDown(const std::string& id);

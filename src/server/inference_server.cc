@@ -77,6 +77,8 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
       ManagerOptions(*options_, state_.get(), options_->cpu_load ? options_->cpu_load : own_cpu_load_.get(), this,
                      hybrid_.get(), features_.get());
   mo.on_load_done = [this](OnDemandLoader::Waiter w, const Status& st) { OnLoadDone(std::move(w), st); };
+  // Set below (cluster mode), before anything loads.
+  mo.copies_elsewhere = [this](const std::string& model) { return cluster_ && cluster_->HasCopyElsewhere(model); };
   manager_ = std::make_unique<ModelManager>(std::move(mo), repository_.get(), backends, clock_);
   RepositorySource::Options so;
   so.control_mode = options_->control_mode;
