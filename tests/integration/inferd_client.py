@@ -88,6 +88,11 @@ class Server:
         with self._log_cv:
             self._log_cv.wait_for(started, timeout=self.START_TIMEOUT_S)
         if set(ports) != want:
+            if self._eof:  # it closed its log: it is exiting (a bad flag, say), not hanging
+                try:
+                    self.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    pass
             if self.proc.poll() is None:
                 self._show_hang("inferd did not start within %d s" % self.START_TIMEOUT_S)
                 self.proc.kill()
