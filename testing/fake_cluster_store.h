@@ -63,23 +63,6 @@ class FakeClusterStore final : public cluster::ClusterStore {
     Write(key, value, lease);
     return Status::OK();
   }
-  Result<bool> PutIf(const std::string& key, const std::string& value, int64_t expected, int64_t lease) override {
-    MutexLock l(&mu_);
-    if (Status st = Reach(); !st.ok()) return st;
-    auto it = keys_.find(key);
-    if ((it == keys_.end() ? 0 : it->second.mod_revision) != expected) return false;
-    Write(key, value, lease);
-    return true;
-  }
-  Result<bool> DeleteIf(const std::string& key, int64_t expected) override {
-    MutexLock l(&mu_);
-    if (Status st = Reach(); !st.ok()) return st;
-    auto it = keys_.find(key);
-    if (it == keys_.end() || it->second.mod_revision != expected) return false;
-    keys_.erase(it);
-    ++revision_;
-    return true;
-  }
   Result<bool> ApplyIf(const std::vector<cluster::ConditionalWrite>& writes) override {
     MutexLock l(&mu_);
     if (Status st = Reach(); !st.ok()) return st;

@@ -4,8 +4,8 @@
 // attached to a lease that deletes them when it is not kept alive.
 //
 // Only what the cluster needs: leases, puts, prefix listings, and
-// compare-and-swap on a key's modification revision, so two nodes never both
-// think they won a placement.
+// compare-and-swap on keys' modification revisions (ApplyIf, several keys in
+// one transaction), so two nodes never both think they won a placement.
 //
 // Thread-safety: implementations are thread-safe.
 // Errors: UNAVAILABLE or DEADLINE_EXCEEDED when the store cannot be reached
@@ -52,12 +52,6 @@ class ClusterStore {
 
   // Writes `key` (attached to `lease` unless 0).
   virtual Status Put(const std::string& key, const std::string& value, int64_t lease) = 0;
-  // Writes `key` only when its modification revision is `expected` (0: only
-  // when the key does not exist). true when written, false when another
-  // writer got there first.
-  virtual Result<bool> PutIf(const std::string& key, const std::string& value, int64_t expected, int64_t lease) = 0;
-  // Deletes `key` only when its modification revision is `expected`.
-  virtual Result<bool> DeleteIf(const std::string& key, int64_t expected) = 0;
   // Every write of `writes` or none, in one transaction (one round trip, one
   // commit): true when every key's revision matched and all were applied,
   // false when any differed (nothing applied). At most kMaxWritesPerApply.

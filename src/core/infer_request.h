@@ -52,8 +52,8 @@ struct WireRequest {
 // one part of a streamed one (the first part carries status and headers).
 // Over gRPC: `body` is one serialized response message (ModelInferResponse,
 // or ModelStreamInferResponse for a stream's part); a call that failed has no
-// body, status is the HTTP status of its code, and the headers grpc-status and
-// grpc-message carry the code and message.
+// body and status 0, and the headers grpc-status and grpc-message carry its
+// code and message.
 struct RelayedAnswer {
   int status = 0;
   std::vector<std::pair<std::string, std::string>> headers;

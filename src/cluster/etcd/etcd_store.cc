@@ -63,18 +63,6 @@ std::string PrefixEnd(const std::string& prefix) {
   return std::string(1, '\0');  // every key
 }
 
-// A transaction whose operations apply only while `key`'s modification
-// revision is `expected` (an absent key's is 0).
-etcdserverpb::TxnRequest ModRevisionIs(const std::string& key, int64_t expected) {
-  etcdserverpb::TxnRequest req;
-  etcdserverpb::Compare* c = req.add_compare();
-  c->set_key(key);
-  c->set_result(etcdserverpb::Compare::EQUAL);
-  c->set_target(etcdserverpb::Compare::MOD);
-  c->set_mod_revision(expected);
-  return req;
-}
-
 }  // namespace
 
 EtcdStore::EtcdStore(std::vector<std::string> endpoints, std::chrono::milliseconds timeout)
@@ -151,31 +139,6 @@ Status EtcdStore::Put(const std::string& key, const std::string& value, int64_t 
   return impl_->Check(e.kv->Put(&ctx, req, &resp), e, "put");
 }
 
-Result<bool> EtcdStore::PutIf(const std::string& key, const std::string& value, int64_t expected, int64_t lease) {
-  Impl::Endpoint& e = impl_->Pick();
-  grpc::ClientContext ctx;
-  impl_->Deadline(ctx);
-  etcdserverpb::TxnRequest req = ModRevisionIs(key, expected);
-  etcdserverpb::PutRequest* put = req.add_success()->mutable_request_put();
-  put->set_key(key);
-  put->set_value(value);
-  put->set_lease(lease);
-  etcdserverpb::TxnResponse resp;
-  if (Status st = impl_->Check(e.kv->Txn(&ctx, req, &resp), e, "txn"); !st.ok()) return st;
-  return resp.succeeded();
-}
-
-Result<bool> EtcdStore::DeleteIf(const std::string& key, int64_t expected) {
-  Impl::Endpoint& e = impl_->Pick();
-  grpc::ClientContext ctx;
-  impl_->Deadline(ctx);
-  etcdserverpb::TxnRequest req = ModRevisionIs(key, expected);
-  req.add_success()->mutable_request_delete_range()->set_key(key);
-  etcdserverpb::TxnResponse resp;
-  if (Status st = impl_->Check(e.kv->Txn(&ctx, req, &resp), e, "txn"); !st.ok()) return st;
-  return resp.succeeded();
-}
-
 Result<bool> EtcdStore::ApplyIf(const std::vector<ConditionalWrite>& writes) {
   if (writes.size() > kMaxWritesPerApply) return Status::InvalidArgument("too many writes for one transaction");
   Impl::Endpoint& e = impl_->Pick();
@@ -183,6 +146,7 @@ Result<bool> EtcdStore::ApplyIf(const std::vector<ConditionalWrite>& writes) {
   impl_->Deadline(ctx);
   etcdserverpb::TxnRequest req;
   for (const ConditionalWrite& w : writes) {
+    // Applies only while the key's modification revision is `expected` (an absent key's is 0).
     etcdserverpb::Compare* c = req.add_compare();
     c->set_key(w.key);
     c->set_result(etcdserverpb::Compare::EQUAL);

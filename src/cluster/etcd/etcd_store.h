@@ -28,8 +28,6 @@ class EtcdStore final : public ClusterStore {
   Status KeepAlive(int64_t lease) override;
   Status RevokeLease(int64_t lease) override;
   Status Put(const std::string& key, const std::string& value, int64_t lease) override;
-  Result<bool> PutIf(const std::string& key, const std::string& value, int64_t expected, int64_t lease) override;
-  Result<bool> DeleteIf(const std::string& key, int64_t expected) override;
   Result<bool> ApplyIf(const std::vector<ConditionalWrite>& writes) override;
   Result<std::vector<StoredKey>> List(const std::string& prefix) override;
 

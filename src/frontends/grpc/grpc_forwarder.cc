@@ -65,39 +65,6 @@ std::string BytesOf(const grpc::ByteBuffer& b) {
   return out;
 }
 
-// The HTTP status a relayed gRPC failure is counted as.
-int HttpStatusOf(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return 200;
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return 400;
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return 401;
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return 403;
-    case grpc::StatusCode::NOT_FOUND:
-      return 404;
-    case grpc::StatusCode::ALREADY_EXISTS:
-    case grpc::StatusCode::ABORTED:
-      return 409;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return 429;
-    case grpc::StatusCode::CANCELLED:
-      return 499;
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return 501;
-    case grpc::StatusCode::UNAVAILABLE:
-      return 503;
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return 504;
-    default:
-      return 500;
-  }
-}
-
 void Prepare(grpc::ClientContext& ctx, const GrpcForwarderOptions& o, const WireRequest& wire,
              const std::string& from) {
   for (const auto& [key, value] : wire.headers) ctx.AddMetadata(key, value);
@@ -110,9 +77,9 @@ void Prepare(grpc::ClientContext& ctx, const GrpcForwarderOptions& o, const Wire
 void EndWithoutResponse(const grpc::Status& st, Forwarder::Events& events) {
   if (st.error_code() == grpc::StatusCode::UNAVAILABLE)
     return events.done(Status::Unavailable("the peer failed: " + st.error_message()));
+  // No HTTP status (0): the code travels as grpc-status, which relay.cc reads back.
   events.head(
-      HttpStatusOf(st.error_code()),
-      {{"grpc-status", std::to_string(static_cast<int>(st.error_code()))}, {"grpc-message", st.error_message()}},
+      0, {{"grpc-status", std::to_string(static_cast<int>(st.error_code()))}, {"grpc-message", st.error_message()}},
       /*streamed=*/false);
   events.done(Status::OK());
 }
