@@ -128,7 +128,7 @@ asan-test: asan-build
 clang-build: deps
 	CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g0 \
 	  -DINFERD_BACKEND_PYTORCH=OFF -DINFERD_BACKEND_LLM=OFF -DINFERD_BACKEND_ONNX=OFF -DINFERD_JEMALLOC=OFF \
-	  -DINFERD_FUZZ=ON $(LAUNCHER)
+	  -DINFERD_FUZZ=ON -DINFERD_ANALYSIS_ONLY=ON $(LAUNCHER)
 	$(call CCACHE_ENV,clang) cmake --build build-clang -j $(JOBS)
 thread-safety: clang-build
 

@@ -44,17 +44,53 @@ void OnStopSignal(int sig) {
   errno = saved;
 }
 
-// Blocks until SIGINT or SIGTERM was taken (by any thread); returns which.
-// The signals are unblocked only inside ppoll, so this thread takes them
-// there when no other thread can.
-int WaitForStopSignal(const sigset_t& wait_mask) {
+// Blocks until SIGINT or SIGTERM was taken (by any thread); returns which,
+// or 0 once `done_fd` (when given) is readable. The signals are unblocked only
+// inside ppoll, so this thread takes them there when no other thread can.
+int WaitForStopSignal(const sigset_t& wait_mask, int done_fd = -1) {
   for (;;) {
-    pollfd p{g_signal_pipe[0], POLLIN, 0};
-    (void)ppoll(&p, 1, nullptr, &wait_mask);  // EINTR when the handler ran here
+    pollfd p[2] = {{g_signal_pipe[0], POLLIN, 0}, {done_fd, POLLIN, 0}};
+    (void)ppoll(p, done_fd < 0 ? 1 : 2, nullptr, &wait_mask);  // EINTR when the handler ran here
     unsigned char b = 0;
     if (read(g_signal_pipe[0], &b, 1) == 1) return b;
+    if (done_fd >= 0 && (p[1].revents & (POLLIN | POLLHUP))) return 0;
   }
 }
+
+// A stop signal while the server starts (eager residency loads every model
+// first: minutes for a large repository) abandons the start: the model
+// loading finishes, no further one starts, and the server stops as after any
+// stop signal. Kubernetes sends SIGTERM to a pod still starting when a
+// rollout is undone or the node drains. Not thread-safe: the starting thread
+// owns it.
+class StartWatch {
+ public:
+  StartWatch(InferenceServer* server, const sigset_t& wait_mask) {
+    if (pipe2(done_, O_CLOEXEC) != 0) return;  // no watch: a signal then waits for the start
+    thread_ = std::thread([this, server, &wait_mask] {
+      signal_ = WaitForStopSignal(wait_mask, done_[0]);
+      if (signal_ != 0) server->AbandonStart();
+    });
+  }
+  ~StartWatch() { (void)Finish(); }
+  StartWatch(const StartWatch&) = delete;
+  StartWatch& operator=(const StartWatch&) = delete;
+
+  // Ends the watch; the signal taken during the start, or 0.
+  int Finish() {
+    if (thread_.joinable()) {
+      close(done_[1]);
+      thread_.join();
+      close(done_[0]);
+    }
+    return signal_;
+  }
+
+ private:
+  int done_[2] = {-1, -1};
+  int signal_ = 0;  // written by the thread, read after the join
+  std::thread thread_;
+};
 
 struct ServeFlags {
   std::string repository;
@@ -286,8 +322,16 @@ int Serve(const ServeFlags& f) {
                so.default_intra_op_threads);
 
   InferenceServer server(so, &backends, &clock);
-  if (Status st = server.Start(); !st.ok()) {
-    spdlog::critical("cannot start: {}", st.message());
+  StartWatch start_watch(&server, wait_mask);
+  const Status started = server.Start();
+  if (const int sig = start_watch.Finish(); sig != 0) {
+    spdlog::info("received {}, shutting down: during start-up, before the APIs opened", strsignal(sig));
+    server.Shutdown();
+    spdlog::info("stopped");
+    return 0;
+  }
+  if (!started.ok()) {
+    spdlog::critical("cannot start: {}", started.message());
     return 1;
   }
 

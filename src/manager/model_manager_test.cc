@@ -395,6 +395,25 @@ TEST_F(ModelManagerTest, PollLoadsNewChangedAndRemovedModelsOnTheClock) {
   EXPECT_EQ(IndexOf("c"), (std::vector<std::string>{":UNAVAILABLE"}));
 }
 
+// A stop signal during start-up (serve's StartWatch) abandons the start: the
+// load in progress finishes, no further model loads, Start returns Cancelled.
+TEST_F(ModelManagerTest, AnAbandonedStartLoadsNoFurtherModel) {
+  AddModel("a", {1});
+  AddModel("b", {1});
+  Make();
+  gate_.HoldLoads(true);
+  source_ = std::make_unique<RepositorySource>(RepositorySource::Options{}, repository_.get(), manager_.get(), &clock_);
+  Status started;
+  std::thread start([&] { started = source_->Start(); });
+  ASSERT_TRUE(gate_.AwaitLoadsStarted(1));  // "a" (models load in name order)
+  source_->AbandonStart();
+  gate_.HoldLoads(false);
+  start.join();
+  EXPECT_EQ(started.code(), StatusCode::kCancelled) << started.message();
+  EXPECT_EQ(ServingVersions("a"), (std::vector<int64_t>{1}));
+  EXPECT_EQ(ServingVersions("b"), (std::vector<int64_t>{}));
+}
+
 class OnDemandTest : public ModelManagerTest {
  protected:
   void MakeOnDemand(uint64_t budget) {

@@ -23,8 +23,10 @@ Status RepositorySource::Start() {
     std::set<std::string> pinned;
     if (names.size() <= options_.index_at_start_limit) {
       const TimePoint t0 = clock_->Now();
-      for (const auto& n : names)
+      for (const auto& n : names) {
+        if (StartAbandoned()) return Status::Cancelled("start-up abandoned while indexing");
         if (manager_->Index(n)) pinned.insert(n);
+      }
       spdlog::info("indexed {} models for on-demand loading in {:.0f} ms", names.size(),
                    std::chrono::duration<double, std::milli>(clock_->Now() - t0).count());
     } else {
@@ -44,11 +46,28 @@ Status RepositorySource::Start() {
   } else {
     to_load = options_.startup_models;
   }
-  for (const auto& n : to_load) (void)manager_->Reconcile(n, Aspiration{});  // errors are logged and recorded
+  for (const auto& n : to_load) {
+    if (StartAbandoned()) {
+      spdlog::info("start-up abandoned: {} of {} start-up models not loaded", to_load.size() - (&n - to_load.data()),
+                   to_load.size());
+      return Status::Cancelled("start-up abandoned");
+    }
+    (void)manager_->Reconcile(n, Aspiration{});  // errors are logged and recorded
+  }
   if (options_.control_mode == ModelControlMode::kPoll && options_.poll_interval.count() > 0) {
     thread_ = std::thread([this] { PollLoop(); });
   }
   return Status::OK();
+}
+
+void RepositorySource::AbandonStart() {
+  MutexLock l(&mu_);
+  start_abandoned_ = true;
+}
+
+bool RepositorySource::StartAbandoned() {
+  MutexLock l(&mu_);
+  return start_abandoned_;
 }
 
 bool RepositorySource::Stopping() {

@@ -51,7 +51,12 @@ class RepositorySource {
 
   // Loads the start-up models (a model that fails is logged and recorded;
   // only an unreadable repository fails) and starts the poll thread.
+  // Cancelled when AbandonStart was called: the model loading then finished,
+  // the rest were not loaded, the poll thread was not started.
   Status Start();
+  // From any thread (a stop signal during start-up): Start loads no further
+  // model and returns Cancelled. Idempotent.
+  void AbandonStart();
   // One rescan (kPoll).
   void Poll();
   // Stops the poll and index threads (a rescan in progress finishes first;
@@ -62,6 +67,7 @@ class RepositorySource {
   void PollLoop();
   void IndexInBackground(const std::vector<std::string>& names);
   bool Stopping();
+  bool StartAbandoned();
 
   const Options options_;
   const ModelRepository* repository_;
@@ -70,6 +76,7 @@ class RepositorySource {
   Mutex mu_;
   CondVar cv_;
   bool stopping_ TSA_GUARDED_BY(mu_) = false;
+  bool start_abandoned_ TSA_GUARDED_BY(mu_) = false;
   std::thread thread_;        // polls
   std::thread index_thread_;  // the background index
 };

@@ -191,6 +191,8 @@ Status InferenceServer::Start() {
   return jobs_->Start();  // resumes jobs a restart interrupted
 }
 
+void InferenceServer::AbandonStart() { source_->AbandonStart(); }
+
 void InferenceServer::Shutdown() {
   if (stopping_.exchange(true)) return;
   if (cluster_) cluster_->Leave();  // peers stop routing here before anything drains

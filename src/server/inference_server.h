@@ -76,6 +76,9 @@ class InferenceServer final : public RequestSubmitter {
   // that fails to load is logged and shown in the repository index; only an
   // unreadable repository (or, with exit_on_error, a failed model) fails Start.
   Status Start();
+  // From any thread while Start runs (a stop signal during start-up): Start
+  // loads no further model and returns Cancelled. Shutdown still follows.
+  void AbandonStart();
   // Stops accepting inference (UNAVAILABLE), finishes accepted requests,
   // releases all models. Idempotent.
   void Shutdown();

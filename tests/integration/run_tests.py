@@ -13,6 +13,7 @@ Usage: run_tests.py --inferd PATH --workdir DIR [--reuse-repository] [unittest a
 import argparse
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -21,6 +22,21 @@ import common as C  # noqa: E402
 SUITES = ["infer", "batch", "jobs", "protocol", "grpc", "bad_input", "bench", "explicit_control", "lifecycle", "residency", "frameworks",
           "shutdown", "pipelines", "python", "traffic", "rollout", "cache", "hybrid", "features", "generative",
           "bucketing", "cluster"]
+
+
+class TimedResult(unittest.TextTestResult):
+    """Prints each test's wall time after its verdict ("ok (3.2 s)"), and the slowest at the end."""
+
+    def startTest(self, test):
+        self._started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        elapsed = time.monotonic() - self._started
+        self.times = getattr(self, "times", []) + [(elapsed, test.id())]
+        if self.showAll:
+            self.stream.writeln("    (%.1f s)" % elapsed)
+        super().stopTest(test)
 
 
 def main():
@@ -43,7 +59,9 @@ def main():
                 continue
             wanted = [n.split(".", 1)[1] for n in names if n.startswith(cls.__name__ + ".")]
             suite.addTests([cls(m) for m in wanted] if wanted else loader.loadTestsFromTestCase(cls))
-    r = unittest.TextTestRunner(verbosity=2).run(suite)
+    r = unittest.TextTestRunner(verbosity=2, resultclass=TimedResult).run(suite)
+    for elapsed, name in sorted(getattr(r, "times", []), reverse=True)[:5]:
+        print("slowest: %6.1f s  %s" % (elapsed, name))
     failed = len(r.failures) + len(r.errors)
     print("%d passed, %d failed, %d skipped" % (r.testsRun - failed - len(r.skipped), failed, len(r.skipped)))
     sys.exit(0 if r.wasSuccessful() and r.testsRun > 0 else 1)
