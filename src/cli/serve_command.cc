@@ -136,6 +136,7 @@ struct ServeFlags {
   std::string cluster_advertise_host;  // "" = --host, or the host name when --host is a wildcard
   int cluster_lease_ttl_secs = 5;
   int cluster_refresh_ms = 1000;
+  double cluster_copy_rate = 50;
 };
 
 // The host name peers reach this node at: --cluster-advertise-host, else
@@ -158,6 +159,7 @@ Result<cluster::ClusterOptions> ClusterOptionsFromFlags(const ServeFlags& f) {
   o.name = f.cluster_name;
   o.lease_ttl = std::chrono::seconds(f.cluster_lease_ttl_secs);
   o.refresh = std::chrono::milliseconds(f.cluster_refresh_ms);
+  o.copy_rate = f.cluster_copy_rate;
   const std::string host = AdvertiseHost(f);
   o.node_id = f.cluster_node_id.empty() ? host + ":" + std::to_string(f.http_port) : f.cluster_node_id;
   o.http_address = host + ":" + std::to_string(f.http_port == 0 ? 1 : f.http_port);  // checked again at Join
@@ -602,6 +604,12 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "members (at most a third of the lease TTL)")
       ->capture_default_str()
       ->check(CLI::Range(10, 200000));
+  cmd->add_option("--cluster-copy-rate", flags->cluster_copy_rate,
+                  "Requests per second one copy of a model serves before the model gets another copy (beyond "
+                  "two, up to one per node); a surplus copy is released when the rate falls (0 = two copies at "
+                  "most by rate)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|critical|off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));

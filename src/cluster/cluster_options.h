@@ -22,6 +22,11 @@ struct ClusterOptions {
   std::chrono::seconds lease_ttl{5};              // a node that stops renewing is gone this long after
   std::chrono::milliseconds refresh{1000};        // how often a node renews, publishes and reads the view
   std::chrono::milliseconds store_timeout{2000};  // deadline of one call to etcd
+  // Requests per second one copy of a model serves before the model gets
+  // another copy (beyond two, up to one per live node); a copy beyond two is
+  // released when one fewer would each serve under 3/4 of it. 0: never more
+  // than two copies by rate.
+  double copy_rate = 50;
 
   std::string Prefix() const { return "/inferd/" + name + "/"; }
   std::string NodesPrefix() const { return Prefix() + "nodes/"; }

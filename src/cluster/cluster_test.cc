@@ -35,13 +35,21 @@ TEST(NodeRecordTest, RoundTrips) {
   EXPECT_EQ(back->in_flight, 7);
   EXPECT_EQ(back->started_unix_ms, 1790000000000);
   EXPECT_EQ(back->models, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(back->rates.empty());
+  r.rates = {{"a", 120}, {"b", 0}};
+  back = ParseNodeRecord(EncodeNodeRecord(r));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->rates, (std::map<std::string, uint64_t>{{"a", 120}, {"b", 0}}));
 }
 
 TEST(NodeRecordTest, RefusesMalformedRecords) {
   for (const char* bad :
        {"", "[]", "{", "{\"http\":\"h:1\"}", "{\"id\":\"a b\",\"http\":\"h:1\"}", "{\"id\":\"a\"}",
         "{\"id\":\"a\",\"http\":\"\"}", "{\"id\":\"a\",\"http\":\"h:1\",\"models\":[1]}",
-        "{\"id\":\"a\",\"http\":\"h:1\",\"used_bytes\":-1}", "{\"id\":\"a\",\"http\":\"h:1\",\"models\":\"x\"}"}) {
+        "{\"id\":\"a\",\"http\":\"h:1\",\"used_bytes\":-1}", "{\"id\":\"a\",\"http\":\"h:1\",\"models\":\"x\"}",
+        "{\"id\":\"a\",\"http\":\"h:1\",\"rates\":[]}", "{\"id\":\"a\",\"http\":\"h:1\",\"rates\":{\"m\":-1}}",
+        "{\"id\":\"a\",\"http\":\"h:1\",\"rates\":{\"m\":1.5}}", "{\"id\":\"a\",\"http\":\"h:1\",\"rates\":{\"\":1}}",
+        "{\"id\":\"a\",\"http\":\"h:1\",\"rates\":{\"m\":1000000001}}"}) {
     auto r = ParseNodeRecord(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
@@ -227,9 +235,16 @@ TEST(PlacementTest, RoundTripsAndRefusesMalformedPlacements) {
   back = ParsePlacement(EncodePlacement(p));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->declined, (std::vector<std::string>{"c"}));
-  for (const char* bad :
-       {"", "{}", "{\"nodes\":3}", "{\"nodes\":[1]}", "{\"nodes\":[\"a\",\"a\"]}", "{\"nodes\":[\"a b\"]}",
-        "{\"nodes\":[],\"declined\":\"c\"}", "{\"nodes\":[],\"declined\":[\"c\",\"c\"]}"})
+  p.released = {"d"};
+  EXPECT_EQ(EncodePlacement(p), R"({"nodes":["b","a"],"declined":["c"],"released":["d"]})");
+  back = ParsePlacement(EncodePlacement(p));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->released, (std::vector<std::string>{"d"}));
+  EXPECT_TRUE(back->Released("d"));
+  EXPECT_FALSE(back->Released("a"));
+  for (const char* bad : {"", "{}", "{\"nodes\":3}", "{\"nodes\":[1]}", "{\"nodes\":[\"a\",\"a\"]}",
+                          "{\"nodes\":[\"a b\"]}", "{\"nodes\":[],\"declined\":\"c\"}",
+                          "{\"nodes\":[],\"declined\":[\"c\",\"c\"]}", "{\"nodes\":[],\"released\":[1]}"})
     EXPECT_FALSE(ParsePlacement(bad).ok()) << bad;
 }
 
@@ -262,6 +277,13 @@ TEST(PlacementTest, RequestsGoToHoldersThenPlacedNodesThenAreServedHere) {
   EXPECT_EQ(loading.targets[0]->id, "d");
   v.placements["n"].nodes = {"d", "a"};
   EXPECT_TRUE(PlanRoute(v, "n", {}).local);
+  // c's copy of m is released (the rate fell): it still serves, after the placed copies, while it drains.
+  v.placements["m"].nodes = {"b"};
+  v.placements["m"].released = {"c"};
+  RoutePlan drained = PlanRoute(v, "m", {});
+  ASSERT_EQ(drained.targets.size(), 2u);
+  EXPECT_EQ(drained.targets[0]->id, "b");
+  EXPECT_EQ(drained.targets[1]->id, "c");
 }
 
 TEST(PlacementTest, AnUnplacedModelGetsAHomeByRoom) {

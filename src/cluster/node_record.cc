@@ -68,6 +68,15 @@ std::string EncodeNodeRecord(const NodeRecord& r) {
   w.StartArray();
   for (const std::string& m : r.models) w.String(m.c_str(), static_cast<rapidjson::SizeType>(m.size()));
   w.EndArray();
+  if (!r.rates.empty()) {
+    w.Key("rates");
+    w.StartObject();
+    for (const auto& [m, rate] : r.rates) {
+      w.Key(m.c_str(), static_cast<rapidjson::SizeType>(m.size()));
+      w.Uint64(rate);
+    }
+    w.EndObject();
+  }
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
 }
@@ -113,6 +122,17 @@ Result<NodeRecord> ParseNodeRecord(std::string_view json) {
     }
     std::sort(r.models.begin(), r.models.end());
     r.models.erase(std::unique(r.models.begin(), r.models.end()), r.models.end());
+  }
+  if (doc.HasMember("rates")) {
+    const rapidjson::Value& rates = doc["rates"];
+    if (!rates.IsObject()) return Bad("'rates' must be an object of model names to requests per second");
+    if (rates.MemberCount() > kMaxNodeRecordModels) return Bad("too many rates");
+    for (const auto& m : rates.GetObject()) {
+      if (m.name.GetStringLength() == 0) return Bad("'rates' has an empty model name");
+      if (!m.value.IsUint64() || m.value.GetUint64() > kMaxNodeRecordRate)
+        return Bad("'rates' values are requests per second, 0 to " + std::to_string(kMaxNodeRecordRate));
+      r.rates[std::string(m.name.GetString(), m.name.GetStringLength())] = m.value.GetUint64();
+    }
   }
   return r;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,12 +26,16 @@ struct NodeRecord {
   int64_t in_flight = 0;            // requests accepted and not yet answered
   int64_t started_unix_ms = 0;      // when the process started (a restart shows as a new value)
   std::vector<std::string> models;  // models it holds (serving), sorted
+  // Requests per second it served over its last round, for the models it
+  // serves at half the cluster's copy rate or more (the rest: not listed).
+  std::map<std::string, uint64_t> rates;
 };
 
 // Bounds on what Parse accepts.
 inline constexpr size_t kMaxNodeRecordBytes = 8u << 20;
 inline constexpr size_t kMaxNodeRecordModels = 200000;
 inline constexpr size_t kMaxNodeIdBytes = 128;
+inline constexpr uint64_t kMaxNodeRecordRate = 1'000'000'000;
 
 std::string EncodeNodeRecord(const NodeRecord& r);
 Result<NodeRecord> ParseNodeRecord(std::string_view json);

@@ -13,6 +13,10 @@ namespace inferd::cluster {
 
 bool Placement::Has(const std::string& id) const { return std::find(nodes.begin(), nodes.end(), id) != nodes.end(); }
 
+bool Placement::Released(const std::string& id) const {
+  return std::find(released.begin(), released.end(), id) != released.end();
+}
+
 std::string EncodePlacement(const Placement& p) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
@@ -21,12 +25,15 @@ std::string EncodePlacement(const Placement& p) {
   w.StartArray();
   for (const std::string& n : p.nodes) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
   w.EndArray();
-  if (!p.declined.empty()) {
-    w.Key("declined");
+  const auto list = [&w](const char* key, const std::vector<std::string>& ids) {
+    if (ids.empty()) return;
+    w.Key(key);
     w.StartArray();
-    for (const std::string& n : p.declined) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
+    for (const std::string& n : ids) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
     w.EndArray();
-  }
+  };
+  list("declined", p.declined);
+  list("released", p.released);
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
 }
@@ -54,6 +61,8 @@ Result<Placement> ParsePlacement(std::string_view json) {
   if (Status st = read(doc["nodes"], &p.nodes); !st.ok()) return st;
   if (doc.HasMember("declined"))
     if (Status st = read(doc["declined"], &p.declined); !st.ok()) return st;
+  if (doc.HasMember("released"))
+    if (Status st = read(doc["released"], &p.released); !st.ok()) return st;
   return p;
 }
 
@@ -85,11 +94,11 @@ RoutePlan PlanRoute(const ClusterView& view, const std::string& model, const std
     plan.local = true;
     return plan;
   }
-  std::vector<const NodeRecord*> holding, loading;
+  std::vector<const NodeRecord*> holding, loading, releasing;
   for (const NodeRecord& n : view.nodes) {
     if (n.id == view.self || down.count(n.id)) continue;
     if (std::binary_search(n.models.begin(), n.models.end(), model)) {
-      holding.push_back(&n);
+      (p && p->Released(n.id) ? releasing : holding).push_back(&n);
     } else if (p && p->Has(n.id)) {
       loading.push_back(&n);
     }
@@ -98,6 +107,7 @@ RoutePlan PlanRoute(const ClusterView& view, const std::string& model, const std
                    [](const NodeRecord* a, const NodeRecord* b) { return a->in_flight < b->in_flight; });
   plan.targets = holding;
   plan.targets.insert(plan.targets.end(), loading.begin(), loading.end());
+  plan.targets.insert(plan.targets.end(), releasing.begin(), releasing.end());
   if (!plan.targets.empty()) return plan;
   // Nobody live holds it or is placed to: its new home takes it.
   const NodeRecord* home = view.Find(ChooseNode(view, {}, down));

@@ -1,5 +1,5 @@
 // Placement: which nodes should hold a model (key <prefix>placement/<model>,
-// JSON {"nodes": ["a", "b"], "declined": ["c"]}), written with
+// JSON {"nodes": ["a", "b"], "declined": ["c"], "released": ["d"]}), written with
 // compare-and-swap so two nodes never both think they placed it; and the
 // pure choices made over a
 // ClusterView: where a new copy goes, and where a request for a model goes.
@@ -28,9 +28,11 @@ inline constexpr size_t kMaxModelNameBytes = 1024;
 struct Placement {
   std::vector<std::string> nodes;     // distinct; the first is the model's home
   std::vector<std::string> declined;  // nodes that gave their place up (load failed, evicted): not asked again
+  std::vector<std::string> released;  // nodes asked to drop a copy the request rate no longer needs
   int64_t mod_revision = 0;           // the store's revision of the key (0: none written)
 
   bool Has(const std::string& id) const;
+  bool Released(const std::string& id) const;
 };
 
 std::string EncodePlacement(const Placement& p);
@@ -48,7 +50,8 @@ std::string ChooseNode(const ClusterView& view, const std::set<std::string>& exc
 //   loads here);
 // - otherwise `targets`, in the order to try: live nodes that hold it (fewest
 //   requests in flight first), then live nodes it is placed on that are still
-//   loading it; after them the request is served locally.
+//   loading it, then holders whose copy is released (so that it can drain);
+//   after them the request is served locally.
 // When no live node holds it or is placed to hold it, it goes to the node a
 // new copy would go to (ChooseNode), which then places it on itself.
 // The caller has checked that this node does not serve the model.

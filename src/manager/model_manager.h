@@ -138,6 +138,10 @@ class ModelManager {
   bool on_demand() const { return loader_ != nullptr; }
   // On-demand residency: a load of `name` is queued or running.
   bool LoadPending(const std::string& name) const;
+  // On-demand residency: evicts `name` now if it is idle (no request queued
+  // or running, not pinned, not loading or reloading); whether it no longer
+  // serves. Cluster mode drops a copy the placement released this way.
+  bool Evict(const std::string& name);
 
   // ---- Labels and rollback (manager/labels.cc) ----
 

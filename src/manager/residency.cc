@@ -186,6 +186,15 @@ uint64_t ModelManager::DetachForEviction(const std::string& name, Retired* out) 
   return bytes;
 }
 
+bool ModelManager::Evict(const std::string& name) {
+  if (!loader_) return false;
+  Retired retired;
+  (void)DetachForEviction(name, &retired);
+  const bool evicted = Serving(name) == nullptr;
+  if (!retired.empty()) DrainRetired(name, std::move(retired));
+  return evicted;
+}
+
 void ModelManager::DrainEvicted(std::vector<std::pair<std::string, Retired>> evicted) {
   // A request that raced the eviction waits for a reload.
   for (auto& [name, retired] : evicted) DrainRetired(name, std::move(retired));

@@ -3,12 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "cluster/cluster_status.h"
 #include "cluster/placement.h"
 #include "manager/model_manager.h"
 #include "manager/model_version.h"
+#include "metrics/model_stats.h"
 #include "metrics/prometheus.h"
 
 namespace inferd {
@@ -68,14 +70,39 @@ cluster::NodeRecord ClusterService::Describe() const {
   cluster::NodeRecord r;
   r.budget_bytes = memory_budget_bytes_;
   r.started_unix_ms = started_unix_ms_;
-  std::set<std::string> names;
+  std::map<std::string, uint64_t> counts;  // requests per model so far
   for (const auto& v : manager_->ServingVersions()) {
-    names.insert(v->spec().name);
+    const ModelStats& st = *v->stats();
+    // Demand, not only what was served: requests refused for a full queue or timed out in it count too.
+    counts[v->spec().name] +=
+        st.success_count() + st.failure_count(FailureReason::kRejected) + st.failure_count(FailureReason::kTimeout);
     r.used_bytes += v->resident_bytes();
-    r.in_flight += static_cast<int64_t>(v->stats()->pending());
+    r.in_flight += static_cast<int64_t>(st.pending());
   }
-  r.models.assign(names.begin(), names.end());
+  for (const auto& [name, _] : counts) r.models.push_back(name);
+  if (options_.copy_rate > 0) r.rates = MeasureRates(std::move(counts));
   return r;
+}
+
+std::map<std::string, uint64_t> ClusterService::MeasureRates(std::map<std::string, uint64_t> counts) const {
+  MutexLock l(&rates_mu_);
+  const TimePoint now = clock_->Now();
+  const double elapsed = std::chrono::duration<double>(now - rates_at_).count();
+  if (rates_measured_ && elapsed < 0.25) return rates_;  // too short a window to say anything
+  rates_.clear();
+  if (rates_measured_) {
+    for (const auto& [model, count] : counts) {
+      auto before = rate_counts_.find(model);
+      if (before == rate_counts_.end() || count < before->second) continue;  // new here, or reloaded
+      const double rate = static_cast<double>(count - before->second) / elapsed;
+      if (rate >= options_.copy_rate / 2)
+        rates_[model] = static_cast<uint64_t>(std::min<double>(std::llround(rate), cluster::kMaxNodeRecordRate));
+    }
+  }
+  rate_counts_ = std::move(counts);
+  rates_at_ = now;
+  rates_measured_ = true;
+  return rates_;
 }
 
 std::set<std::string> ClusterService::DownNodes() const {
@@ -110,6 +137,14 @@ void ClusterService::MarkDown(const std::string& id) {
     d.started_unix_ms = n ? n->started_unix_ms : 0;
   }
   if (first) spdlog::warn("cluster: node '{}' marked down (a forwarded request failed); routing around it", id);
+}
+
+// The requests per second a model gets across the cluster: what its live holders published.
+uint64_t ClusterService::ClusterRate(const cluster::ClusterView& view, const std::string& model) {
+  uint64_t sum = 0;
+  for (const cluster::NodeRecord& n : view.nodes)
+    if (auto it = n.rates.find(model); it != n.rates.end()) sum += it->second;
+  return sum;
 }
 
 bool ClusterService::HasCopyElsewhere(const std::string& model) const {
@@ -154,8 +189,13 @@ cluster::ConditionalWrite ClusterService::PlacementWrite::ToWrite(const std::str
 void ClusterService::Placed(const PlacementWrite& w) {
   counters_.placements.fetch_add(1, std::memory_order_relaxed);
   if (w.grew) counters_.re_replications.fetch_add(1, std::memory_order_relaxed);
-  spdlog::info("cluster: model '{}' placed on {} (was {}){}", w.model, Joined(w.after.nodes), Joined(w.before.nodes),
-               w.after.declined.empty() ? "" : "; declined by " + Joined(w.after.declined));
+  std::vector<std::string> dropped;  // released nodes that no longer hold the model
+  for (const std::string& n : w.before.released)
+    if (!w.after.Released(n) && !w.after.Has(n)) dropped.push_back(n);
+  spdlog::info("cluster: model '{}' placed on {} (was {}){}{}{}", w.model, Joined(w.after.nodes),
+               Joined(w.before.nodes), w.after.declined.empty() ? "" : "; declined by " + Joined(w.after.declined),
+               w.after.released.empty() ? "" : "; released from " + Joined(w.after.released),
+               dropped.empty() ? "" : "; the released copy on " + Joined(dropped) + " is gone");
 }
 
 bool ClusterService::WritePlacements(std::vector<PlacementWrite> writes, TimePoint stop_writing) {
@@ -217,11 +257,22 @@ void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
   for (const auto& [model, last_used] : held) {
     auto it = view.placements.find(model);
     const cluster::Placement& p = it == view.placements.end() ? none : it->second;
+    if (p.Released(self) && !p.Has(self)) {
+      // Released (the rate no longer needs this copy): evicted once idle; meanwhile routing prefers the placed
+      // copies, and the home drops this node from `released` once its record no longer lists the model.
+      if (manager_->Evict(model)) {
+        counters_.released_copies.fetch_add(1, std::memory_order_relaxed);
+        spdlog::info("cluster: model '{}' released here (its request rate no longer needs this copy)", model);
+      }
+      continue;
+    }
     cluster::Placement next;
     for (const std::string& n : p.nodes)
       if (live.count(n)) next.nodes.push_back(n);
     for (const std::string& n : p.declined)
       if (n != self) next.declined.push_back(n);  // holding it now: no longer declined
+    for (const std::string& n : p.released)
+      if (n != self && live.count(n)) next.released.push_back(n);
     if (!p.Has(self)) {
       // Held here but not placed here: the registry learns of it (after an etcd restart, a first use here, or a
       // request served here while etcd was down), also as a copy beyond the target: every copy is routed to.
@@ -231,17 +282,43 @@ void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
     }
     // The first live node of the placement looks after it (the others would only race it).
     if (next.nodes.empty() || next.nodes.front() != self) continue;
+    // Two copies while the model is used; more while its copies each serve more than the copy rate (under
+    // on-demand residency: eager nodes hold every model anyway).
+    const uint64_t rate = ClusterRate(view, model);
+    const bool by_rate = options_.copy_rate > 0 && manager_->on_demand();
+    size_t want = now - last_used < kRecentUse ? cluster::kTargetCopies : 0;
+    if (by_rate) want = std::max(want, static_cast<size_t>(std::ceil(static_cast<double>(rate) / options_.copy_rate)));
     bool grew = false;
-    if (now - last_used < kRecentUse && next.nodes.size() < cluster::kTargetCopies) {
+    if (next.nodes.size() < want) {
       std::set<std::string> exclude(next.nodes.begin(), next.nodes.end());
       exclude.insert(next.declined.begin(), next.declined.end());
       const std::string add = cluster::ChooseNode(view, exclude, down);
       if (!add.empty()) {
         next.nodes.push_back(add);
         grew = true;
+        if (next.nodes.size() > cluster::kTargetCopies) {
+          counters_.rate_copies.fetch_add(1, std::memory_order_relaxed);
+          spdlog::info("cluster: model '{}' gets copy {} on '{}' ({} requests/s across its copies)", model,
+                       next.nodes.size(), add, rate);
+        }
       }
+    } else if (by_rate && next.nodes.size() > cluster::kTargetCopies &&
+               static_cast<double>(rate) < 0.75 * options_.copy_rate * static_cast<double>(next.nodes.size() - 1)) {
+      // One fewer copy would each serve under 3/4 of the rate: the newest copy goes.
+      next.released.push_back(next.nodes.back());
+      next.nodes.pop_back();
     }
-    if (next.nodes != p.nodes || next.declined != p.declined) write(model, p, next, grew);
+    // A released node that no longer holds the model (or holds it placed again) leaves the list.
+    const std::string& name = model;  // (clang 14 cannot capture a structured binding)
+    next.released.erase(std::remove_if(next.released.begin(), next.released.end(),
+                                       [&](const std::string& id) {
+                                         const cluster::NodeRecord* n = view.Find(id);
+                                         return next.Has(id) || n == nullptr ||
+                                                !std::binary_search(n->models.begin(), n->models.end(), name);
+                                       }),
+                        next.released.end());
+    if (next.nodes != p.nodes || next.declined != p.declined || next.released != p.released)
+      write(model, p, next, grew);
   }
   for (const auto& [model, p] : view.placements) {
     if (!p.Has(self) || held.count(model)) continue;
@@ -313,6 +390,12 @@ void ClusterService::WriteMetrics(PrometheusWriter& w) const {
         c.re_replications.load());
   count("inferd_cluster_placement_loads_total", "Loads started because a placement named this node",
         c.placement_loads.load());
+  count("inferd_cluster_rate_copies_total",
+        "Copies this node added beyond two because a model's copies each served more than --cluster-copy-rate",
+        c.rate_copies.load());
+  count("inferd_cluster_released_copies_total",
+        "Copies this node evicted after their placement released them (the request rate fell)",
+        c.released_copies.load());
 }
 
 }  // namespace inferd

@@ -8,7 +8,11 @@
 //   added (compare-and-swap; also beyond two copies): the registry is rebuilt
 //   from what nodes hold;
 // - a placement that names dead nodes drops them; a model used recently that
-//   has fewer than two live copies gets another node (ChooseNode);
+//   has fewer than two live copies gets another node (ChooseNode); one whose
+//   copies each serve more than the copy rate (the holders' published
+//   request rates, summed) gets another, and a copy beyond two is released
+//   when the rate falls (the released node evicts it once idle; routing
+//   prefers the placed copies meanwhile);
 // - a model placed here and not held is loaded (once per placement
 //   revision; under on-demand residency); one placed here that this node
 //   evicted since, or failed to load, is given up.
@@ -51,6 +55,8 @@ struct ClusterCounters {
   std::atomic<uint64_t> placement_conflicts{0};  // compare-and-swap lost to another node
   std::atomic<uint64_t> re_replications{0};      // copies added for models below two live copies
   std::atomic<uint64_t> placement_loads{0};      // loads started because a placement named this node
+  std::atomic<uint64_t> rate_copies{0};          // copies added beyond two for the request rate
+  std::atomic<uint64_t> released_copies{0};      // copies this node was released from and evicted
 };
 
 class ClusterService {
@@ -101,6 +107,11 @@ class ClusterService {
 
  private:
   cluster::NodeRecord Describe() const;
+  // Requests per second per model since the last call at least a quarter
+  // second before (from `counts`, each model's requests so far), for the
+  // models at half the copy rate or more.
+  std::map<std::string, uint64_t> MeasureRates(std::map<std::string, uint64_t> counts) const;
+  static uint64_t ClusterRate(const cluster::ClusterView& view, const std::string& model);
   std::set<std::string> DownNodes() const;
   // A placement change the repair pass makes: `after` over `before` (its revision; 0: none); `grew`: a copy added.
   struct PlacementWrite {
@@ -130,6 +141,13 @@ class ClusterService {
   };
   mutable Mutex down_mu_;
   mutable std::map<std::string, Down> down_ TSA_GUARDED_BY(down_mu_);  // expired entries leave on read
+
+  // The request counts the last rates were measured from.
+  mutable Mutex rates_mu_;
+  mutable std::map<std::string, uint64_t> rate_counts_ TSA_GUARDED_BY(rates_mu_);
+  mutable std::map<std::string, uint64_t> rates_ TSA_GUARDED_BY(rates_mu_);
+  mutable TimePoint rates_at_ TSA_GUARDED_BY(rates_mu_);
+  mutable bool rates_measured_ TSA_GUARDED_BY(rates_mu_) = false;
 
   // The repair pass's memory (its thread only): the placement revision at
   // which this node last started a load for a model placed here.

@@ -300,8 +300,11 @@ class ClusterRouting(ClusterBase):
     """Under on-demand residency: placement, forwarding (HTTP JSON and binary, TF Serving, gRPC ModelInfer and
     ModelStreamInfer, HTTP streams), failover after kill -9 and re-replication."""
 
-    def start_node(self, name, *extra, ttl=TTL_S):
-        return ClusterBase.start_node(self, name, "--model-residency", "on-demand", *extra, ttl=ttl)
+    def start_node(self, name, *extra, ttl=TTL_S, copy_rate=1000):
+        # Copies by request rate only where a test asks for them (a burst of test requests could add one); the
+        # rates are still measured and published above half of it.
+        return ClusterBase.start_node(self, name, "--model-residency", "on-demand", "--cluster-copy-rate",
+                                      str(copy_rate), *extra, ttl=ttl)
 
     def three_nodes_with_mlp_on_two(self):
         """a, b and c; mlp used once through a: placed on a (the first choice: most room, fewest models, then the
@@ -475,6 +478,30 @@ class ClusterRouting(ClusterBase):
         self.wait_for(lambda: "mlp" in held_by(self.etcd).get("c", []), "c holding its new copy")
         self.assertGreaterEqual(C.metric(self.nodes["b"].metrics(), "inferd_cluster_re_replications_total"), 1)
         self.assertIsNone(through_c(), "c holds mlp now: served there")
+
+
+    def test_a_busy_model_gets_more_copies_then_gives_the_extra_one_up(self):
+        # At 5 requests/s per copy, mlp served at ~100/s gets a copy on every node; once the traffic stops, the
+        # newest copy is released (two stay: mlp was used) and its node evicts it.
+        for name in ("a", "b", "c"):
+            self.start_node(name, copy_rate=5)
+        self.wait_view(self.nodes["a"], ["a", "b", "c"], "three nodes")
+        self.infer(self.nodes["a"])
+        self.wait_for(lambda: sorted(placement(self.etcd, "mlp")) == ["a", "b"], "mlp placed on a and b")
+        deadline = time.monotonic() + 60
+        while len(placement(self.etcd, "mlp")) < 3:
+            for _ in range(20):
+                self.infer(self.nodes["a"])  # a holds mlp: served there, counted in a's published rate
+            self.assertLess(time.monotonic(), deadline, "mlp never got a third copy: %s" % placement_of(self.etcd, "mlp"))
+        self.assertEqual(placement(self.etcd, "mlp"), ["a", "b", "c"])
+        self.assertGreaterEqual(C.metric(self.nodes["a"].metrics(), "inferd_cluster_rate_copies_total"), 1)
+        self.wait_for(lambda: "mlp" in held_by(self.etcd).get("c", []), "c holding its copy")
+        # No more traffic: the rate falls to 0; c's copy is released, c evicts it, and the placement forgets it.
+        self.wait_for(lambda: placement_of(self.etcd, "mlp") == {"nodes": ["a", "b"]},
+                      "mlp back to two copies with nothing released", timeout=60)
+        self.assertEqual(held_by(self.etcd)["c"], [])
+        self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_released_copies_total"), 1)
+        self.infer(self.nodes["c"])  # c forwards again
 
 
 if __name__ == "__main__":
