@@ -298,7 +298,8 @@ def held_by(etcd):
 
 class ClusterRouting(ClusterBase):
     """Under on-demand residency: placement, forwarding (HTTP JSON and binary, TF Serving, gRPC ModelInfer and
-    ModelStreamInfer, HTTP streams), failover after kill -9 and re-replication."""
+    ModelStreamInfer, HTTP streams), failover after kill -9 and re-replication, copies by request rate (added and
+    released), and eviction under a memory budget across nodes (a copy whose home is elsewhere goes first)."""
 
     def start_node(self, name, *extra, ttl=TTL_S, copy_rate=1000):
         # Copies by request rate only where a test asks for them (a burst of test requests could add one); the
@@ -503,6 +504,59 @@ class ClusterRouting(ClusterBase):
         self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_released_copies_total"), 1)
         self.infer(self.nodes["c"])  # c forwards again
 
+
+    def test_under_a_memory_budget_a_node_evicts_the_copy_whose_home_is_elsewhere(self):
+        # m1, m2, m3: mlp with a declared size of 100 KiB each; two nodes with room for two. m1's home is a, m2's
+        # is b, and each node holds a copy of the other's. When m3 comes, each must evict one. By recency alone each
+        # would evict its own home's model (used least recently there); but a model another live node holds, and
+        # whose home is not this node, is the cheaper victim: a evicts m2, b evicts m1, the homes keep theirs.
+        self.repo = os.path.join(self.dir, "repository")
+        mlp = os.path.join(C.REPO, "mlp")
+        with open(os.path.join(mlp, "config.pbtxt")) as f:
+            config = f.read()
+        for m in ("m1", "m2", "m3"):
+            os.makedirs(os.path.join(self.repo, m, "1"))
+            os.symlink(os.path.abspath(os.path.join(mlp, "1", "model.pt")), os.path.join(self.repo, m, "1", "model.pt"))
+            with open(os.path.join(self.repo, m, "config.pbtxt"), "w") as f:
+                f.write(config + '\nparameters: { key: "memory_bytes" value: { string_value: "100KiB" } }\n')
+        for name in ("a", "b"):
+            self.start_node(name, "--memory-budget", "250KiB", "--model-min-residency-secs", "0")
+        self.wait_view(self.nodes["a"], ["a", "b"], "two nodes")
+        self.wait_view(self.nodes["b"], ["a", "b"], "two nodes in b's view")
+        x = np.random.default_rng(4).standard_normal((1, 8)).astype(np.float32)
+
+        def infer(node, model, here=False):
+            # here: as if a peer had forwarded it, so it is served (and the model loaded) where it arrives.
+            headers = {"Content-Type": "application/json"}
+            if here:
+                headers["Inferd-Forwarded-By"] = "test"
+            st, _, data = self.nodes[node].request("POST", "/v2/models/%s/infer" % model,
+                                                   json.dumps(ic.v2_json_request({"x": x})).encode(), headers)
+            self.assertEqual(st, 200, data)
+            y = np.array(json.loads(data)["outputs"][0]["data"], np.float32).reshape(1, -1)
+            C.assert_matches_torch(y, C.torch_ref("mlp", x))
+
+        infer("a", "m1", here=True)
+        infer("b", "m2", here=True)
+        self.wait_for(lambda: held_by(self.etcd) == {"a": ["m1", "m2"], "b": ["m1", "m2"]}, "second copies")
+        self.assertEqual(placement(self.etcd, "m1"), ["a", "b"])
+        self.assertEqual(placement(self.etcd, "m2"), ["b", "a"])
+        for node in ("a", "b"):  # the preference reads each node's view of the other's copies
+            self.wait_for(lambda: [n["models"] for n in self.status(self.nodes[node])["nodes"]] == [2, 2],
+                          node + " seeing two models on each node")
+        infer("a", "m2")  # a holds a copy: served there, now a's most recently used model
+        infer("b", "m1")
+        infer("a", "m3", here=True)
+        self.wait_for(lambda: all("m3" in v for v in held_by(self.etcd).values()), "m3 on both nodes")
+        held = held_by(self.etcd)
+        self.assertEqual(held, {"a": ["m1", "m3"], "b": ["m2", "m3"]},
+                         "each node kept the model whose home it is and evicted its copy of the other's")
+        for node in ("a", "b"):
+            self.assertEqual(C.metric(self.nodes[node].metrics(), "inferd_model_evictions_total"), 1, node)
+        # The evicted copies are served from their homes: through either node, every model answers.
+        for node in ("a", "b"):
+            for m in ("m1", "m2", "m3"):
+                infer(node, m)
 
 if __name__ == "__main__":
     unittest.main()
