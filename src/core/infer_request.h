@@ -5,6 +5,7 @@
 // the front end builds it, the server takes it on a successful enqueue.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,6 +47,8 @@ struct WireRequest {
   std::string target;  // HTTP: path and query; gRPC: /package.Service/Method
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<const std::string> body;
+  // gRPC: the call's deadline, passed on to the peer (max: none).
+  std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max();
 };
 
 // A peer's answer to a forwarded request, relayed as is: the whole answer, or

@@ -3,6 +3,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -69,7 +70,9 @@ void Prepare(grpc::ClientContext& ctx, const GrpcForwarderOptions& o, const Wire
              const std::string& from) {
   for (const auto& [key, value] : wire.headers) ctx.AddMetadata(key, value);
   ctx.AddMetadata("inferd-forwarded-by", from);
-  ctx.set_deadline(std::chrono::system_clock::now() + o.answer_timeout);
+  // The client's deadline when it has one (DEADLINE_EXCEEDED is then relayed as the holder's answer: no other
+  // copy is tried, the client has stopped waiting), within the forwarder's own bound.
+  ctx.set_deadline(std::min(std::chrono::system_clock::now() + o.answer_timeout, wire.deadline));
 }
 
 // A call that ended without a response: UNAVAILABLE is the peer failing (the next copy is tried); anything

@@ -29,11 +29,14 @@ int ClosedPort() {
 
 struct Outcome {
   bool head = false;
+  std::string grpc_status;  // of a relayed failure
   Status done;
 };
 
-Outcome ForwardTo(GrpcForwarder& f, const std::string& method) {
+Outcome ForwardTo(GrpcForwarder& f, const std::string& method,
+                  std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max()) {
   auto wire = std::make_shared<WireRequest>();
+  wire->deadline = deadline;
   wire->protocol = WireRequest::Protocol::kGrpc;
   wire->target = method;
   wire->headers = {{"authorization", "Bearer x"}};
@@ -41,7 +44,11 @@ Outcome ForwardTo(GrpcForwarder& f, const std::string& method) {
   auto outcome = std::make_shared<Outcome>();
   std::promise<void> finished;
   Forwarder::Events ev;
-  ev.head = [outcome](int, std::vector<std::pair<std::string, std::string>>, bool) { outcome->head = true; };
+  ev.head = [outcome](int, std::vector<std::pair<std::string, std::string>> headers, bool) {
+    outcome->head = true;
+    for (const auto& [k, v] : headers)
+      if (k == "grpc-status") outcome->grpc_status = v;
+  };
   ev.body = [](std::string) { return true; };
   ev.done = [outcome, &finished](Status st) {
     outcome->done = std::move(st);
@@ -60,6 +67,21 @@ TEST(GrpcForwarderTest, APeerThatIsNotThereFailsBeforeAnyAnswer) {
     const Outcome out = ForwardTo(f, method);
     EXPECT_FALSE(out.head) << method;
     EXPECT_EQ(out.done.code(), StatusCode::kUnavailable) << method << ": " << out.done.message();
+  }
+  f.Stop();
+}
+
+// The client's deadline goes with the forwarded call: one already past ends it as DEADLINE_EXCEEDED, relayed as
+// the answer (not UNAVAILABLE: no other copy is tried for a client that stopped waiting).
+TEST(GrpcForwarderTest, TheClientsDeadlineIsPassedOn) {
+  GrpcForwarderOptions o;
+  o.connect_timeout = std::chrono::milliseconds(500);
+  GrpcForwarder f(o);
+  for (const char* method : {kModelInferMethod, kModelStreamInferMethod}) {
+    const Outcome out = ForwardTo(f, method, std::chrono::system_clock::now() - std::chrono::seconds(1));
+    EXPECT_TRUE(out.head) << method << ": " << out.done.message();
+    EXPECT_EQ(out.grpc_status, "4") << method;  // DEADLINE_EXCEEDED
+    EXPECT_TRUE(out.done.ok()) << method;
   }
   f.Stop();
 }

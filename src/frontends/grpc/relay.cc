@@ -29,6 +29,7 @@ std::shared_ptr<const WireRequest> GrpcWireForm(const ServiceContext& ctx, const
   auto wire = std::make_shared<WireRequest>();
   wire->protocol = WireRequest::Protocol::kGrpc;
   wire->target = stream ? kModelStreamInferMethod : kModelInferMethod;
+  wire->deadline = c->deadline();  // the holder stops where the client stops waiting
   for (const auto& [key, value] : md) {
     const std::string_view k(key.data(), key.size());
     if (!IsHopMetadata(k)) wire->headers.emplace_back(std::string(k), std::string(value.data(), value.size()));
