@@ -22,6 +22,7 @@ import bisect
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import subprocess
@@ -135,6 +136,36 @@ def bench_json(inferd, url, model, concurrency, seconds):
     return row
 
 
+def process_cpu_s(pid):
+    """User + system CPU seconds process `pid` has used so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s():
+    """CPU seconds of this process's finished children (the `inferd bench` clients)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+class CpuMeter:
+    """Where a throughput run's CPU went: the three servers, the clients, over the wall time."""
+
+    def __init__(self, c):
+        self.c = c
+        self.start = self.sample()
+
+    def sample(self):
+        return (sum(process_cpu_s(self.c.nodes[n].proc.pid) for n in NODES), children_cpu_s(), time.monotonic())
+
+    def done(self):
+        end = self.sample()
+        servers, clients, wall = (e - s for e, s in zip(end, self.start))
+        return {"servers_cpu_s": servers, "clients_cpu_s": clients, "wall_s": wall,
+                "cores_busy": (servers + clients) / wall}
+
+
 def row_p50_us(row):
     return float(row["p50_us"])
 
@@ -181,7 +212,9 @@ def placed_on(c, model, via):
 
 def phase_forwarding(args, repo):
     workdir = tempfile.mkdtemp(prefix="inferd-cluster-fwd-")
-    c = Cluster(args.inferd, repo, workdir)
+    # No copies by request rate here: at c1 the model's rate would give the non-holder a copy of its own within a
+    # second, and the "through a non-holder" rounds would measure local serving.
+    c = Cluster(args.inferd, repo, workdir, "--cluster-copy-rate", "0")
     try:
         c.start_all()
         c.wait(lambda: all(c.sees(n, NODES) for n in NODES), "3 nodes")
@@ -194,6 +227,7 @@ def phase_forwarding(args, repo):
             direct.append(row_p50_us(bench_json(args.inferd, url[holders[0]], model, 1, args.seconds)))
             via.append(row_p50_us(bench_json(args.inferd, url[other], model, 1, args.seconds)))
         fwd = metric(c.nodes[other].metrics(), "inferd_cluster_forwarded_requests_total")
+        assert model not in c.registry()[1].get(other, ()), "the non-holder loaded the model: nothing was forwarded"
         # Throughput: one client per node, each asking for a model its node holds, against one node alone.
         local = {}
         for i, n in enumerate(NODES):
@@ -201,23 +235,28 @@ def phase_forwarding(args, repo):
             local[n] = m
             placed_on(c, m, n)
         total_c = 3 * args.concurrency
+        meter = CpuMeter(c)
         one = row_rps(bench_json(args.inferd, url["a"], local["a"], total_c, args.seconds))
+        cpu_one = meter.done()
         results = {}
 
         def run(n):
             results[n] = row_rps(bench_json(args.inferd, url[n], local[n], args.concurrency, args.seconds))
         threads = [threading.Thread(target=run, args=(n,)) for n in NODES]
+        meter = CpuMeter(c)
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        cpu_three = meter.done()
         three = sum(results.values())
         served_here = {n: metric(c.nodes[n].metrics(), "inferd_cluster_forwarded_requests_total") for n in NODES}
     finally:
         c.close()
         shutil.rmtree(workdir, ignore_errors=True)
     return {"direct": direct, "via": via, "forwarded": fwd, "one_rps": one, "three_rps": three, "per_node": results,
-            "forwards_during_throughput": served_here, "total_c": total_c}
+            "forwards_during_throughput": served_here, "total_c": total_c, "cpu_one": cpu_one,
+            "cpu_three": cpu_three}
 
 
 class ZipfLoad:
@@ -447,12 +486,17 @@ def main():
         f = phase_forwarding(args, repo)
         raw["forwarding"] = f
         d, v = sorted(f["direct"])[len(f["direct"]) // 2], sorted(f["via"])[len(f["via"]) // 2]
-        lines.append("| tiny model c1 p50: at a holder / through a non-holder (median of %d rounds) | %.0f / %.0f us "
-                     "| |" % (args.rounds, d, v))
+        lines.append("| tiny model c1 p50: at a holder / through a non-holder (median of %d rounds; %d requests "
+                     "forwarded) | %.0f / %.0f us | |" % (args.rounds, f["forwarded"], d, v))
         lines.append("| forwarding overhead p50 | **%.0f us** | <= 300 us |" % (v - d))
         lines.append("| throughput: 3 nodes (c%d each, local models) / 1 node (c%d) | %.0f / %.0f req/s = "
                      "**%.2fx** | >= 2.5x with unshared cores |" % (args.concurrency, f["total_c"], f["three_rps"],
                                                                    f["one_rps"], f["three_rps"] / f["one_rps"]))
+        for label, key in (("1 node", "cpu_one"), ("3 nodes", "cpu_three")):
+            u = f[key]
+            lines.append("| ... CPU of the %s run: servers %.1f s + clients %.1f s over %.1f s = **%.2f cores busy** "
+                         "(of %d) | | |" % (label, u["servers_cpu_s"], u["clients_cpu_s"], u["wall_s"],
+                                            u["cores_busy"], os.cpu_count()))
     if "failures" in phases:
         x = phase_failures(args, repo)
         raw["failures"] = x

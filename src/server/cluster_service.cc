@@ -188,7 +188,10 @@ cluster::ConditionalWrite ClusterService::PlacementWrite::ToWrite(const std::str
 
 void ClusterService::Placed(const PlacementWrite& w) {
   counters_.placements.fetch_add(1, std::memory_order_relaxed);
-  if (w.grew) counters_.re_replications.fetch_add(1, std::memory_order_relaxed);
+  // A copy added: up to two it is a re-replication, beyond two a copy for the request rate.
+  if (w.grew)
+    (w.after.nodes.size() > cluster::kTargetCopies ? counters_.rate_copies : counters_.re_replications)
+        .fetch_add(1, std::memory_order_relaxed);
   std::vector<std::string> dropped;  // released nodes that no longer hold the model
   for (const std::string& n : w.before.released)
     if (!w.after.Released(n) && !w.after.Has(n)) dropped.push_back(n);
@@ -259,7 +262,7 @@ void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
     const cluster::Placement& p = it == view.placements.end() ? none : it->second;
     if (p.Released(self) && !p.Has(self)) {
       // Released (the rate no longer needs this copy): evicted once idle; meanwhile routing prefers the placed
-      // copies, and the home drops this node from `released` once its record no longer lists the model.
+      // copies. Once it is gone this node takes itself off `released` (the loop over placements below).
       if (manager_->Evict(model)) {
         counters_.released_copies.fetch_add(1, std::memory_order_relaxed);
         spdlog::info("cluster: model '{}' released here (its request rate no longer needs this copy)", model);
@@ -297,7 +300,6 @@ void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
         next.nodes.push_back(add);
         grew = true;
         if (next.nodes.size() > cluster::kTargetCopies) {
-          counters_.rate_copies.fetch_add(1, std::memory_order_relaxed);
           spdlog::info("cluster: model '{}' gets copy {} on '{}' ({} requests/s across its copies)", model,
                        next.nodes.size(), add, rate);
         }
@@ -308,22 +310,27 @@ void ClusterService::RepairPlacements(const cluster::ClusterView& view) {
       next.released.push_back(next.nodes.back());
       next.nodes.pop_back();
     }
-    // A released node that no longer holds the model (or holds it placed again) leaves the list.
-    const std::string& name = model;  // (clang 14 cannot capture a structured binding)
+    // A released node placed again leaves the list (a dead one left it above; one whose copy is gone takes
+    // itself off).
     next.released.erase(std::remove_if(next.released.begin(), next.released.end(),
-                                       [&](const std::string& id) {
-                                         const cluster::NodeRecord* n = view.Find(id);
-                                         return next.Has(id) || n == nullptr ||
-                                                !std::binary_search(n->models.begin(), n->models.end(), name);
-                                       }),
+                                       [&next](const std::string& id) { return next.Has(id); }),
                         next.released.end());
     if (next.nodes != p.nodes || next.declined != p.declined || next.released != p.released)
       write(model, p, next, grew);
   }
   for (const auto& [model, p] : view.placements) {
-    if (!p.Has(self) || held.count(model)) continue;
+    if (held.count(model)) continue;
     // Loading, or queued behind other loads (thousands at once after a node died): not a failure.
-    if (manager_->ModelStateOf(model).state == ModelState::kLoading || manager_->LoadPending(model)) continue;
+    const bool loading = manager_->ModelStateOf(model).state == ModelState::kLoading || manager_->LoadPending(model);
+    if (p.Released(self) && !p.Has(self) && !loading) {
+      // The released copy is gone (evicted above, or never finished loading): this node says so itself -- its
+      // record alone cannot tell a copy that is gone from one still loading.
+      cluster::Placement next = p;
+      next.released.erase(std::remove(next.released.begin(), next.released.end(), self), next.released.end());
+      write(model, p, next, false);
+      continue;
+    }
+    if (!p.Has(self) || loading) continue;
     auto tried = loaded_for_revision_.find(model);
     // Under eager residency every model this node can load is loaded already: one placed here that is not held
     // failed here, and gives its place up at once.

@@ -11,8 +11,8 @@
 //   has fewer than two live copies gets another node (ChooseNode); one whose
 //   copies each serve more than the copy rate (the holders' published
 //   request rates, summed) gets another, and a copy beyond two is released
-//   when the rate falls (the released node evicts it once idle; routing
-//   prefers the placed copies meanwhile);
+//   when the rate falls (the released node evicts it once idle, then takes
+//   itself off the list; routing prefers the placed copies meanwhile);
 // - a model placed here and not held is loaded (once per placement
 //   revision; under on-demand residency); one placed here that this node
 //   evicted since, or failed to load, is given up.
