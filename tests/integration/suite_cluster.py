@@ -489,14 +489,16 @@ class ClusterRouting(ClusterBase):
         self.wait_view(self.nodes["a"], ["a", "b", "c"], "three nodes")
         self.infer(self.nodes["a"])
         self.wait_for(lambda: sorted(placement(self.etcd, "mlp")) == ["a", "b"], "mlp placed on a and b")
+        # The traffic goes on until c holds its copy (stopped sooner, the copy could be released while it loads).
         deadline = time.monotonic() + 60
-        while len(placement(self.etcd, "mlp")) < 3:
+        while not (len(placement(self.etcd, "mlp")) == 3 and "mlp" in held_by(self.etcd).get("c", [])):
             for _ in range(20):
                 self.infer(self.nodes["a"])  # a holds mlp: served there, counted in a's published rate
-            self.assertLess(time.monotonic(), deadline, "mlp never got a third copy: %s" % placement_of(self.etcd, "mlp"))
+            self.assertLess(time.monotonic(), deadline,
+                            "mlp never got a third copy on c: %s, held %s" % (placement_of(self.etcd, "mlp"),
+                                                                              held_by(self.etcd)))
         self.assertEqual(placement(self.etcd, "mlp"), ["a", "b", "c"])
         self.assertGreaterEqual(C.metric(self.nodes["a"].metrics(), "inferd_cluster_rate_copies_total"), 1)
-        self.wait_for(lambda: "mlp" in held_by(self.etcd).get("c", []), "c holding its copy")
         # No more traffic: the rate falls to 0; c's copy is released, c evicts it, and the placement forgets it.
         self.wait_for(lambda: placement_of(self.etcd, "mlp") == {"nodes": ["a", "b"]},
                       "mlp back to two copies with nothing released", timeout=60)
