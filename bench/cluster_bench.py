@@ -123,10 +123,12 @@ class Cluster:
         self.etcd.close()
 
 
-def bench_json(inferd, url, model, concurrency, seconds):
+def bench_json(inferd, url, model, concurrency, seconds, metadata_url=None):
     out = tempfile.mktemp(suffix=".json")
+    # metadata_url: where the model's metadata is read (a GET of a model's metadata loads it where it is asked).
     subprocess.check_call([inferd, "bench", "-m", model, "--url", url, "--concurrency", str(concurrency),
-                           "--duration-s", str(seconds), "--warmup-s", "1", "--output", out],
+                           "--duration-s", str(seconds), "--warmup-s", "1", "--output", out] +
+                          (["--metadata-url", metadata_url] if metadata_url else []),
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out) as f:
         rows = json.load(f)
@@ -225,7 +227,8 @@ def phase_forwarding(args, repo):
         direct, via = [], []
         for _ in range(args.rounds):
             direct.append(row_p50_us(bench_json(args.inferd, url[holders[0]], model, 1, args.seconds)))
-            via.append(row_p50_us(bench_json(args.inferd, url[other], model, 1, args.seconds)))
+            via.append(row_p50_us(bench_json(args.inferd, url[other], model, 1, args.seconds,
+                                             metadata_url=url[holders[0]])))
         fwd = metric(c.nodes[other].metrics(), "inferd_cluster_forwarded_requests_total")
         assert model not in c.registry()[1].get(other, ()), "the non-holder loaded the model: nothing was forwarded"
         # Throughput: one client per node, each asking for a model its node holds, against one node alone.
