@@ -4,6 +4,8 @@
 // load first.
 #include "manager/model_manager.h"
 #include "routing/routing_policy.h"
+#include "server/cluster_service.h"
+#include "server/forward_call.h"
 #include "server/inference_server.h"
 #include "server/pipeline/stages.h"
 #include "server/request_validation.h"
@@ -60,6 +62,15 @@ void InferenceServer::WhenResident(const std::string& name, std::function<void(c
   w.deadline = w.arrival + options_->load_wait;
   w.resident = std::move(then);
   manager_->LoadInBackground(name, std::move(w));
+}
+
+void InferenceServer::ServeHereOrForward(const std::string& name, std::shared_ptr<const WireRequest> wire,
+                                         std::function<void()> here, InferCallback relayed) {
+  if (!wire || !cluster_ || options_->forwarder == nullptr) return here();
+  ClusterService::Route route = cluster_->RouteModel(name);
+  if (route.local) return here();
+  ForwardToCopies({cluster_.get(), options_->forwarder, clock_}, name, std::move(wire), std::move(route.targets),
+                  ResponseSink{nullptr, std::move(relayed)}, [here = std::move(here)](ResponseSink) { here(); });
 }
 
 void InferenceServer::OnLoadDone(OnDemandLoader::Waiter w, const Status& st) {

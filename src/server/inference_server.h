@@ -118,6 +118,16 @@ class InferenceServer final : public RequestSubmitter {
   // needs the model's inputs is decoded by the pipeline). `then` runs on
   // the calling thread or a loader thread, exactly once; it must not block.
   void WhenResident(const std::string& name, std::function<void(const Status&)> then);
+  // A request about one model that is not an inference (its metadata,
+  // config, statistics; TF Serving's status), in cluster mode: where it came
+  // with its wire form (`wire` non-null: see InferRequest::wire) it goes where
+  // an inference request for `name` would go, and `relayed` gets that node's
+  // answer (InferResponse::relayed) or why none came; otherwise -- a single
+  // node, a model held or placed here, a request a peer forwarded here, no
+  // copy that answered -- `here` runs. Either runs exactly once, on the
+  // calling thread or a forwarder's; neither may block.
+  void ServeHereOrForward(const std::string& name, std::shared_ptr<const WireRequest> wire, std::function<void()> here,
+                          InferCallback relayed);
 
   // Whether a call with this `Authorization` value ("Bearer <token>", or ""
   // when absent) may use a management route (`management`) or another one.

@@ -360,14 +360,48 @@ class ClusterRouting(ClusterBase):
         st, js = self.nodes["c"].post_json("/v2/models/nope/infer", ic.v2_json_request({"x": x}))
         self.assertEqual(st, 404, js)
         self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 3)
-        self.grpc_requests_through_c_are_forwarded(x)  # 5 more forwards; the last request makes c load mlp
+        self.model_reads_through_c_are_forwarded()  # 7 more forwards
+        self.grpc_requests_through_c_are_forwarded(x)  # 9 more; the last request makes c load mlp
         # A request a peer forwarded is served where it arrives, never forwarded again (one bounce at most).
         st, hdrs, data = self.nodes["c"].request("POST", "/v2/models/mlp/infer",
                                                  json.dumps(ic.v2_json_request({"x": x})).encode(),
                                                  {"Content-Type": "application/json", "Inferd-Forwarded-By": "a"})
         self.assertEqual(st, 200, data)
         self.assertNotIn("inferd-served-by", hdrs)
-        self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 8)
+        self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 19)
+
+    def model_reads_through_c_are_forwarded(self):
+        """Metadata, config and statistics over HTTP (KServe v2, TF Serving) through c (holds no copy): answered by
+        a holder, relayed (its errors too); c never loads mlp for them (Triton's clients read metadata first)."""
+        c = self.nodes["c"]
+        served = {}
+        for path in ("/v2/models/mlp", "/v2/models/mlp/versions/1", "/v2/models/mlp/config", "/v2/models/mlp/stats",
+                     "/v1/models/mlp/metadata", "/v1/models/mlp"):
+            st, hdrs, data = c.request("GET", path)
+            self.assertEqual(st, 200, (path, data))
+            self.assertIn(hdrs.get("inferd-served-by"), ("a", "b"), (path, hdrs))
+            served[path] = (hdrs["inferd-served-by"], json.loads(data))
+        md = served["/v2/models/mlp"][1]
+        self.assertEqual((md["name"], md["versions"], md["inputs"][0]["name"]), ("mlp", ["1"], "x"), md)
+        self.assertEqual(served["/v2/models/mlp/config"][1]["name"], "mlp")
+        self.assertEqual(served["/v1/models/mlp"][1]["model_version_status"][0]["state"], "AVAILABLE")
+        self.assertIn("signature_def", served["/v1/models/mlp/metadata"][1]["metadata"])
+        # The statistics are the holder's own: the same as asked there directly.
+        holder, stats = served["/v2/models/mlp/stats"]
+        _, direct = self.nodes[holder].get_json("/v2/models/mlp/stats")
+        self.assertEqual(stats["model_stats"][0]["inference_count"], direct["model_stats"][0]["inference_count"])
+        self.assertGreaterEqual(sum(self.nodes[h].get_json("/v2/models/mlp/stats")[1]["model_stats"][0]
+                                    ["inference_count"] for h in ("a", "b")), 4, "the inferences above")
+        # The holder's error is relayed: a version mlp does not have.
+        st, hdrs, data = c.request("GET", "/v2/models/mlp/versions/7/config")
+        self.assertEqual(st, 404, data)
+        self.assertIn(hdrs.get("inferd-served-by"), ("a", "b"), hdrs)
+        # Readiness is answered by c itself (it can route to mlp), not forwarded.
+        st, hdrs, _ = c.request("GET", "/v2/models/mlp/ready")
+        self.assertEqual(st, 200)
+        self.assertNotIn("inferd-served-by", hdrs)
+        self.assertEqual(C.metric(c.metrics(), "inferd_cluster_forwarded_requests_total"), 10)
+        self.assertEqual(held_by(self.etcd)["c"], [], "c forwarded the reads; it never loaded mlp")
 
     def grpc_requests_through_c_are_forwarded(self, x):
         """ModelInfer and ModelStreamInfer through c (holds no copy): forwarded over gRPC, the holder's answers
@@ -398,15 +432,29 @@ class ClusterRouting(ClusterBase):
             self.assertEqual(sorted(got), ["0", "1", "2"])
             for k, v in enumerate(xs):
                 C.assert_matches_torch(got[str(k)].reshape(1, -1), C.torch_ref("mlp", v))
+            # ModelMetadata, ModelConfig and ModelStatistics: answered by a holder too (its errors relayed).
+            md, call = stub.ModelMetadata.with_call(pb.ModelMetadataRequest(name="mlp"), timeout=60)
+            self.assertIn(dict(call.initial_metadata()).get("inferd-served-by"), ("a", "b"))
+            self.assertEqual((md.name, list(md.versions), md.inputs[0].name), ("mlp", ["1"], "x"))
+            cfg, call = stub.ModelConfig.with_call(pb.ModelConfigRequest(name="mlp"), timeout=60)
+            self.assertIn(dict(call.initial_metadata()).get("inferd-served-by"), ("a", "b"))
+            self.assertEqual(cfg.config.name, "mlp")
+            stats, call = stub.ModelStatistics.with_call(pb.ModelStatisticsRequest(name="mlp"), timeout=60)
+            self.assertIn(dict(call.initial_metadata()).get("inferd-served-by"), ("a", "b"))
+            self.assertEqual(stats.model_stats[0].name, "mlp")
+            with self.assertRaises(grpc.RpcError) as cm:
+                stub.ModelMetadata(pb.ModelMetadataRequest(name="mlp", version="7"), timeout=60)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND, cm.exception.details())
             metrics = self.nodes["c"].metrics()
-            self.assertEqual(C.metric(metrics, "inferd_cluster_forwarded_requests_total"), 8)
+            self.assertEqual(C.metric(metrics, "inferd_cluster_forwarded_requests_total"), 19)
             self.assertEqual(C.metric(metrics, "inferd_cluster_forward_failures_total"), 0)
+            self.assertEqual(held_by(self.etcd)["c"], [])
             # Marked as forwarded by a peer: served here (c loads mlp), not forwarded again.
             resp, call = stub.ModelInfer.with_call(gc.infer_request(pb, "mlp", {"x": x}), timeout=60,
                                                    metadata=(("inferd-forwarded-by", "a"),))
             self.assertNotIn("inferd-served-by", dict(call.initial_metadata()))
             C.assert_matches_torch(gc.outputs_of(resp)["y"].reshape(3, -1), C.torch_ref("mlp", x))
-            self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 8)
+            self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 19)
 
     def test_streams_are_relayed_as_they_come(self):
         self.three_nodes_with_mlp_on_two()
@@ -414,12 +462,18 @@ class ClusterRouting(ClusterBase):
         prompt = "The GNU General Public License"
         ids = ref.prompt_ids(prompt)
         want = ref.text(ids, ref.greedy(ids, 16)[0])
-        # tiny_chat's first use (through b) places it on c, the node with the fewest models, then a second copy;
-        # a stream through the node that holds no copy is relayed from a holder.
+        # tiny_chat's first use, a metadata request through b (as Triton's clients begin), goes to the node with
+        # the fewest models, c, which loads and places it, then a second copy; a stream through the node that holds
+        # no copy is relayed from a holder.
+        st, hdrs, data = self.nodes["b"].request("GET", "/v2/models/tiny_chat")
+        self.assertEqual(st, 200, data)
+        self.assertEqual(hdrs.get("inferd-served-by"), "c", hdrs)
+        self.assertEqual(json.loads(data)["name"], "tiny_chat")
+        self.wait_for(lambda: placement(self.etcd, "tiny_chat")[:1] == ["c"], "tiny_chat placed on c", timeout=60)
         body = json.dumps({"text_input": prompt, "parameters": {"max_tokens": 16, "temperature": 0}}).encode()
         st, hdrs, data = self.nodes["b"].request("POST", "/v2/models/tiny_chat/generate", body)
         self.assertEqual(st, 200, data)
-        self.assertEqual(hdrs.get("inferd-served-by"), "c", hdrs)
+        self.assertIn(hdrs.get("inferd-served-by"), placement(self.etcd, "tiny_chat") + [None], hdrs)
         self.assertEqual(json.loads(data)["text_output"], want)
         self.wait_for(lambda: len(placement(self.etcd, "tiny_chat")) == 2, "tiny_chat's second copy", timeout=60)
         holders = placement(self.etcd, "tiny_chat")
@@ -451,8 +505,10 @@ class ClusterRouting(ClusterBase):
         chunks = [e[len("data: "):] for e in data.decode().split("\n\n") if e.strip()]
         self.assertEqual(chunks[-1], "[DONE]")
         self.assertEqual("".join(json.loads(c)["choices"][0]["text"] for c in chunks[:-1]), want)
+        # Through b: the metadata, the first generate, the stream and the completion (when b holds no copy).
+        forwarded_by_b_before = 2 if via == "b" else 0
         self.assertEqual(C.metric(self.nodes[via].metrics(), "inferd_cluster_forwarded_requests_total"),
-                         3 if via == "b" else 2)
+                         forwarded_by_b_before + 2)
 
     def test_a_killed_holder_is_routed_around_at_once_and_its_copy_replaced(self):
         self.three_nodes_with_mlp_on_two()

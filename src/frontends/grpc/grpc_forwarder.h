@@ -54,5 +54,8 @@ class GrpcForwarder final : public Forwarder {
 // The method paths a forwarded gRPC request names (WireRequest::target).
 inline constexpr const char* kModelInferMethod = "/inference.GRPCInferenceService/ModelInfer";
 inline constexpr const char* kModelStreamInferMethod = "/inference.GRPCInferenceService/ModelStreamInfer";
+inline constexpr const char* kModelMetadataMethod = "/inference.GRPCInferenceService/ModelMetadata";
+inline constexpr const char* kModelConfigMethod = "/inference.GRPCInferenceService/ModelConfig";
+inline constexpr const char* kModelStatisticsMethod = "/inference.GRPCInferenceService/ModelStatistics";
 
 }  // namespace inferd::grpcfe

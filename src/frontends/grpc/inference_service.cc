@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "frontends/grpc/grpc_codec.h"
+#include "frontends/grpc/grpc_forwarder.h"
 #include "frontends/grpc/services.h"
 #include "server/inference_server.h"
 #include "server/load_parameters.h"
@@ -190,7 +191,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     const bool raw = incoming_.raw_input_contents_size() > 0;
     const bool mark_final = WantsFinalFlag(incoming_);
     std::string forwarded_by;
-    auto wire = GrpcWireForm(*ctx_, call_, incoming_, /*stream=*/true, &forwarded_by);
+    auto wire = GrpcWireForm(*ctx_, call_, incoming_, kModelStreamInferMethod, &forwarded_by);
     auto decoded = DecodeInferRequest(&incoming_);
     if (!decoded.ok()) {
       auto resp = ErrorResponse(decoded.status(), incoming_.model_name(), incoming_.model_version(), incoming_.id());
@@ -331,6 +332,37 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   bool finished_ TSA_GUARDED_BY(mu_) = false;
 };
 
+Status FillStatistics(const InferenceServer& server, const inference::ModelStatisticsRequest& req,
+                      inference::ModelStatisticsResponse* resp) {
+  auto stats = server.GetStatistics(req.name(), req.version());
+  if (!stats.ok()) return stats.status();
+  for (const auto& s : *stats) {
+    auto* m = resp->add_model_stats();
+    m->set_name(s.name);
+    m->set_version(s.version);
+    m->set_last_inference(s.last_inference_ms);
+    m->set_inference_count(s.inference_count);
+    m->set_execution_count(s.execution_count);
+    auto* is = m->mutable_inference_stats();
+    SetDuration(is->mutable_success(), s.success);
+    SetDuration(is->mutable_fail(), s.fail);
+    SetDuration(is->mutable_queue(), s.queue);
+    SetDuration(is->mutable_compute_input(), s.compute_input);
+    SetDuration(is->mutable_compute_infer(), s.compute_infer);
+    SetDuration(is->mutable_compute_output(), s.compute_output);
+    SetDuration(is->mutable_cache_hit(), s.cache_hit);
+    SetDuration(is->mutable_cache_miss(), s.cache_miss);
+    for (const auto& b : s.batch_stats) {
+      auto* bs = m->add_batch_stats();
+      bs->set_batch_size(static_cast<uint64_t>(b.batch_size));
+      SetDuration(bs->mutable_compute_input(), {b.count, b.input_ns});
+      SetDuration(bs->mutable_compute_infer(), {b.count, b.infer_ns});
+      SetDuration(bs->mutable_compute_output(), {b.count, b.output_ns});
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* c,
@@ -376,19 +408,22 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
                                                           inference::ModelMetadataResponse* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   // An on-demand model loads first, as for ModelInfer; gRPC keeps `req` and
-  // `resp` until Finish, which the continuation calls (possibly on a loader thread).
+  // `resp` until Finish, which the continuation calls (possibly on a loader
+  // thread). A model another node holds is answered there (cluster mode).
   auto* reactor = c->DefaultReactor();
   InferenceServer* server = ctx_->server;
-  server->WhenResident(req->name(), [server, reactor, req, resp](const Status& resident) {
-    if (!resident.ok()) return reactor->Finish(ToGrpcStatus(resident));
-    auto md = server->GetModelMetadata(req->name(), req->version());
-    if (!md.ok()) return reactor->Finish(ToGrpcStatus(md.status()));
-    resp->set_name(md->name);
-    for (const auto& v : md->versions) resp->add_versions(v);
-    resp->set_platform(md->platform);
-    SetTensorMetadata(md->inputs, resp->mutable_inputs());
-    SetTensorMetadata(md->outputs, resp->mutable_outputs());
-    reactor->Finish(grpc::Status::OK);
+  ServeHereOrForward(*ctx_, c, reactor, *req, kModelMetadataMethod, req->name(), resp, [server, reactor, req, resp] {
+    server->WhenResident(req->name(), [server, reactor, req, resp](const Status& resident) {
+      if (!resident.ok()) return reactor->Finish(ToGrpcStatus(resident));
+      auto md = server->GetModelMetadata(req->name(), req->version());
+      if (!md.ok()) return reactor->Finish(ToGrpcStatus(md.status()));
+      resp->set_name(md->name);
+      for (const auto& v : md->versions) resp->add_versions(v);
+      resp->set_platform(md->platform);
+      SetTensorMetadata(md->inputs, resp->mutable_inputs());
+      SetTensorMetadata(md->outputs, resp->mutable_outputs());
+      reactor->Finish(grpc::Status::OK);
+    });
   });
   return reactor;
 }
@@ -403,7 +438,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
   if (Status st = ctx_->server->Admit(req->model_name(), req->model_version()); !st.ok()) return Done(c, st);
   const bool raw = req->raw_input_contents_size() > 0;
   std::string forwarded_by;
-  auto wire = GrpcWireForm(*ctx_, c, *req, /*stream=*/false, &forwarded_by);
+  auto wire = GrpcWireForm(*ctx_, c, *req, kModelInferMethod, &forwarded_by);
   auto decoded = DecodeInferRequest(req);
   if (!decoded.ok()) {
     // An unknown model or version is the more useful answer than a body error.
@@ -438,17 +473,19 @@ grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerCont
   if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   auto* reactor = c->DefaultReactor();  // finished by the continuation, as in ModelMetadata
   InferenceServer* server = ctx_->server;
-  server->WhenResident(req->name(), [server, reactor, req, resp](const Status& resident) {
-    if (!resident.ok()) return reactor->Finish(ToGrpcStatus(resident));
-    auto json = server->GetModelConfigJson(req->name(), req->version());
-    if (!json.ok()) return reactor->Finish(ToGrpcStatus(json.status()));
-    google::protobuf::util::JsonParseOptions opts;
-    opts.ignore_unknown_fields = true;
-    auto st = google::protobuf::util::JsonStringToMessage(*json, resp->mutable_config(), opts);
-    if (!st.ok()) {
-      return reactor->Finish(ToGrpcStatus(Status::Internal("cannot render the model config: " + st.ToString())));
-    }
-    reactor->Finish(grpc::Status::OK);
+  ServeHereOrForward(*ctx_, c, reactor, *req, kModelConfigMethod, req->name(), resp, [server, reactor, req, resp] {
+    server->WhenResident(req->name(), [server, reactor, req, resp](const Status& resident) {
+      if (!resident.ok()) return reactor->Finish(ToGrpcStatus(resident));
+      auto json = server->GetModelConfigJson(req->name(), req->version());
+      if (!json.ok()) return reactor->Finish(ToGrpcStatus(json.status()));
+      google::protobuf::util::JsonParseOptions opts;
+      opts.ignore_unknown_fields = true;
+      auto st = google::protobuf::util::JsonStringToMessage(*json, resp->mutable_config(), opts);
+      if (!st.ok()) {
+        return reactor->Finish(ToGrpcStatus(Status::Internal("cannot render the model config: " + st.ToString())));
+      }
+      reactor->Finish(grpc::Status::OK);
+    });
   });
   return reactor;
 }
@@ -457,33 +494,14 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServer
                                                             const inference::ModelStatisticsRequest* req,
                                                             inference::ModelStatisticsResponse* resp) {
   if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
-  auto stats = ctx_->server->GetStatistics(req->name(), req->version());
-  if (!stats.ok()) return Done(c, stats.status());
-  for (const auto& s : *stats) {
-    auto* m = resp->add_model_stats();
-    m->set_name(s.name);
-    m->set_version(s.version);
-    m->set_last_inference(s.last_inference_ms);
-    m->set_inference_count(s.inference_count);
-    m->set_execution_count(s.execution_count);
-    auto* is = m->mutable_inference_stats();
-    SetDuration(is->mutable_success(), s.success);
-    SetDuration(is->mutable_fail(), s.fail);
-    SetDuration(is->mutable_queue(), s.queue);
-    SetDuration(is->mutable_compute_input(), s.compute_input);
-    SetDuration(is->mutable_compute_infer(), s.compute_infer);
-    SetDuration(is->mutable_compute_output(), s.compute_output);
-    SetDuration(is->mutable_cache_hit(), s.cache_hit);
-    SetDuration(is->mutable_cache_miss(), s.cache_miss);
-    for (const auto& b : s.batch_stats) {
-      auto* bs = m->add_batch_stats();
-      bs->set_batch_size(static_cast<uint64_t>(b.batch_size));
-      SetDuration(bs->mutable_compute_input(), {b.count, b.input_ns});
-      SetDuration(bs->mutable_compute_infer(), {b.count, b.infer_ns});
-      SetDuration(bs->mutable_compute_output(), {b.count, b.output_ns});
-    }
-  }
-  return Done(c, Status::OK());
+  InferenceServer* server = ctx_->server;
+  if (req->name().empty()) return Done(c, FillStatistics(*server, *req, resp));  // this node's models
+  // One model's: where another node holds it (cluster mode), that node's.
+  auto* reactor = c->DefaultReactor();
+  ServeHereOrForward(*ctx_, c, reactor, *req, kModelStatisticsMethod, req->name(), resp, [server, reactor, req, resp] {
+    reactor->Finish(ToGrpcStatus(FillStatistics(*server, *req, resp)));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServerContext* c,

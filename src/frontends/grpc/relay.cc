@@ -18,17 +18,17 @@ bool IsHopMetadata(std::string_view key) {
 }  // namespace
 
 std::shared_ptr<const WireRequest> GrpcWireForm(const ServiceContext& ctx, const grpc::CallbackServerContext* c,
-                                                const inference::ModelInferRequest& req, bool stream,
+                                                const google::protobuf::Message& req, const char* method,
                                                 std::string* forwarded_by) {
   if (!ctx.server->admin().clustered()) return nullptr;
   const auto& md = c->client_metadata();
   if (auto it = md.find("inferd-forwarded-by"); it != md.end()) {
-    *forwarded_by = it->second.empty() ? "?" : std::string(it->second.data(), it->second.size());
+    if (forwarded_by) *forwarded_by = it->second.empty() ? "?" : std::string(it->second.data(), it->second.size());
     return nullptr;  // served here: never forwarded again
   }
   auto wire = std::make_shared<WireRequest>();
   wire->protocol = WireRequest::Protocol::kGrpc;
-  wire->target = stream ? kModelStreamInferMethod : kModelInferMethod;
+  wire->target = method;
   wire->deadline = c->deadline();  // the holder stops where the client stops waiting
   for (const auto& [key, value] : md) {
     const std::string_view k(key.data(), key.size());
@@ -51,14 +51,27 @@ std::optional<grpc::Status> RelayedFailure(const RelayedAnswer& a) {
   return grpc::Status(static_cast<grpc::StatusCode>(code), message);
 }
 
-grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c,
-                        inference::ModelInferResponse* response) {
+grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c, google::protobuf::Message* response) {
   for (const auto& [name, value] : a.headers)
     if (name == kServedByHeader) c->AddInitialMetadata("inferd-served-by", value);
   if (auto failed = RelayedFailure(a)) return *failed;
   if (!response->ParseFromString(a.body))
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the answer of the node that served it could not be read");
   return grpc::Status::OK;
+}
+
+void ServeHereOrForward(const ServiceContext& ctx, grpc::CallbackServerContext* c, grpc::ServerUnaryReactor* reactor,
+                        const google::protobuf::Message& request, const char* method, const std::string& model,
+                        google::protobuf::Message* response, std::function<void()> here) {
+  ctx.server->ServeHereOrForward(
+      model, GrpcWireForm(ctx, c, request, method, nullptr), std::move(here),
+      [c, reactor, response](Result<InferResponse> r) {
+        if (!r.ok()) return reactor->Finish(ToGrpcStatus(r.status()));
+        if (!r->relayed) {
+          return reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the node that served it sent no answer"));
+        }
+        reactor->Finish(RelayUnary(*r->relayed, c, response));
+      });
 }
 
 }  // namespace inferd::grpcfe

@@ -66,19 +66,28 @@ class RefusedStream final : public Base {
 };
 
 // Cluster mode (relay.cc): the wire form of a request that came over gRPC
-// (`stream`: on a ModelStreamInfer stream), for the forward stage. Null when
-// the server is not clustered, or when a peer forwarded it here
-// (`forwarded_by` set: served here, never forwarded again). Call before the
-// request is decoded (decoding moves its buffers out).
+// as a call of `method` (kModelInferMethod, kModelStreamInferMethod for one
+// request of a stream, or another method of the inference service), for the
+// forward stage. Null when the server is not clustered, or when a peer
+// forwarded it here (`forwarded_by` set, when given: served here, never
+// forwarded again). Call before the request is decoded (decoding moves its
+// buffers out).
 std::shared_ptr<const WireRequest> GrpcWireForm(const ServiceContext& ctx, const grpc::CallbackServerContext* c,
-                                                const inference::ModelInferRequest& req, bool stream,
+                                                const google::protobuf::Message& req, const char* method,
                                                 std::string* forwarded_by);
 // The status a relayed answer carries when the peer's call failed.
 std::optional<grpc::Status> RelayedFailure(const RelayedAnswer& a);
-// A relayed ModelInfer answer into `response` (and the serving node into the
+// A relayed unary answer into `response` (and the serving node into the
 // call's initial metadata, inferd-served-by); the status to finish with.
-grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c,
-                        inference::ModelInferResponse* response);
+grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c, google::protobuf::Message* response);
+// A unary call about one model that is not an inference (ModelMetadata,
+// ModelConfig, ModelStatistics): `here` answers it on this node, or, in
+// cluster mode, the node that holds `model` does and its answer is relayed
+// into `response` (InferenceServer::ServeHereOrForward). `here` finishes the
+// reactor itself.
+void ServeHereOrForward(const ServiceContext& ctx, grpc::CallbackServerContext* c, grpc::ServerUnaryReactor* reactor,
+                        const google::protobuf::Message& request, const char* method, const std::string& model,
+                        google::protobuf::Message* response, std::function<void()> here);
 
 struct ServiceContext {
   InferenceServer* server = nullptr;

@@ -28,19 +28,35 @@ std::string LowerName(std::string_view s) {
 
 }  // namespace
 
-void KeepWireForm(InferenceServer& server, const Request& req, InferRequest& r) {
-  if (!server.admin().clustered()) return;
-  if (const std::string* by = req.Header("inferd-forwarded-by")) {
-    r.forwarded_by = by->empty() ? "?" : *by;
-    return;  // served here: never forwarded again
-  }
+std::shared_ptr<const WireRequest> WireFormOf(InferenceServer& server, const Request& req) {
+  if (!server.admin().clustered() || req.Header("inferd-forwarded-by") != nullptr) return nullptr;
   auto wire = std::make_shared<WireRequest>();
   wire->method = req.method;
   wire->target = req.query.empty() ? req.path : req.path + "?" + req.query;
   for (const auto& [name, value] : req.headers)
     if (!IsHopHeader(name)) wire->headers.emplace_back(name, value);
   wire->body = req.body;
-  r.wire = std::move(wire);
+  return wire;
+}
+
+void KeepWireForm(InferenceServer& server, const Request& req, InferRequest& r) {
+  if (!server.admin().clustered()) return;
+  if (const std::string* by = req.Header("inferd-forwarded-by")) {
+    r.forwarded_by = by->empty() ? "?" : *by;
+    return;  // served here: never forwarded again
+  }
+  r.wire = WireFormOf(server, req);
+}
+
+void ServeHereOrForward(InferenceServer* server, const Request& req, const std::string& model, Responder respond,
+                        std::function<void(Responder)> here) {
+  server->ServeHereOrForward(
+      model, WireFormOf(*server, req), [here = std::move(here), respond] { here(respond); },
+      [respond](Result<InferResponse> r) {
+        if (!r.ok()) return respond(ErrorResponse(r.status()));
+        if (!r->relayed) return respond(ErrorResponse(Status::Unavailable("the node that served it sent no answer")));
+        respond(RelayedResponse(*r->relayed, false));
+      });
 }
 
 Response RelayedResponse(const RelayedAnswer& a, bool more) {

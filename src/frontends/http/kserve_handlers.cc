@@ -328,15 +328,8 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
     return Generate(server, std::move(req), model, version, action == "generate_stream", std::move(respond));
   }
   if (!get) return respond(MethodNotAllowed(req, kAllowGet));
-  // Metadata and config wait for an on-demand model's load as /infer does.
-  if (action.empty()) {
-    return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
-      if (!st.ok()) return respond(ErrorResponse(st));
-      auto md = server->GetModelMetadata(model, version);
-      respond(md.ok() ? JsonResponse(200, MetadataJson(*md)) : ErrorResponse(md.status()));
-    });
-  }
   if (action == "ready") {
+    // Answered here in cluster mode too: a model another node holds is ready if this node can route to it.
     auto ready = server->IsModelReady(model, version);
     if (!ready.ok()) return respond(ErrorResponse(ready.status()));
     Response r;
@@ -344,18 +337,27 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
     r.content_type.clear();
     return respond(std::move(r));
   }
-  if (action == "config") {
-    return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
-      if (!st.ok()) return respond(ErrorResponse(st));
-      auto cfg = server->GetModelConfigJson(model, version);
-      respond(cfg.ok() ? JsonResponse(200, *cfg) : ErrorResponse(cfg.status()));
-    });
-  }
-  if (action == "stats") {
-    auto stats = server->GetStatistics(model, version);
-    return respond(stats.ok() ? JsonResponse(200, StatsJson(*stats)) : ErrorResponse(stats.status()));
-  }
-  respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
+  // Metadata, config and statistics: where a node other than this one holds the model (cluster mode), it
+  // answers them; here, metadata and config wait for an on-demand model's load as /infer does.
+  return ServeHereOrForward(
+      server, req, model, std::move(respond), [server, model, version, action](Responder respond) {
+        if (action.empty()) {
+          return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
+            if (!st.ok()) return respond(ErrorResponse(st));
+            auto md = server->GetModelMetadata(model, version);
+            respond(md.ok() ? JsonResponse(200, MetadataJson(*md)) : ErrorResponse(md.status()));
+          });
+        }
+        if (action == "config") {
+          return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
+            if (!st.ok()) return respond(ErrorResponse(st));
+            auto cfg = server->GetModelConfigJson(model, version);
+            respond(cfg.ok() ? JsonResponse(200, *cfg) : ErrorResponse(cfg.status()));
+          });
+        }
+        auto stats = server->GetStatistics(model, version);  // "stats"
+        respond(stats.ok() ? JsonResponse(200, StatsJson(*stats)) : ErrorResponse(stats.status()));
+      });
 }
 
 }  // namespace inferd::http

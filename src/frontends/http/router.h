@@ -68,6 +68,13 @@ Status UnlessUnknownModel(InferenceServer* server, const std::string& model, con
 // and body, InferRequest::wire) so that the forward stage can send it unchanged to the node holding the model,
 // and notes the node that forwarded it here (such a request is served here). Nothing on a single node.
 void KeepWireForm(InferenceServer& server, const Request& req, InferRequest& r);
+// The wire form alone (null on a single node and for a request a peer forwarded here).
+std::shared_ptr<const WireRequest> WireFormOf(InferenceServer& server, const Request& req);
+// A request about `model` that is not an inference (metadata, config, statistics, TF Serving's status): `here`
+// answers it on this node, or, in cluster mode, the node that holds the model does and its answer is relayed
+// (InferenceServer::ServeHereOrForward).
+void ServeHereOrForward(InferenceServer* server, const Request& req, const std::string& model, Responder respond,
+                        std::function<void(Responder)> here);
 // A peer's answer (or one part of a streamed one, `more` set on all but the last) as this node's response.
 Response RelayedResponse(const RelayedAnswer& a, bool more);
 
