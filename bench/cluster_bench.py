@@ -366,7 +366,17 @@ def phase_failures(args, repo):
         c.wait(lambda: all(c.sees(n, NODES) for n in NODES), "3 nodes")
         load = ZipfLoad(c, args.models, args.clients, args.zipf_s)
         load.start()
-        time.sleep(args.warmup_s)
+
+        def reads():
+            m = c.nodes["a"].metrics()
+            return [metric(m, "inferd_cluster_" + n) for n in ("rounds_total", "placement_keys_read_total",
+                                                                "placement_full_reads_total")]
+        time.sleep(args.warmup_s / 2)
+        reads_before = reads()
+        time.sleep(args.warmup_s / 2)
+        # The placements a round reads (by their changes) against all of them (what a full read each round took).
+        rounds, keys, full = [b - a for a, b in zip(reads_before, reads())]
+        out["placement_reads"] = {"rounds": rounds, "keys": keys, "full": full}
         # kill -9 of c under load.
         ok_before, _ = load.counts(NODES)
         survivors = ("a", "b")
@@ -507,6 +517,10 @@ def main():
             "| Zipf traffic: %d client threads over 3 nodes, %d distinct models used | %d models placed before the "
             "kill, %d of them on the victim | |" % (args.clients, x["distinct"], x["placed_before_kill"],
                                                     x["on_victim"]),
+            "| placements read per round by a node under that traffic (by their changes; %d full reads in %d "
+            "rounds) | **%.1f** (a full read each round: %d) | |" % (
+                x["placement_reads"]["full"], x["placement_reads"]["rounds"],
+                x["placement_reads"]["keys"] / max(1, x["placement_reads"]["rounds"]), x["placed_before_kill"]),
             "| kill -9 of one node under load: requests on the survivors' connections ok / failed | %d / **%d** | "
             "0 failed |" % (k["ok"], len(k["failed"])),
             "| ... its lease expired after | %.1f s | |" % x["lease_expiry_after_kill_s"],

@@ -24,11 +24,18 @@ class FakeClusterStore final : public cluster::ClusterStore {
     MutexLock l(&mu_);
     DropLeaseLocked(lease);
   }
-  // Forgets everything (an etcd restarted without its data).
+  // Forgets everything (an etcd restarted without its data: its revision starts again too).
   void Wipe() {
     MutexLock l(&mu_);
     keys_.clear();
     leases_.clear();
+    revision_ = 0;
+  }
+  // Deletes `key` (by hand, or a bad etcd write: no lease).
+  void Remove(const std::string& key) {
+    MutexLock l(&mu_);
+    keys_.erase(key);
+    ++revision_;
   }
   void PutRaw(const std::string& key, const std::string& value) {
     MutexLock l(&mu_);
@@ -89,6 +96,18 @@ class FakeClusterStore final : public cluster::ClusterStore {
       out.push_back(it->second);
     return out;
   }
+  Result<cluster::PrefixChanges> ListChanged(const std::string& prefix, int64_t after) override {
+    MutexLock l(&mu_);
+    if (Status st = Reach(); !st.ok()) return st;
+    cluster::PrefixChanges out;
+    for (auto it = keys_.lower_bound(prefix); it != keys_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+         ++it) {
+      ++out.total;
+      if (it->second.mod_revision > after) out.changed.push_back(it->second);
+    }
+    out.revision = revision_;
+    return out;
+  }
 
  private:
   Status Reach() TSA_REQUIRES(mu_) {
@@ -106,7 +125,9 @@ class FakeClusterStore final : public cluster::ClusterStore {
   }
   void DropLeaseLocked(int64_t lease) TSA_REQUIRES(mu_) {
     leases_.erase(lease);
+    const size_t before = keys_.size();
     for (auto it = keys_.begin(); it != keys_.end();) it = it->second.lease == lease ? keys_.erase(it) : std::next(it);
+    if (keys_.size() != before) ++revision_;  // etcd's deletes take a revision too
   }
 
   mutable Mutex mu_;

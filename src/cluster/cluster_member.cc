@@ -5,6 +5,12 @@
 #include <algorithm>
 
 namespace inferd::cluster {
+namespace {
+
+// How often a node reads every placement even when their changes add up.
+constexpr std::chrono::seconds kPlacementFullReadInterval{30};
+
+}  // namespace
 
 ClusterMember::ClusterMember(ClusterOptions options, ClusterStore* store, Clock* clock, Describe describe,
                              AfterRound after_round)
@@ -13,7 +19,8 @@ ClusterMember::ClusterMember(ClusterOptions options, ClusterStore* store, Clock*
       clock_(clock),
       describe_(std::move(describe)),
       after_round_(std::move(after_round)),
-      key_(options_.NodesPrefix() + options_.node_id) {
+      key_(options_.NodesPrefix() + options_.node_id),
+      placements_(options_.PlacementPrefix()) {
   auto empty = std::make_shared<ClusterView>();
   empty->self = options_.node_id;
   MutexLock l(&view_mu_);
@@ -78,6 +85,7 @@ bool ClusterMember::EnsureRegistered(const std::string& record) {
           options_.node_id);
       lease_ = 0;
       published_.clear();
+      read_all_placements_ = true;  // a store that lost its data may have counted back up to our revision
     } else if (!st.ok()) {
       stats_.store_errors.fetch_add(1, std::memory_order_relaxed);
       return false;
@@ -116,9 +124,15 @@ void ClusterMember::Step() {
   const bool registered = EnsureRegistered(EncodeNodeRecord(self));
   auto listed =
       registered ? store_->List(options_.NodesPrefix()) : Result<std::vector<StoredKey>>(std::vector<StoredKey>{});
-  auto placed = registered && listed.ok() ? store_->List(options_.PlacementPrefix())
-                                          : Result<std::vector<StoredKey>>(std::vector<StoredKey>{});
-  if (!registered || !listed.ok() || !placed.ok()) {
+  // Every placement again now and then: a safety net under the mirror's own checks.
+  const uint64_t full_every = std::max<uint64_t>(
+      1, static_cast<uint64_t>(kPlacementFullReadInterval / std::max(options_.refresh, std::chrono::milliseconds(1))));
+  const bool full = read_all_placements_ || stats_.rounds.load() % full_every == 0;
+  const Status placed = registered && listed.ok() ? placements_.Refresh(*store_, full) : Status::OK();
+  read_all_placements_ = !registered || !listed.ok() || !placed.ok();
+  stats_.placement_full_reads.store(placements_.full_reads(), std::memory_order_relaxed);
+  stats_.placement_keys_read.store(placements_.keys_read(), std::memory_order_relaxed);
+  if (read_all_placements_) {
     if (registered) stats_.store_errors.fetch_add(1, std::memory_order_relaxed);
     // Unreachable: keep the last view (stale), say so.
     auto stale = std::make_shared<ClusterView>(last_good_ ? *last_good_ : ClusterView{});
@@ -150,9 +164,18 @@ void ClusterMember::Step() {
     }
     view->nodes.push_back(std::move(*r));
   }
-  for (const StoredKey& k : *placed) {
-    auto p = ParsePlacement(k.value);
+  for (const auto& [key, k] : placements_.keys()) {
     const std::string model = k.key.substr(options_.PlacementPrefix().size());
+    // Unchanged since the last view: its parsed placement again (10,000 models: no 10,000 parses a round);
+    // after a full read (perhaps of a store that started again), every one parsed.
+    if (last_good_ && !placements_.last_read_full()) {
+      auto it = last_good_->placements.find(model);
+      if (it != last_good_->placements.end() && it->second.mod_revision == k.mod_revision) {
+        view->placements.emplace(model, it->second);
+        continue;
+      }
+    }
+    auto p = ParsePlacement(k.value);
     if (!p.ok() || model.empty()) {
       view->unreadable.push_back(k.key);
       if (std::find(logged_unreadable_.begin(), logged_unreadable_.end(), k.key) == logged_unreadable_.end()) {

@@ -1,7 +1,10 @@
 // ClusterMember: this node's membership in the cluster. It registers the
 // node's record under a lease (key <prefix>nodes/<id>), keeps the lease
 // alive, republishes the record when it changes (models held, memory, load),
-// and reads every member's record into an immutable ClusterView.
+// and reads every member's record and every placement into an immutable
+// ClusterView (the placements by their changes since the last round, all of
+// them every 30 s, after a failed round and after a lost lease:
+// cluster/prefix_mirror.h).
 //
 // Failure handling, the part that matters:
 // - The store unreachable: the last view stays (marked stale, with the time
@@ -30,6 +33,7 @@
 #include "cluster/cluster_options.h"
 #include "cluster/cluster_store.h"
 #include "cluster/cluster_view.h"
+#include "cluster/prefix_mirror.h"
 #include "core/clock.h"
 #include "core/mutex.h"
 
@@ -39,6 +43,9 @@ struct ClusterMemberStats {
   std::atomic<uint64_t> store_errors{0};   // calls to the store that failed
   std::atomic<uint64_t> registrations{0};  // leases granted (1 + re-registrations)
   std::atomic<uint64_t> rounds{0};         // Step calls
+  // The placements are read by their changes (cluster/prefix_mirror.h):
+  std::atomic<uint64_t> placement_full_reads{0};  // reads of every placement
+  std::atomic<uint64_t> placement_keys_read{0};   // placements transferred, full reads included
 };
 
 class ClusterMember {
@@ -88,6 +95,9 @@ class ClusterMember {
   std::string published_;  // the record last written under lease_
   std::vector<std::string> logged_unreadable_;
   std::shared_ptr<const ClusterView> last_good_;
+  PrefixMirror placements_;
+  // The next round reads every placement (after a failed round, or a lost lease).
+  bool read_all_placements_ = false;
 
   mutable Mutex view_mu_;
   std::shared_ptr<const ClusterView> view_ TSA_GUARDED_BY(view_mu_);

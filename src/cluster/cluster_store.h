@@ -3,7 +3,8 @@
 // tests: testing/fake_cluster_store.h). Keys carry revisions and may be
 // attached to a lease that deletes them when it is not kept alive.
 //
-// Only what the cluster needs: leases, puts, prefix listings, and
+// Only what the cluster needs: leases, puts, prefix listings (whole, or the
+// keys changed since a revision), and
 // compare-and-swap on keys' modification revisions (ApplyIf, several keys in
 // one transaction), so two nodes never both think they won a placement.
 //
@@ -39,6 +40,13 @@ struct ConditionalWrite {
   bool remove = false;
 };
 
+// What ClusterStore::ListChanged read, at one revision of the store.
+struct PrefixChanges {
+  std::vector<StoredKey> changed;  // the keys modified after the revision asked, in key order
+  int64_t total = 0;               // how many keys the prefix has in all
+  int64_t revision = 0;            // the store's revision at the read
+};
+
 class ClusterStore {
  public:
   virtual ~ClusterStore() = default;
@@ -60,6 +68,11 @@ class ClusterStore {
   static constexpr size_t kMaxWritesPerApply = 64;
   // Every key that starts with `prefix`, in key order.
   virtual Result<std::vector<StoredKey>> List(const std::string& prefix) = 0;
+  // The keys that start with `prefix` and were modified after revision
+  // `after` (every one for 0), with the prefix's key count and the store's
+  // revision, in one read: what keeps a copy of a large prefix current
+  // without reading it whole (cluster/prefix_mirror.h).
+  virtual Result<PrefixChanges> ListChanged(const std::string& prefix, int64_t after) = 0;
 };
 
 }  // namespace inferd::cluster

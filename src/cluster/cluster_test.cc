@@ -9,6 +9,7 @@
 #include "cluster/cluster_status.h"
 #include "cluster/node_record.h"
 #include "cluster/placement.h"
+#include "cluster/prefix_mirror.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_cluster_store.h"
 
@@ -330,6 +331,115 @@ TEST(ClusterStoreTest, ApplyIfWritesEveryKeyOrNone) {
   EXPECT_EQ((*after)[1].value, "3");
   store.SetReachable(false);
   EXPECT_EQ(store.ApplyIf({{"/p/d", "4", 0, false}}).status().code(), StatusCode::kUnavailable);
+}
+
+TEST(PrefixMirrorTest, ReadsOnlyWhatChangedAndEverythingWhenAKeyWasDeleted) {
+  testing::FakeClusterStore store;
+  for (const char* k : {"/p/a", "/p/b", "/p/c"}) ASSERT_TRUE(store.Put(k, "1", 0).ok());
+  ASSERT_TRUE(store.Put("/q/x", "1", 0).ok());  // outside the prefix
+  PrefixMirror m("/p/");
+  ASSERT_TRUE(m.Refresh(store, false).ok());
+  EXPECT_EQ(m.keys().size(), 3u);
+  EXPECT_EQ(m.full_reads(), 1u) << "the first read reads every key";
+  // Nothing changed: nothing transferred.
+  ASSERT_TRUE(m.Refresh(store, false).ok());
+  EXPECT_EQ(m.keys_read(), 3u);
+  // A changed key and a new one: only those two.
+  ASSERT_TRUE(store.Put("/p/b", "2", 0).ok());
+  ASSERT_TRUE(store.Put("/p/d", "1", 0).ok());
+  ASSERT_TRUE(m.Refresh(store, false).ok());
+  EXPECT_EQ(m.keys_read(), 5u);
+  EXPECT_EQ(m.full_reads(), 1u);
+  ASSERT_EQ(m.keys().size(), 4u);
+  EXPECT_EQ(m.keys().at("/p/b").value, "2");
+  // A deleted key does not show among the changes; the count does not add up, so every key is read again.
+  store.Remove("/p/a");
+  ASSERT_TRUE(m.Refresh(store, false).ok());
+  EXPECT_EQ(m.full_reads(), 2u);
+  EXPECT_EQ(m.keys().count("/p/a"), 0u);
+  EXPECT_EQ(m.keys().size(), 3u);
+  // Deleted and replaced by a new key in the same interval (the count alone would agree): still noticed.
+  store.Remove("/p/c");
+  ASSERT_TRUE(store.Put("/p/e", "1", 0).ok());
+  ASSERT_TRUE(m.Refresh(store, false).ok());
+  EXPECT_EQ(m.full_reads(), 3u);
+  EXPECT_EQ(m.keys().count("/p/c"), 0u);
+  EXPECT_EQ(m.keys().count("/p/e"), 1u);
+  // Asked for: a full read.
+  ASSERT_TRUE(m.Refresh(store, true).ok());
+  EXPECT_EQ(m.full_reads(), 4u);
+  EXPECT_TRUE(m.last_read_full());
+}
+
+TEST(PrefixMirrorTest, AStoreThatStartedAgainIsReadWhole) {
+  testing::FakeClusterStore store;
+  for (const char* k : {"/p/a", "/p/b", "/p/c", "/p/d"}) ASSERT_TRUE(store.Put(k, "old", 0).ok());
+  PrefixMirror m("/p/");
+  ASSERT_TRUE(m.Refresh(store, false).ok());
+  // etcd restarted without its data, fewer writes since: the revision went back.
+  store.Wipe();
+  for (const char* k : {"/p/a", "/p/b", "/p/x"}) ASSERT_TRUE(store.Put(k, "new", 0).ok());
+  ASSERT_TRUE(m.Refresh(store, false).ok());
+  EXPECT_EQ(m.full_reads(), 2u);
+  EXPECT_EQ(m.keys().count("/p/d"), 0u);
+  EXPECT_EQ(m.keys().at("/p/a").value, "new");
+  EXPECT_EQ(m.keys().size(), 3u);
+  // An unreachable store: an error, the copy kept.
+  store.SetReachable(false);
+  EXPECT_EQ(m.Refresh(store, false).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(m.keys().size(), 3u);
+}
+
+TEST(ClusterMemberTest, PlacementsAreReadByTheirChanges) {
+  testing::FakeClusterStore store;
+  testing::FakeClock clock;
+  Node a("a", &store, &clock);
+  const std::string prefix = Options("a").PlacementPrefix();
+  for (int i = 0; i < 50; ++i) {
+    Placement p;
+    p.nodes = {"a"};
+    store.PutRaw(prefix + "m" + std::to_string(i), EncodePlacement(p));
+  }
+  a.member.Step();
+  ASSERT_EQ(a.member.View()->placements.size(), 50u);
+  const uint64_t first = a.member.stats().placement_keys_read.load();
+  EXPECT_EQ(first, 50u);
+  a.member.Step();
+  a.member.Step();
+  EXPECT_EQ(a.member.stats().placement_keys_read.load(), first) << "nothing changed: nothing read";
+  // Another node moves m7 and removes m8: both seen on the next round.
+  Placement moved;
+  moved.nodes = {"b", "a"};
+  store.PutRaw(prefix + "m7", EncodePlacement(moved));
+  store.Remove(prefix + "m8");
+  a.member.Step();
+  auto view = a.member.View();
+  EXPECT_EQ(view->placements.size(), 49u);
+  EXPECT_EQ(view->placements.count("m8"), 0u);
+  EXPECT_EQ(view->placements.at("m7").nodes, (std::vector<std::string>{"b", "a"}));
+  EXPECT_EQ(view->placements.at("m1").nodes, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(a.member.stats().placement_full_reads.load(), 2u) << "the deletion made the second full read";
+  // A round that failed: the next one reads every placement.
+  store.SetReachable(false);
+  a.member.Step();
+  store.SetReachable(true);
+  a.member.Step();
+  EXPECT_EQ(a.member.stats().placement_full_reads.load(), 3u);
+  EXPECT_EQ(a.member.View()->placements.size(), 49u);
+  // etcd restarted without its data and written back up to the same revision with as many placements (the
+  // changes alone would add up): the lost lease makes the member read them all.
+  const int64_t revision_before = store.ListChanged(prefix, 0)->revision;
+  store.Wipe();
+  Placement other;
+  other.nodes = {"c"};
+  for (int i = 0; i < 49; ++i) store.PutRaw(prefix + "n" + std::to_string(i), EncodePlacement(other));
+  while (store.ListChanged(prefix, 0)->revision < revision_before) store.PutRaw("/elsewhere", "x");
+  a.member.Step();
+  view = a.member.View();
+  EXPECT_EQ(a.member.stats().registrations.load(), 2u);
+  EXPECT_EQ(view->placements.count("m1"), 0u);
+  ASSERT_EQ(view->placements.count("n1"), 1u);
+  EXPECT_EQ(view->placements.at("n1").nodes, (std::vector<std::string>{"c"}));
 }
 
 }  // namespace

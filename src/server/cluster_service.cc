@@ -379,6 +379,12 @@ void ClusterService::WriteMetrics(PrometheusWriter& w) const {
   count("inferd_cluster_store_errors_total", "Calls to etcd that failed", s.store_errors.load());
   count("inferd_cluster_registrations_total", "Leases this node took (1, plus one per re-registration)",
         s.registrations.load());
+  count("inferd_cluster_placement_keys_read_total",
+        "Placements read from etcd (only those changed since the last round, plus the full reads)",
+        s.placement_keys_read.load());
+  count("inferd_cluster_placement_full_reads_total",
+        "Reads of every placement (the first, every 30 s, after a failed round, or when the changes did not add up)",
+        s.placement_full_reads.load());
   const ClusterCounters& c = counters_;
   count("inferd_cluster_forwarded_requests_total", "Requests this node sent to the peer holding their model",
         c.forwarded.load());

@@ -331,6 +331,7 @@ class ClusterRouting(ClusterBase):
     def test_first_use_places_the_model_then_a_second_copy_and_other_nodes_forward(self):
         self.three_nodes_with_mlp_on_two()
         self.assertEqual(held_by(self.etcd)["c"], [])
+        self.placements_are_read_by_their_changes(self.nodes["c"])
         # Through c, which holds nothing: forwarded to a holder, the answer relayed unchanged.
         x = np.random.default_rng(2).standard_normal((3, 8)).astype(np.float32)
         st, hdrs, data = self.nodes["c"].request("POST", "/v2/models/mlp/infer",
@@ -369,6 +370,20 @@ class ClusterRouting(ClusterBase):
         self.assertEqual(st, 200, data)
         self.assertNotIn("inferd-served-by", hdrs)
         self.assertEqual(C.metric(self.nodes["c"].metrics(), "inferd_cluster_forwarded_requests_total"), 19)
+
+    def placements_are_read_by_their_changes(self, node):
+        """etcd's Range with min_mod_revision: with no placement changing, a node's rounds read no placement
+        (only a full read would, one every 30 s: at most one here)."""
+        def counters():
+            m = node.metrics()
+            return [C.metric(m, "inferd_cluster_" + n) for n in ("rounds_total", "placement_keys_read_total",
+                                                                  "placement_full_reads_total")]
+        rounds, keys, full = counters()
+        self.assertGreaterEqual(keys, 1, "mlp's placement was read")
+        self.wait_for(lambda: counters()[0] >= rounds + 5, "five more rounds")
+        rounds2, keys2, full2 = counters()
+        self.assertLessEqual(full2 - full, 1)
+        self.assertEqual(keys2 - keys, full2 - full, "only a full read read mlp's placement again")
 
     def model_reads_through_c_are_forwarded(self):
         """Metadata, config and statistics over HTTP (KServe v2, TF Serving) through c (holds no copy): answered by

@@ -63,6 +63,16 @@ std::string PrefixEnd(const std::string& prefix) {
   return std::string(1, '\0');  // every key
 }
 
+StoredKey FromKeyValue(const etcdserverpb::KeyValue& kv) {
+  StoredKey k;
+  k.key = kv.key();
+  k.value = kv.value();
+  k.create_revision = kv.create_revision();
+  k.mod_revision = kv.mod_revision();
+  k.lease = kv.lease();
+  return k;
+}
+
 }  // namespace
 
 EtcdStore::EtcdStore(std::vector<std::string> endpoints, std::chrono::milliseconds timeout)
@@ -166,25 +176,25 @@ Result<bool> EtcdStore::ApplyIf(const std::vector<ConditionalWrite>& writes) {
 }
 
 Result<std::vector<StoredKey>> EtcdStore::List(const std::string& prefix) {
+  INFERD_ASSIGN_OR_RETURN(PrefixChanges all, ListChanged(prefix, 0));
+  return std::move(all.changed);
+}
+
+Result<PrefixChanges> EtcdStore::ListChanged(const std::string& prefix, int64_t after) {
   Impl::Endpoint& e = impl_->Pick();
   grpc::ClientContext ctx;
   impl_->Deadline(ctx);
   etcdserverpb::RangeRequest req;
   req.set_key(prefix);
   req.set_range_end(PrefixEnd(prefix));
+  if (after > 0) req.set_min_mod_revision(after + 1);  // etcd filters; its count stays that of the whole range
   etcdserverpb::RangeResponse resp;
   if (Status st = impl_->Check(e.kv->Range(&ctx, req, &resp), e, "range"); !st.ok()) return st;
-  std::vector<StoredKey> out;
-  out.reserve(resp.kvs_size());
-  for (const etcdserverpb::KeyValue& kv : resp.kvs()) {
-    StoredKey k;
-    k.key = kv.key();
-    k.value = kv.value();
-    k.create_revision = kv.create_revision();
-    k.mod_revision = kv.mod_revision();
-    k.lease = kv.lease();
-    out.push_back(std::move(k));
-  }
+  PrefixChanges out;
+  out.changed.reserve(resp.kvs_size());
+  for (const etcdserverpb::KeyValue& kv : resp.kvs()) out.changed.push_back(FromKeyValue(kv));
+  out.total = resp.count();
+  out.revision = resp.header().revision();
   return out;
 }
 

@@ -30,6 +30,7 @@ class EtcdStore final : public ClusterStore {
   Status Put(const std::string& key, const std::string& value, int64_t lease) override;
   Result<bool> ApplyIf(const std::vector<ConditionalWrite>& writes) override;
   Result<std::vector<StoredKey>> List(const std::string& prefix) override;
+  Result<PrefixChanges> ListChanged(const std::string& prefix, int64_t after) override;
 
  private:
   struct Impl;
