@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
 
 #include "llm/unicode_tables.h"
 
@@ -289,58 +290,99 @@ Result<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::FromVocabAndMerges(std::stri
 }
 
 void ByteLevelBpe::EncodePiece(std::string_view piece, std::vector<int32_t>* out) const {
-  std::vector<std::string> word;
-  word.reserve(piece.size());
-  for (unsigned char b : piece) {
-    std::string s;
-    AppendUtf8(&s, byte_to_char_[b]);
-    word.push_back(std::move(s));
+  // GPT-2's bpe() merges the lowest-ranked adjacent pair (every occurrence, left to right) until none has a
+  // merge; done by rescanning the word it is O(n^2) in the piece's length (a 64 KB word without spaces: ~1 s).
+  // Here the symbols are a linked list and the pairs with a merge a min-heap by (rank, position): O(n log n).
+  // The occurrences of one rank are merged together before the pairs they form are queued, as GPT-2 does (a
+  // pair formed may rank before the one merged where two merges make the same token: merging at once would
+  // differ).
+  // A symbol is a range of the piece in the byte-to-character mapping (merging two extends the left one).
+  struct Symbol {
+    int32_t begin, size, prev, next;  // size 0: merged into its left neighbour
+  };
+  const int32_t n = static_cast<int32_t>(piece.size());
+  if (n == 0) return;
+  using Pair = std::pair<int32_t, int32_t>;  // (rank, position): the lowest rank first, then the leftmost
+  // Scratch kept per thread: a piece allocates nothing once they have grown (most pieces are short words).
+  thread_local struct {
+    std::string mapped, key;
+    std::vector<Symbol> sym;
+    std::vector<Pair> heap;
+    std::vector<int32_t> merged;
+  } scratch;
+  std::string& mapped = scratch.mapped;
+  std::string& key = scratch.key;
+  std::vector<Symbol>& sym = scratch.sym;
+  std::vector<Pair>& heap = scratch.heap;  // a min-heap (std::greater)
+  std::vector<int32_t>& merged = scratch.merged;
+  mapped.clear();
+  sym.clear();
+  heap.clear();
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t begin = static_cast<int32_t>(mapped.size());
+    AppendUtf8(&mapped, byte_to_char_[static_cast<unsigned char>(piece[static_cast<size_t>(i)])]);
+    sym.push_back({begin, static_cast<int32_t>(mapped.size()) - begin, i - 1, i + 1 < n ? i + 1 : -1});
   }
-  std::string key;
-  while (word.size() > 1) {
-    int32_t best = INT32_MAX;
-    size_t best_at = 0;
-    for (size_t i = 0; i + 1 < word.size(); ++i) {
-      key.assign(word[i]);
-      key.push_back(' ');
-      key.append(word[i + 1]);
-      auto it = merge_rank_.find(key);
-      if (it != merge_rank_.end() && it->second < best) {
-        best = it->second;
-        best_at = i;
-      }
+  const auto text = [&](const Symbol& x) {
+    return std::string_view(mapped).substr(static_cast<size_t>(x.begin), static_cast<size_t>(x.size));
+  };
+  auto rank_at = [&](int32_t a) -> int32_t {  // the merge rank of the pair that starts at symbol a; -1: none
+    const Symbol& x = sym[static_cast<size_t>(a)];
+    if (x.next < 0) return -1;
+    key.assign(text(x));
+    key.push_back(' ');
+    key.append(text(sym[static_cast<size_t>(x.next)]));
+    auto it = merge_rank_.find(key);
+    return it == merge_rank_.end() ? -1 : it->second;
+  };
+  const auto push = [&heap](int32_t rank, int32_t at) {
+    heap.emplace_back(rank, at);
+    std::push_heap(heap.begin(), heap.end(), std::greater<Pair>());
+  };
+  for (int32_t i = 0; i + 1 < n; ++i)
+    if (const int32_t r = rank_at(i); r >= 0) push(r, i);
+  while (!heap.empty()) {
+    const int32_t rank = heap.front().first;
+    merged.clear();
+    while (!heap.empty() && heap.front().first == rank) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<Pair>());
+      const int32_t a = heap.back().second;
+      heap.pop_back();
+      // Stale: merged into its left neighbour, or the pair there is another one now.
+      if (sym[static_cast<size_t>(a)].size == 0 || rank_at(a) != rank) continue;
+      Symbol& x = sym[static_cast<size_t>(a)];
+      Symbol& y = sym[static_cast<size_t>(x.next)];
+      x.size += y.size;
+      y.size = 0;
+      x.next = y.next;
+      if (y.next >= 0) sym[static_cast<size_t>(y.next)].prev = a;
+      merged.push_back(a);
     }
-    if (best == INT32_MAX) break;
-    // Merge every occurrence of the best pair, left to right (GPT-2's bpe()).
-    const std::string left = word[best_at], right = word[best_at + 1];
-    std::vector<std::string> merged;
-    merged.reserve(word.size());
-    for (size_t i = 0; i < word.size();) {
-      if (i + 1 < word.size() && word[i] == left && word[i + 1] == right) {
-        merged.push_back(left + right);
-        i += 2;
-      } else {
-        merged.push_back(std::move(word[i]));
-        ++i;
-      }
+    for (const int32_t a : merged) {
+      if (const int32_t p = sym[static_cast<size_t>(a)].prev; p >= 0)
+        if (const int32_t r = rank_at(p); r >= 0) push(r, p);
+      if (const int32_t r = rank_at(a); r >= 0) push(r, a);
     }
-    word = std::move(merged);
   }
-  for (const std::string& sym : word) {
-    auto it = token_to_id_.find(sym);
+  for (int32_t i = 0; i >= 0; i = sym[static_cast<size_t>(i)].next) {
+    const std::string_view word = text(sym[static_cast<size_t>(i)]);
+    key.assign(word);
+    auto it = token_to_id_.find(key);
     if (it != token_to_id_.end()) {
       out->push_back(it->second);
       continue;
     }
     // Not in the vocabulary (an incomplete file): its characters one by one.
     size_t pos = 0;
-    while (pos < sym.size()) {
+    while (pos < word.size()) {
       const size_t start = pos;
-      NextCodePoint(sym, &pos);
-      auto c = token_to_id_.find(sym.substr(start, pos - start));
+      NextCodePoint(word, &pos);
+      key.assign(word.substr(start, pos - start));
+      auto c = token_to_id_.find(key);
       if (c != token_to_id_.end()) out->push_back(c->second);
     }
   }
+  if (sym.capacity() > (size_t{1} << 16)) scratch = {};  // a huge piece's scratch is not kept
 }
 
 void ByteLevelBpe::EncodeText(std::string_view text, std::vector<int32_t>* out) const {

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include <climits>
 #include <fstream>
+#include <map>
+#include <random>
 #include <sstream>
 
 #include "llm/bpe_tokenizer.h"
@@ -60,6 +63,77 @@ TEST(ByteLevelBpe, VocabAndMergesMatchGpt2Encoding) {
     EXPECT_EQ((*t)->Decode(s.ids, false), s.text);
     ExpectStreamsLikeWhole(**t, s.ids);
   }
+}
+
+// GPT-2's bpe() as written (rescan, merge every occurrence of the lowest-ranked pair), on ASCII letters (which
+// the byte-level mapping keeps as they are): the reference for the heap-based EncodePiece.
+std::vector<std::string> ReferenceBpe(const std::string& word, const std::map<std::string, int>& ranks) {
+  std::vector<std::string> w;
+  for (char c : word) w.emplace_back(1, c);
+  while (w.size() > 1) {
+    int best = INT_MAX;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < w.size(); ++i) {
+      auto it = ranks.find(w[i] + " " + w[i + 1]);
+      if (it != ranks.end() && it->second < best) best = it->second, at = i;
+    }
+    if (best == INT_MAX) break;
+    const std::string l = w[at], r = w[at + 1];
+    std::vector<std::string> m;
+    for (size_t i = 0; i < w.size();) {
+      if (i + 1 < w.size() && w[i] == l && w[i + 1] == r) {
+        m.push_back(l + r);
+        i += 2;
+      } else {
+        m.push_back(w[i++]);
+      }
+    }
+    w = std::move(m);
+  }
+  return w;
+}
+
+TEST(ByteLevelBpe, LongWordsMergeAsGpt2sAlgorithmDoes) {
+  // A merges list made the way training makes one (a merge joins tokens that exist before it), over four letters.
+  std::mt19937 rng(7);
+  std::vector<std::string> tokens = {"a", "b", "c", "d"};
+  std::map<std::string, int> ranks;
+  std::string merges = "#version: 0.2\n";
+  while (ranks.size() < 80) {
+    const std::string& x = tokens[rng() % tokens.size()];
+    const std::string& y = tokens[rng() % tokens.size()];
+    const std::string pair = x + " " + y;
+    if (x.size() + y.size() > 10 || ranks.count(pair)) continue;
+    ranks.emplace(pair, static_cast<int>(ranks.size()));
+    merges += pair + "\n";
+    if (std::find(tokens.begin(), tokens.end(), x + y) == tokens.end()) tokens.push_back(x + y);
+  }
+  std::map<std::string, int> ids;
+  std::string vocab = "{";
+  for (const std::string& t : tokens) {
+    vocab += (ids.empty() ? "\"" : ",\"") + t + "\":" + std::to_string(ids.size());
+    ids.emplace(t, static_cast<int>(ids.size()));
+  }
+  vocab += "}";
+  auto t = ByteLevelBpe::FromVocabAndMerges(vocab, merges);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  for (int k = 0; k < 300; ++k) {
+    std::string word(1 + rng() % (k < 250 ? 40 : 2000), 'a');
+    for (char& c : word) c = static_cast<char>('a' + rng() % 4);
+    std::vector<int32_t> want;
+    for (const std::string& sym : ReferenceBpe(word, ranks)) want.push_back(ids.at(sym));
+    ASSERT_EQ((*t)->Encode(word, false), want) << word;
+  }
+}
+
+TEST(ByteLevelBpe, EveryOccurrenceOfARankMergesBeforeThePairsItForms) {
+  // "abc" is made by two merges ("ab c", rank 2; "a bc", rank 4). In "abcabc", after "b c" the word is
+  // a|bc|a|bc; GPT-2 merges both "a bc" (abc|abc) before "abc a" (rank 3, formed by the first of them) -- merged
+  // at once it would take the second "a" (abca|bc).
+  auto t = ByteLevelBpe::FromVocabAndMerges(R"({"a":0,"b":1,"c":2,"bc":3,"ab":4,"abc":5,"abca":6})",
+                                            "#version: 0.2\nb c\na b\nab c\nabc a\na bc\n");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ((*t)->Encode("abcabc", false), (std::vector<int32_t>{5, 5}));
 }
 
 TEST(ByteLevelBpe, TokenizerJsonMatchesAndParsesSpecialTokens) {
