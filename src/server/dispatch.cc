@@ -64,13 +64,19 @@ void InferenceServer::WhenResident(const std::string& name, std::function<void(c
   manager_->LoadInBackground(name, std::move(w));
 }
 
-void InferenceServer::ServeHereOrForward(const std::string& name, std::shared_ptr<const WireRequest> wire,
-                                         std::function<void()> here, InferCallback relayed) {
-  if (!wire || !cluster_ || options_->forwarder == nullptr) return here();
+void InferenceServer::RouteModelRead(const std::string& name, std::shared_ptr<const WireRequest> wire,
+                                     bool wait_for_load, std::function<void(const Status&)> here,
+                                     InferCallback relayed) {
+  auto serve_here = [this, name, wait_for_load, here = std::move(here)] {
+    if (wait_for_load) return WhenResident(name, here);
+    here(Status::OK());
+  };
+  if (!wire || !cluster_ || options_->forwarder == nullptr) return serve_here();
   ClusterService::Route route = cluster_->RouteModel(name);
-  if (route.local) return here();
+  if (route.local) return serve_here();
   ForwardToCopies({cluster_.get(), options_->forwarder, clock_}, name, std::move(wire), std::move(route.targets),
-                  ResponseSink{nullptr, std::move(relayed)}, [here = std::move(here)](ResponseSink) { here(); });
+                  ResponseSink{nullptr, std::move(relayed)},
+                  [serve_here = std::move(serve_here)](ResponseSink) { serve_here(); });
 }
 
 void InferenceServer::OnLoadDone(OnDemandLoader::Waiter w, const Status& st) {

@@ -3,7 +3,7 @@
 // stream part by part) -- the forward stage's work for inference requests
 // (server/pipeline/forward_stage.cc), and the facade's for the other requests
 // about one model (metadata, config, statistics: InferenceServer::
-// ServeHereOrForward). A peer that cannot be reached, drops the connection
+// RouteModelRead). A peer that cannot be reached, drops the connection
 // before answering, or refuses (503) is skipped (and, unless it only refused,
 // marked down at once); after the last one `serve_here` gets the sink back.
 //

@@ -109,25 +109,18 @@ class InferenceServer final : public RequestSubmitter {
   // The same with partial responses (models that answer in parts) going to
   // sink.partial before sink.final.
   void InferAsync(std::unique_ptr<InferRequest> request, ResponseSink sink);
-  // Calls `then` once `name` can answer: at once (with OK) when it serves,
-  // when residency is eager, or when it is not a repository model (the call
-  // that follows answers why); under on-demand residency, for a model that is
-  // not resident, after its load (bounded by load_wait, like a request's
-  // wait): OK, or why it did not load (DEADLINE_EXCEEDED, UNAVAILABLE). For
-  // the metadata and config routes (requests wait in InferAsync: a body that
-  // needs the model's inputs is decoded by the pipeline). `then` runs on
-  // the calling thread or a loader thread, exactly once; it must not block.
-  void WhenResident(const std::string& name, std::function<void(const Status&)> then);
   // A request about one model that is not an inference (its metadata,
-  // config, statistics; TF Serving's status), in cluster mode: where it came
+  // config, statistics; TF Serving's status). Cluster mode: where it came
   // with its wire form (`wire` non-null: see InferRequest::wire) it goes where
   // an inference request for `name` would go, and `relayed` gets that node's
-  // answer (InferResponse::relayed) or why none came; otherwise -- a single
+  // answer (InferResponse::relayed) or why none came. Otherwise -- a single
   // node, a model held or placed here, a request a peer forwarded here, no
-  // copy that answered -- `here` runs. Either runs exactly once, on the
-  // calling thread or a forwarder's; neither may block.
-  void ServeHereOrForward(const std::string& name, std::shared_ptr<const WireRequest> wire, std::function<void()> here,
-                          InferCallback relayed);
+  // copy that answered -- `here` runs: with OK at once, or, with
+  // `wait_for_load` (metadata and config), as WhenResident below says.
+  // Exactly one of them runs, once, on the calling thread, a loader's or a
+  // forwarder's; neither may block.
+  void RouteModelRead(const std::string& name, std::shared_ptr<const WireRequest> wire, bool wait_for_load,
+                      std::function<void(const Status&)> here, InferCallback relayed);
 
   // Whether a call with this `Authorization` value ("Bearer <token>", or ""
   // when absent) may use a management route (`management`) or another one.
@@ -155,6 +148,15 @@ class InferenceServer final : public RequestSubmitter {
   // The serving version's config; a repository model that does not serve is
   // loaded first (made resident under on-demand residency).
   Result<ModelSpec> Describe(const std::string& model, const std::string& version) override;
+  // Calls `then` once `name` can answer: at once (with OK) when it serves,
+  // when residency is eager, or when it is not a repository model (the call
+  // that follows answers why); under on-demand residency, for a model that is
+  // not resident, after its load (bounded by load_wait, like a request's
+  // wait): OK, or why it did not load (DEADLINE_EXCEEDED, UNAVAILABLE). For
+  // the metadata and config routes (requests wait in InferAsync: a body that
+  // needs the model's inputs is decoded by the pipeline). `then` runs on
+  // the calling thread or a loader thread, exactly once; it must not block.
+  void WhenResident(const std::string& name, std::function<void(const Status&)> then);
 
   // The serving version `version` ("" = default, or a number) of `name`
   // names, through the routing policy; errors say why nothing serves.

@@ -412,19 +412,17 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
   // thread). A model another node holds is answered there (cluster mode).
   auto* reactor = c->DefaultReactor();
   InferenceServer* server = ctx_->server;
-  ServeHereOrForward(*ctx_, c, reactor, *req, kModelMetadataMethod, req->name(), resp, [server, reactor, req, resp] {
-    server->WhenResident(req->name(), [server, reactor, req, resp](const Status& resident) {
-      if (!resident.ok()) return reactor->Finish(ToGrpcStatus(resident));
-      auto md = server->GetModelMetadata(req->name(), req->version());
-      if (!md.ok()) return reactor->Finish(ToGrpcStatus(md.status()));
-      resp->set_name(md->name);
-      for (const auto& v : md->versions) resp->add_versions(v);
-      resp->set_platform(md->platform);
-      SetTensorMetadata(md->inputs, resp->mutable_inputs());
-      SetTensorMetadata(md->outputs, resp->mutable_outputs());
-      reactor->Finish(grpc::Status::OK);
-    });
-  });
+  RouteModelRead(*ctx_, c, reactor, *req, kModelMetadataMethod, req->name(), /*wait_for_load=*/true, resp,
+                 [server, reactor, req, resp] {
+                   auto md = server->GetModelMetadata(req->name(), req->version());
+                   if (!md.ok()) return reactor->Finish(ToGrpcStatus(md.status()));
+                   resp->set_name(md->name);
+                   for (const auto& v : md->versions) resp->add_versions(v);
+                   resp->set_platform(md->platform);
+                   SetTensorMetadata(md->inputs, resp->mutable_inputs());
+                   SetTensorMetadata(md->outputs, resp->mutable_outputs());
+                   reactor->Finish(grpc::Status::OK);
+                 });
   return reactor;
 }
 
@@ -473,20 +471,19 @@ grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerCont
   if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
   auto* reactor = c->DefaultReactor();  // finished by the continuation, as in ModelMetadata
   InferenceServer* server = ctx_->server;
-  ServeHereOrForward(*ctx_, c, reactor, *req, kModelConfigMethod, req->name(), resp, [server, reactor, req, resp] {
-    server->WhenResident(req->name(), [server, reactor, req, resp](const Status& resident) {
-      if (!resident.ok()) return reactor->Finish(ToGrpcStatus(resident));
-      auto json = server->GetModelConfigJson(req->name(), req->version());
-      if (!json.ok()) return reactor->Finish(ToGrpcStatus(json.status()));
-      google::protobuf::util::JsonParseOptions opts;
-      opts.ignore_unknown_fields = true;
-      auto st = google::protobuf::util::JsonStringToMessage(*json, resp->mutable_config(), opts);
-      if (!st.ok()) {
-        return reactor->Finish(ToGrpcStatus(Status::Internal("cannot render the model config: " + st.ToString())));
-      }
-      reactor->Finish(grpc::Status::OK);
-    });
-  });
+  RouteModelRead(
+      *ctx_, c, reactor, *req, kModelConfigMethod, req->name(), /*wait_for_load=*/true, resp,
+      [server, reactor, req, resp] {
+        auto json = server->GetModelConfigJson(req->name(), req->version());
+        if (!json.ok()) return reactor->Finish(ToGrpcStatus(json.status()));
+        google::protobuf::util::JsonParseOptions opts;
+        opts.ignore_unknown_fields = true;
+        auto st = google::protobuf::util::JsonStringToMessage(*json, resp->mutable_config(), opts);
+        if (!st.ok()) {
+          return reactor->Finish(ToGrpcStatus(Status::Internal("cannot render the model config: " + st.ToString())));
+        }
+        reactor->Finish(grpc::Status::OK);
+      });
   return reactor;
 }
 
@@ -498,9 +495,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServer
   if (req->name().empty()) return Done(c, FillStatistics(*server, *req, resp));  // this node's models
   // One model's: where another node holds it (cluster mode), that node's.
   auto* reactor = c->DefaultReactor();
-  ServeHereOrForward(*ctx_, c, reactor, *req, kModelStatisticsMethod, req->name(), resp, [server, reactor, req, resp] {
-    reactor->Finish(ToGrpcStatus(FillStatistics(*server, *req, resp)));
-  });
+  RouteModelRead(*ctx_, c, reactor, *req, kModelStatisticsMethod, req->name(), /*wait_for_load=*/false, resp,
+                 [server, reactor, req, resp] { reactor->Finish(ToGrpcStatus(FillStatistics(*server, *req, resp))); });
   return reactor;
 }
 

@@ -60,11 +60,15 @@ grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c, 
   return grpc::Status::OK;
 }
 
-void ServeHereOrForward(const ServiceContext& ctx, grpc::CallbackServerContext* c, grpc::ServerUnaryReactor* reactor,
-                        const google::protobuf::Message& request, const char* method, const std::string& model,
-                        google::protobuf::Message* response, std::function<void()> here) {
-  ctx.server->ServeHereOrForward(
-      model, GrpcWireForm(ctx, c, request, method, nullptr), std::move(here),
+void RouteModelRead(const ServiceContext& ctx, grpc::CallbackServerContext* c, grpc::ServerUnaryReactor* reactor,
+                    const google::protobuf::Message& request, const char* method, const std::string& model,
+                    bool wait_for_load, google::protobuf::Message* response, std::function<void()> here) {
+  ctx.server->RouteModelRead(
+      model, GrpcWireForm(ctx, c, request, method, nullptr), wait_for_load,
+      [reactor, here = std::move(here)](const Status& st) {
+        if (!st.ok()) return reactor->Finish(ToGrpcStatus(st));
+        here();
+      },
       [c, reactor, response](Result<InferResponse> r) {
         if (!r.ok()) return reactor->Finish(ToGrpcStatus(r.status()));
         if (!r->relayed) {

@@ -83,11 +83,12 @@ grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c, 
 // A unary call about one model that is not an inference (ModelMetadata,
 // ModelConfig, ModelStatistics): `here` answers it on this node, or, in
 // cluster mode, the node that holds `model` does and its answer is relayed
-// into `response` (InferenceServer::ServeHereOrForward). `here` finishes the
-// reactor itself.
-void ServeHereOrForward(const ServiceContext& ctx, grpc::CallbackServerContext* c, grpc::ServerUnaryReactor* reactor,
-                        const google::protobuf::Message& request, const char* method, const std::string& model,
-                        google::protobuf::Message* response, std::function<void()> here);
+// into `response` (InferenceServer::RouteModelRead). `here` (after the
+// model's load with `wait_for_load`; a failed load finishes the call for it)
+// finishes the reactor itself.
+void RouteModelRead(const ServiceContext& ctx, grpc::CallbackServerContext* c, grpc::ServerUnaryReactor* reactor,
+                    const google::protobuf::Message& request, const char* method, const std::string& model,
+                    bool wait_for_load, google::protobuf::Message* response, std::function<void()> here);
 
 struct ServiceContext {
   InferenceServer* server = nullptr;

@@ -48,10 +48,14 @@ void KeepWireForm(InferenceServer& server, const Request& req, InferRequest& r) 
   r.wire = WireFormOf(server, req);
 }
 
-void ServeHereOrForward(InferenceServer* server, const Request& req, const std::string& model, Responder respond,
-                        std::function<void(Responder)> here) {
-  server->ServeHereOrForward(
-      model, WireFormOf(*server, req), [here = std::move(here), respond] { here(respond); },
+void RouteModelRead(InferenceServer* server, const Request& req, const std::string& model, bool wait_for_load,
+                    Responder respond, std::function<void(Responder)> here) {
+  server->RouteModelRead(
+      model, WireFormOf(*server, req), wait_for_load,
+      [here = std::move(here), respond](const Status& st) {
+        if (!st.ok()) return respond(ErrorResponse(st));
+        here(respond);
+      },
       [respond](Result<InferResponse> r) {
         if (!r.ok()) return respond(ErrorResponse(r.status()));
         if (!r->relayed) return respond(ErrorResponse(Status::Unavailable("the node that served it sent no answer")));

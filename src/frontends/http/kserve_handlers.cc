@@ -339,25 +339,19 @@ void HandleV2(InferenceServer* server, Request&& req, const std::vector<std::str
   }
   // Metadata, config and statistics: where a node other than this one holds the model (cluster mode), it
   // answers them; here, metadata and config wait for an on-demand model's load as /infer does.
-  return ServeHereOrForward(
-      server, req, model, std::move(respond), [server, model, version, action](Responder respond) {
-        if (action.empty()) {
-          return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
-            if (!st.ok()) return respond(ErrorResponse(st));
-            auto md = server->GetModelMetadata(model, version);
-            respond(md.ok() ? JsonResponse(200, MetadataJson(*md)) : ErrorResponse(md.status()));
-          });
-        }
-        if (action == "config") {
-          return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
-            if (!st.ok()) return respond(ErrorResponse(st));
-            auto cfg = server->GetModelConfigJson(model, version);
-            respond(cfg.ok() ? JsonResponse(200, *cfg) : ErrorResponse(cfg.status()));
-          });
-        }
-        auto stats = server->GetStatistics(model, version);  // "stats"
-        respond(stats.ok() ? JsonResponse(200, StatsJson(*stats)) : ErrorResponse(stats.status()));
-      });
+  return RouteModelRead(server, req, model, /*wait_for_load=*/action != "stats", std::move(respond),
+                        [server, model, version, action](Responder respond) {
+                          if (action.empty()) {
+                            auto md = server->GetModelMetadata(model, version);
+                            return respond(md.ok() ? JsonResponse(200, MetadataJson(*md)) : ErrorResponse(md.status()));
+                          }
+                          if (action == "config") {
+                            auto cfg = server->GetModelConfigJson(model, version);
+                            return respond(cfg.ok() ? JsonResponse(200, *cfg) : ErrorResponse(cfg.status()));
+                          }
+                          auto stats = server->GetStatistics(model, version);  // "stats"
+                          respond(stats.ok() ? JsonResponse(200, StatsJson(*stats)) : ErrorResponse(stats.status()));
+                        });
 }
 
 }  // namespace inferd::http

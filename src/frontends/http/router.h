@@ -71,10 +71,10 @@ void KeepWireForm(InferenceServer& server, const Request& req, InferRequest& r);
 // The wire form alone (null on a single node and for a request a peer forwarded here).
 std::shared_ptr<const WireRequest> WireFormOf(InferenceServer& server, const Request& req);
 // A request about `model` that is not an inference (metadata, config, statistics, TF Serving's status): `here`
-// answers it on this node, or, in cluster mode, the node that holds the model does and its answer is relayed
-// (InferenceServer::ServeHereOrForward).
-void ServeHereOrForward(InferenceServer* server, const Request& req, const std::string& model, Responder respond,
-                        std::function<void(Responder)> here);
+// answers it on this node (after the model's load with `wait_for_load`; a failed load is answered for it), or, in
+// cluster mode, the node that holds the model does and its answer is relayed (InferenceServer::RouteModelRead).
+void RouteModelRead(InferenceServer* server, const Request& req, const std::string& model, bool wait_for_load,
+                    Responder respond, std::function<void(Responder)> here);
 // A peer's answer (or one part of a streamed one, `more` set on all but the last) as this node's response.
 Response RelayedResponse(const RelayedAnswer& a, bool more);
 

@@ -147,18 +147,14 @@ void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::str
   }
   if (!IsGet(req)) return respond(MethodNotAllowed(req, kAllowGet));
   if (!tail.empty() && tail != "metadata") return respond(ErrorResponse(Status::NotFound("no route for " + req.path)));
-  // Where a node other than this one holds the model (cluster mode), it answers.
-  ServeHereOrForward(server, req, model, std::move(respond), [server, model, version, tail](Responder respond) {
-    if (tail == "metadata") {  // waits for an on-demand model's load as :predict does (the status route loads none)
-      return server->WhenResident(model, [server, model, version, respond = std::move(respond)](const Status& st) {
-        if (!st.ok()) return respond(ErrorResponse(st));
-        auto md = server->GetModelMetadata(model, version);
-        respond(md.ok() ? JsonResponse(200, V1MetadataJson(*md)) : ErrorResponse(md.status()));
-      });
-    }
-    auto md = server->GetModelMetadata(model, version);
-    respond(md.ok() ? JsonResponse(200, StatusJson(*md, version)) : ErrorResponse(md.status()));
-  });
+  // Where a node other than this one holds the model (cluster mode), it answers. The metadata waits for an
+  // on-demand model's load as :predict does (the status route does not).
+  RouteModelRead(server, req, model, /*wait_for_load=*/tail == "metadata", std::move(respond),
+                 [server, model, version, tail](Responder respond) {
+                   auto md = server->GetModelMetadata(model, version);
+                   if (!md.ok()) return respond(ErrorResponse(md.status()));
+                   respond(JsonResponse(200, tail == "metadata" ? V1MetadataJson(*md) : StatusJson(*md, version)));
+                 });
 }
 
 }  // namespace inferd::http
