@@ -14,6 +14,7 @@
 #   make bench  the benchmark suite (~10 min on 2 cores): bench/results/<date>-<host>.{json,md,png}
 #   make bench-request-path BEFORE=<binary>  the request path A/B: tiny_mlp c1 p50 and c32 throughput (~5 min)
 #   make bench-onnx  the ONNX executor against TorchScript and ONNX Runtime on the same models (~3 min)
+#   make bench-tracing  what tracing costs: tiny_mlp with tracing off, at the default rate, on every request (~6 min)
 #   make bench-cluster  3 nodes + etcd: start-up over 100,000 models, forwarding overhead, kill -9 and an etcd outage under load (~8 min)
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
 #   make bench-pipelines  ensembles vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min)
@@ -42,7 +43,7 @@ CCACHE_ROOT ?= $(HOME)/.cache/inferd-ccache
 LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 CCACHE_ENV = CCACHE_DIR=$(CCACHE_ROOT)/$(1) CCACHE_MAXSIZE=3G CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
+.PHONY: all deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
 
 all: build
 
@@ -184,6 +185,12 @@ bench: build
 # tiny_mlp's c1 p50 and c32 throughput, rounds alternating (~5 min).
 bench-request-path: build
 	$(PY) bench/request_path_ab.py --before $(BEFORE) --after build/src/inferd
+
+# Issue 36's tracing row: tiny_mlp with tracing off, at Triton's default rate and on every request (spans exported to
+# an nginx that drops them), c1 p50 and c32 throughput, rounds alternating (~6 min).
+bench-tracing: build
+	@scripts/setup.sh --bench
+	$(PY) bench/tracing_bench.py --inferd build/src/inferd
 
 # Issue 35's cluster targets: 3 nodes + etcd on loopback: start-up over 100,000 models, forwarding overhead, 3 nodes
 # vs 1, kill -9 and an etcd outage under Zipf traffic over 10,000 models (~8 min; the repositories once, ~2 min).

@@ -15,6 +15,7 @@
 
 #include "backends/backend.h"
 #include "cli/commands.h"
+#include "cli/observability_flags.h"
 #include "cluster/cluster_options.h"
 #include "cluster/etcd/etcd_store.h"
 #include "core/byte_size.h"
@@ -137,6 +138,7 @@ struct ServeFlags {
   int cluster_lease_ttl_secs = 5;
   int cluster_refresh_ms = 1000;
   double cluster_copy_rate = 50;
+  ObservabilityFlags observability;
 };
 
 // The host name peers reach this node at: --cluster-advertise-host, else
@@ -320,6 +322,10 @@ int Serve(const ServeFlags& f) {
     forwarder = std::make_unique<ProtocolForwarder>(http_forwarder.get(), grpc_forwarder.get());
     so.forwarder = forwarder.get();
   }
+  if (Status st = ApplyObservabilityFlags(f.observability, &clock, &so); !st.ok()) {
+    spdlog::critical("{}", st.message());
+    return 2;
+  }
   spdlog::info("inferd 0.1.0: {} cores, {} HTTP threads, default intra-op threads {}", cores, f.http_threads,
                so.default_intra_op_threads);
 
@@ -347,6 +353,7 @@ int Serve(const ServeFlags& f) {
   ho.idle_spin = std::chrono::microseconds(f.http_spin_us);
   ho.cancel_check = std::chrono::milliseconds(f.http_cancel_check_ms);
   ho.on_client_gone = [&server] { server.CountClientCancellation(); };
+  ho.client_address = so.access_log != nullptr;
   http::HttpServer api(ho, http::MakeApiHandler(&server));
   if (Status st = api.Start(); !st.ok()) {
     spdlog::critical("{}", st.message());
@@ -404,6 +411,8 @@ int Serve(const ServeFlags& f) {
   if (http_forwarder) http_forwarder->Stop();
   if (grpc_forwarder) grpc_forwarder->Stop();
   if (metrics) metrics->Stop(std::chrono::milliseconds(0));
+  // Last: the spans and lines of the requests answered above go out.
+  if (so.traces) so.traces->Stop();
   spdlog::info("stopped");
   return 0;
 }
@@ -564,6 +573,7 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--admin-token-env", flags->admin_token_env,
                   "Name of an environment variable holding that token (instead of a file; never the token "
                   "itself on the command line)");
+  AddObservabilityFlags(cmd, &flags->observability);
   cmd->add_option("--auth-all-routes", flags->auth_all_routes,
                   "Require the token on every API route (inference, metadata, health too), not only management")
       ->capture_default_str();

@@ -18,6 +18,7 @@
 #include "core/cancellation.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "core/trace.h"
 
 namespace inferd {
 
@@ -108,6 +109,11 @@ struct InferRequest {
   // sent it here): a forwarded request is served here, never forwarded again.
   std::shared_ptr<const WireRequest> wire;
   std::string forwarded_by;
+  // Tracing (core/trace.h): the span this request's spans go under -- the
+  // front end's root span, then the model span the server opens (an
+  // ensemble's steps and BLS calls are children of their caller's). Null:
+  // not traced (the common case: nothing is recorded).
+  std::shared_ptr<const TraceParent> trace;
   // Raised by the front end when the client gives up; null = not cancellable.
   // A cancelled request still queued is answered CANCELLED and never runs.
   std::shared_ptr<const Cancellation> cancellation;

@@ -315,10 +315,35 @@ std::vector<Result<InferResponse>> RunPerRequest(ModelInstance& instance, const 
   return results;
 }
 
+// The times of one execution, for the spans of the traced requests in it.
+struct ExecutionTimes {
+  TimePoint start, infer_start, infer_end, end;
+  int64_t rows = 0;
+  size_t requests = 0;
+  int instance = -1;
+};
+
+void TraceExecution(const PendingRequest& p, const ExecutionTimes& t) {
+  const TraceParent* parent = p.request->trace.get();
+  const int64_t start = UnixNanos(t.start);
+  Span queue(parent, "queue", SpanKind::kInternal, UnixNanos(p.enqueued));
+  queue.End(start);
+  Span compute(parent, "compute", SpanKind::kInternal, start);
+  compute.SetAttribute("inferd.batch_size", t.rows);
+  compute.SetAttribute("inferd.batch_requests", static_cast<int64_t>(t.requests));
+  if (t.instance >= 0) compute.SetAttribute("inferd.instance", static_cast<int64_t>(t.instance));
+  const int64_t end = UnixNanos(t.end);
+  compute.AddEvent("COMPUTE_START", start);
+  compute.AddEvent("COMPUTE_INPUT_END", UnixNanos(t.infer_start));
+  compute.AddEvent("COMPUTE_OUTPUT_START", UnixNanos(t.infer_end));
+  compute.AddEvent("COMPUTE_END", end);
+  compute.End(end);
+}
+
 }  // namespace
 
 void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<std::unique_ptr<PendingRequest>>& batch,
-                  ModelStats* stats, Clock& clock) {
+                  ModelStats* stats, Clock& clock, int instance_index) {
   if (batch.empty()) return;
   const TimePoint start = clock.Now();
   int64_t total_rows = 0;
@@ -379,6 +404,9 @@ void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<st
         stats->RecordFailure(backend ? FailureReason::kBackend : FailureReason::kInvalid, Ns(end - p.arrival));
       }
       stats->AddPending(-1);
+    }
+    if (p.request->trace) {
+      TraceExecution(p, {start, infer_start, infer_end, end, total_rows, batch.size(), instance_index});
     }
     p.callback(std::move(results[i]));
   }

@@ -4,7 +4,8 @@
 // Concatenates inputs along the batch dimension (no copy for a single
 // request), applies reshape, calls the backend, checks its outputs against
 // the spec, slices them back per request (views, no copies) and records
-// statistics.
+// statistics, and a traced request's queue and compute spans (Triton's
+// COMPUTE_* events on the compute span).
 #pragma once
 
 #include <memory>
@@ -18,8 +19,10 @@
 
 namespace inferd {
 
+// `instance_index`: which of the version's instances runs it (traced
+// requests' compute spans name it; -1: not known).
 void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<std::unique_ptr<PendingRequest>>& batch,
-                  ModelStats* stats, Clock& clock);
+                  ModelStats* stats, Clock& clock, int instance_index = -1);
 
 // Fails one request: callback with `status`, stats updated.
 void FailRequest(PendingRequest& p, const Status& status, FailureReason reason, ModelStats* stats, Clock& clock);

@@ -104,7 +104,7 @@ void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {
       int64_t rows = 0;
       for (const auto& p : d.batch) rows += p->rows;
       const TimePoint started = clock.Now();
-      ExecuteBatch(*instance, spec_, d.batch, options_.stats.get(), clock);
+      ExecuteBatch(*instance, spec_, d.batch, options_.stats.get(), clock, static_cast<int>(index));
       const Duration took = clock.Now() - started;
       lock.Lock();
       if (rows > 0) {

@@ -164,6 +164,7 @@ void Run::Launch(const std::vector<int>& steps) {
     r->id = req.id;
     r->parameters = req.parameters;
     r->cancellation = req.cancellation;
+    r->trace = req.trace;  // traced: the step's model span is a child of the ensemble's
     {
       MutexLock l(&mu_);
       for (const auto& b : step.inputs) {

@@ -98,6 +98,8 @@ struct GenerativeScheduler::Sequence {
   size_t generated = 0;
   size_t cached_tokens = 0;  // prompt tokens found in the prefix cache at first admission
   bool admitted_once = false;
+  TimePoint admitted{};  // first admission (traced requests' queue and prefill spans)
+  int64_t preemptions = 0;
   std::unique_ptr<llm::Sampler> sampler;
   std::unordered_map<int32_t, int32_t> counts;
   std::unique_ptr<llm::IncrementalDecoder> detok;
@@ -310,6 +312,7 @@ class GenerativeStepper {
         s->registered = 0;
         break;
       }
+      if (!s->admitted_once) s->admitted = clock_->Now();
       s->admitted_once = true;
       batch.emplace_back(s, n);
       budget -= static_cast<int64_t>(n);
@@ -348,6 +351,7 @@ class GenerativeStepper {
     v->blocks.clear();
     v->computed = 0;
     v->registered = 0;
+    ++v->preemptions;
     counters_->preemptions++;
     waiting_.push_front(std::move(v));  // ahead of new arrivals
   }
@@ -520,8 +524,38 @@ class GenerativeStepper {
     return r;
   }
 
+  // A traced request's "generate" span (tokens, preemptions, time to first
+  // token) with its queue, prefill and decode phases as children.
+  void TraceGeneration(const Sequence& s, TimePoint now, const Status& status) {
+    const TraceParent* parent = s.pending->request->trace.get();
+    const int64_t arrival = UnixNanos(s.pending->arrival), end = UnixNanos(now);
+    Span gen(parent, "generate", SpanKind::kInternal, arrival);
+    gen.SetAttribute("gen_ai.usage.input_tokens", static_cast<int64_t>(s.prompt_len));
+    gen.SetAttribute("gen_ai.usage.output_tokens", static_cast<int64_t>(s.generated));
+    gen.SetAttribute("inferd.cached_prompt_tokens", static_cast<int64_t>(s.cached_tokens));
+    gen.SetAttribute("inferd.preemptions", s.preemptions);
+    if (!s.finish_reason.empty()) gen.SetAttribute("gen_ai.response.finish_reasons", s.finish_reason);
+    auto gen_parent = gen.AsParent();
+    auto phase = [&](const char* name, TimePoint from, TimePoint to) {
+      Span p(gen_parent.get(), name, SpanKind::kInternal, UnixNanos(from));
+      p.End(UnixNanos(to));
+    };
+    if (s.admitted_once) {
+      phase("queue", s.pending->arrival, s.admitted);
+      if (s.generated > 0) {
+        gen.SetAttribute("inferd.time_to_first_token_ms",
+                         static_cast<double>((s.first_token - s.pending->arrival).count()) / 1e6);
+        gen.AddEvent("first_token", UnixNanos(s.first_token));
+        phase("prefill", s.admitted, s.first_token);
+        phase("decode", s.first_token, now);
+      }
+    }
+    gen.End(end, status);
+  }
+
   void Finish(Sequence& s, const Status& status) {
     const TimePoint now = clock_->Now();
+    if (s.pending->request->trace) TraceGeneration(s, now, status);
     const uint64_t total = Ns(now - s.pending->arrival);
     counters_->prompt_tokens += s.prompt_len;
     if (stats_) stats_->AddPending(-1);

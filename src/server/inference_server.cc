@@ -70,7 +70,8 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
       routing_(MakeTrafficRoutingPolicy()),
       state_(options_->control_state_dir.empty() ? MakeMemoryStateStore()
                                                  : MakeDirectoryStateStore(options_->control_state_dir)),
-      authorizer_(options_->auth) {
+      authorizer_(options_->auth),
+      observer_(options_->traces, options_->access_log) {
   OpenLookups();
   if (options_->cpu_load == nullptr) own_cpu_load_ = MakeSystemCpuLoad();
   ModelManager::Options mo =
@@ -138,6 +139,7 @@ void InferenceServer::WireServices() {
   ms.memory_budget_bytes = options_->memory_budget_bytes;
   ms.client_cancellations = &client_cancellations_;
   ms.cluster = cluster_.get();
+  ms.observer = &observer_;
   exporter_ = std::make_unique<MetricsExporter>(ms);
   PipelineParts parts;
   parts.clock = clock_;

@@ -44,8 +44,9 @@ class InferenceServerTest : public ::testing::Test {
   }
 
   void Start(ModelControlMode mode = ModelControlMode::kNone, std::vector<std::string> load = {},
-             const SchedulerFactory* schedulers = nullptr) {
+             const SchedulerFactory* schedulers = nullptr, size_t cache_bytes = 0) {
     ServerOptions o;
+    o.response_cache_bytes = cache_bytes;
     o.schedulers = schedulers;
     o.model_repository = root_.string();
     o.control_mode = mode;
@@ -324,6 +325,99 @@ TEST_F(InferenceServerTest, ABodyDecodesByTheInputsOfTheVersionThatServes) {
   auto stats = server_->GetStatistics("split", "1");
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ((*stats)[0].fail.count, 1u);
+}
+
+// Spans of traced requests, as the TraceService would get them.
+class RecordingSink final : public SpanSink {
+ public:
+  void Record(SpanRecord span) override {
+    std::lock_guard<std::mutex> g(mu_);
+    spans_.push_back(std::move(span));
+  }
+  std::vector<SpanRecord> spans() {
+    std::lock_guard<std::mutex> g(mu_);
+    return spans_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<SpanRecord> spans_;
+};
+
+const SpanRecord* Find(const std::vector<SpanRecord>& spans, const std::string& name) {
+  for (const auto& s : spans)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+TEST_F(InferenceServerTest, ATracedRequestRecordsItsModelQueueComputeAndStageSpans) {
+  Write("cached/config.pbtxt", R"(backend: "identity" max_batch_size: 8
+    input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] } ] output [ { name: "y" data_type: TYPE_FP32 dims: [ 2 ] } ]
+    response_cache { enable: true })");
+  fs::create_directories(root_ / "cached/1");
+  Start(ModelControlMode::kNone, {}, nullptr, 1 << 20);
+  auto sink = std::make_shared<RecordingSink>();
+  auto root = std::make_shared<TraceParent>();
+  root->sink = sink;
+  root->trace_id = {1, 2};
+  root->span_id = 77;
+  // Untraced: nothing recorded.
+  ASSERT_TRUE(Infer(Req("echo", F32("x", {1, 2}, {1, 2}))).ok());
+  EXPECT_TRUE(sink->spans().empty());
+
+  auto traced = Req("echo", F32("x", {2, 2}, {1, 2, 3, 4}));
+  traced->trace = root;
+  traced->id = "req-1";
+  ASSERT_TRUE(Infer(std::move(traced)).ok());
+  auto spans = sink->spans();
+  ASSERT_EQ(spans.size(), 3u);
+  const SpanRecord* model = Find(spans, "echo");
+  const SpanRecord* queue = Find(spans, "queue");
+  const SpanRecord* compute = Find(spans, "compute");
+  ASSERT_TRUE(model && queue && compute);
+  EXPECT_EQ(model->parent_span_id, 77u);
+  EXPECT_EQ(model->trace_id, (TraceId{1, 2}));
+  EXPECT_EQ(queue->parent_span_id, model->span_id);
+  EXPECT_EQ(compute->parent_span_id, model->span_id);
+  auto attr = [](const SpanRecord& s, const std::string& key) -> const SpanValue* {
+    for (const auto& a : s.attributes)
+      if (a.key == key) return &a.value;
+    return nullptr;
+  };
+  ASSERT_NE(attr(*model, "triton.model_version"), nullptr);
+  EXPECT_EQ(std::get<int64_t>(*attr(*model, "triton.model_version")), 2);
+  EXPECT_EQ(std::get<std::string>(*attr(*model, "triton.request_id")), "req-1");
+  EXPECT_EQ(std::get<int64_t>(*attr(*compute, "inferd.batch_size")), 2);
+  ASSERT_EQ(model->events.size(), 2u);
+  EXPECT_EQ(model->events[0].name, "REQUEST_START");
+  EXPECT_EQ(compute->events.size(), 4u);
+  EXPECT_LE(model->start_unix_ns, compute->start_unix_ns);
+  EXPECT_LE(compute->end_unix_ns, model->end_unix_ns);
+  EXPECT_EQ(model->status, SpanStatus::kUnset);
+
+  // The cache stage: a miss goes on (a span), a hit answers in it (inferd.answered, no queue or compute).
+  for (int i = 0; i < 2; ++i) {
+    auto r = Req("cached", F32("x", {1, 2}, {5, 6}));
+    r->trace = root;
+    ASSERT_TRUE(Infer(std::move(r)).ok());
+  }
+  spans = sink->spans();
+  std::vector<const SpanRecord*> cache;
+  for (const auto& s : spans)
+    if (s.name == "cache") cache.push_back(&s);
+  ASSERT_EQ(cache.size(), 2u);
+  EXPECT_EQ(attr(*cache[0], "inferd.answered"), nullptr);
+  ASSERT_NE(attr(*cache[1], "inferd.answered"), nullptr);
+  EXPECT_EQ(spans.size(), 3u + 4u + 2u);  // miss: model, cache, queue, compute; hit: model, cache
+
+  // A failed request's model span is an error with the reason.
+  auto bad = Req("echo", F32("x", {1, 3}, {1, 2, 3}));
+  bad->trace = root;
+  EXPECT_FALSE(Infer(std::move(bad)).ok());
+  spans = sink->spans();
+  EXPECT_EQ(spans.back().name, "echo");
+  EXPECT_EQ(spans.back().status, SpanStatus::kError);
+  EXPECT_NE(spans.back().status_message.find("shape"), std::string::npos);
 }
 
 TEST_F(InferenceServerTest, ShutdownRejectsNewRequests) {

@@ -12,6 +12,7 @@
 #include "server/hybrid_serving.h"
 #include "server/response_cache.h"
 #include "server/rollout_service.h"
+#include "tracing/trace_metrics.h"
 
 namespace inferd {
 namespace {
@@ -388,6 +389,7 @@ void MetricsExporter::WriteLifecycleSeries(PrometheusWriter& w) const {
   w.Sample("inferd_client_cancellations_total", {},
            static_cast<double>(s_.client_cancellations->load(std::memory_order_relaxed)));
   if (s_.cluster) s_.cluster->WriteMetrics(w);
+  if (s_.observer) tracing::WriteTraceMetrics(w, *s_.observer);
   if (s_.hybrid) s_.hybrid->WriteMetrics(w);
   if (s_.features) s_.features->WriteMetrics(w);
   w.Family("process_resident_memory_bytes", "gauge", "Resident set size of the inferd process");

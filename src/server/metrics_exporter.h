@@ -36,6 +36,9 @@ class FeatureFetcher;
 namespace jobs {
 class JobManager;
 }
+namespace tracing {
+class RequestObserver;
+}
 
 class MetricsExporter {
  public:
@@ -48,7 +51,8 @@ class MetricsExporter {
     const features::FeatureFetcher* features = nullptr;  // null: no feature series
     uint64_t memory_budget_bytes = 0;
     const std::atomic<uint64_t>* client_cancellations = nullptr;
-    const ClusterService* cluster = nullptr;  // null: no cluster series
+    const ClusterService* cluster = nullptr;             // null: no cluster series
+    const tracing::RequestObserver* observer = nullptr;  // tracing and the access log
   };
   explicit MetricsExporter(Sources sources) : s_(sources) {}
 

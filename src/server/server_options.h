@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "manager/model_manager.h"
 #include "manager/repository_source.h"
 #include "server/authorizer.h"
+#include "tracing/access_log.h"
+#include "tracing/trace_service.h"
 
 namespace inferd {
 
@@ -95,6 +98,10 @@ struct ServerOptions {
   // never forwarded, every request is served here).
   Forwarder* forwarder = nullptr;
   cluster::ClusterOptions cluster;
+  // Tracing (--trace-config) and the access log (--access-log): what the
+  // front ends report each request to (InferenceServer::observer()). Null: off.
+  std::shared_ptr<tracing::TraceService> traces;
+  std::shared_ptr<tracing::AccessLog> access_log;
 };
 
 }  // namespace inferd

@@ -84,10 +84,21 @@ InferCallback MirrorRequest(const InferRequest& request, std::shared_ptr<ModelVe
   }
   auto comparison = std::make_shared<Comparison>(stats, std::move(rules));
   auto pending = std::make_unique<PendingRequest>();
+  pending->arrival = clock.Now();
+  // Traced: the mirrored run is a span of its own under the request's model span ("shadow <model>"), and its
+  // queue and compute spans go under it.
+  std::shared_ptr<Span> span;
+  if (copy->trace) {
+    span = std::make_shared<Span>(copy->trace.get(), "shadow " + spec.name, SpanKind::kInternal,
+                                  UnixNanos(pending->arrival));
+    span->SetAttribute("triton.model_name", spec.name);
+    span->SetAttribute("triton.model_version", copy->model_version);
+    copy->trace = span->AsParent();
+  }
   pending->request = std::move(copy);
   pending->rows = *rows;
-  pending->arrival = clock.Now();
-  pending->callback = [comparison, shadow](Result<InferResponse> r) {
+  pending->callback = [comparison, shadow, span](Result<InferResponse> r) {
+    if (span) span->End(UnixNanosNow(), r.status());
     shadow->stats()->EndShadow();
     comparison->Shadowed(std::move(r));
   };

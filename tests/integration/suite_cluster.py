@@ -26,6 +26,7 @@ import etcd_server  # noqa: E402
 import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import llm_fixtures  # noqa: E402
+import otlp_receiver  # noqa: E402
 
 TTL_S = 3  # the nodes' lease: a killed node leaves this long after its last renewal
 
@@ -301,11 +302,13 @@ class ClusterRouting(ClusterBase):
     ModelStreamInfer, HTTP streams), failover after kill -9 and re-replication, copies by request rate (added and
     released), and eviction under a memory budget across nodes (a copy whose home is elsewhere goes first)."""
 
+    node_flags = ()  # a test's flags for every node it starts
+
     def start_node(self, name, *extra, ttl=TTL_S, copy_rate=1000):
         # Copies by request rate only where a test asks for them (a burst of test requests could add one); the
         # rates are still measured and published above half of it.
         return ClusterBase.start_node(self, name, "--model-residency", "on-demand", "--cluster-copy-rate",
-                                      str(copy_rate), *extra, ttl=ttl)
+                                      str(copy_rate), *self.node_flags, *extra, ttl=ttl)
 
     def three_nodes_with_mlp_on_two(self):
         """a, b and c; mlp used once through a: placed on a (the first choice: most room, fewest models, then the
@@ -327,6 +330,41 @@ class ClusterRouting(ClusterBase):
         deadline = time.monotonic() + timeout
         while not predicate():
             self.assertLess(time.monotonic(), deadline, "timed out waiting for " + what)
+
+    def test_a_forwarded_request_is_one_trace_across_the_nodes(self):
+        # Every node traces only what its caller sampled (rate=0) and exports to the test's receiver.
+        receiver = otlp_receiver.Receiver(otlp_receiver.otlp_messages(
+            C.ROOT, os.path.join(C.ARGS.workdir, "otlp_stubs", str(os.getpid()))))
+        self.addCleanup(receiver.stop)
+        self.node_flags = ("--trace-config", "mode=opentelemetry", "--trace-config", "rate=0",
+                           "--trace-config", "opentelemetry,url=" + receiver.url,
+                           "--trace-config", "opentelemetry,bsp_schedule_delay=50")
+        self.three_nodes_with_mlp_on_two()
+        trace_id, caller = "a1" * 16, "b2" * 8
+        x = np.ones((1, 8), np.float32)
+        st, hdrs, data = self.nodes["c"].request("POST", "/v2/models/mlp/infer",
+                                                 json.dumps(ic.v2_json_request({"x": x})).encode(),
+                                                 {"traceparent": "00-%s-%s-01" % (trace_id, caller)})
+        self.assertEqual(st, 200, data)
+        holder = hdrs.get("inferd-served-by")
+        self.assertIn(holder, ("a", "b"), hdrs)
+        # The answer names c's span (the peer's header is not relayed over it).
+        self.assertEqual(hdrs["traceparent"].split("-")[1], trace_id)
+
+        def done(spans):
+            return len([s for s in spans if s["name"] == "InferRequest"]) == 2 and any(
+                s["name"] == "mlp" for s in spans)
+        spans = receiver.trace(trace_id, done)
+        roots = {s["parent"]: s for s in spans if s["name"] == "InferRequest"}
+        c_root = roots[caller]
+        self.assertEqual(hdrs["traceparent"].split("-")[2], c_root["span_id"])
+        forward = next(s for s in spans if s["name"] == "forward")
+        self.assertEqual((forward["parent"], forward["kind"]), (c_root["span_id"], 3))  # CLIENT
+        # The holder continued the trace under c's forward span, and ran the model there.
+        h_root = roots[forward["span_id"]]
+        model = next(s for s in spans if s["name"] == "mlp")
+        self.assertEqual(model["parent"], h_root["span_id"])
+        self.assertTrue(any(s["name"] == "compute" and s["parent"] == model["span_id"] for s in spans))
 
     def test_first_use_places_the_model_then_a_second_copy_and_other_nodes_forward(self):
         self.three_nodes_with_mlp_on_two()

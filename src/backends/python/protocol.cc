@@ -316,6 +316,8 @@ Result<WorkerMessage> ParseWorkerMessage(std::string_view json, size_t max_answe
       m.bls.timeout_us = t->value.GetUint64();
     if (auto d = doc.FindMember("decoupled"); d != doc.MemberEnd() && d->value.IsBool())
       m.bls.decoupled = d->value.GetBool();
+    if (auto t = doc.FindMember("trace"); t != doc.MemberEnd() && t->value.IsInt64())
+      m.bls.trace_index = t->value.GetInt64();
   } else {
     return Bad("unknown message type '" + type + "'");
   }

@@ -71,6 +71,10 @@ struct BlsCall {
   Parameters parameters;
   uint64_t timeout_us = 0;
   bool decoupled = false;  // the caller iterates over the callee's parts
+  // Which request of the batch being executed made the call (Triton's
+  // InferenceRequest(trace=request.trace())): its position among the requests
+  // execute() received; -1 = not said.
+  int64_t trace_index = -1;
 };
 
 struct WorkerMessage {

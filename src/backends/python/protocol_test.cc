@@ -28,14 +28,18 @@ TEST(PythonProtocol, ParsesBlsCalls) {
   auto m = ParseWorkerMessage(
       R"({"type":"bls","id":7,"model":"m","version":"2","inputs":[{"name":"x","datatype":"BYTES","shape":[1],)"
       R"("offset":0,"size":5}],"outputs":["y"],"request_id":"r","parameters":{"a":1,"b":"s","c":true,"d":0.5},)"
-      R"("timeout_us":10})");
+      R"("timeout_us":10,"trace":1})");
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->bls.id, 7u);
+  EXPECT_EQ(m->bls.trace_index, 1);
   EXPECT_EQ(m->bls.version, "2");
   EXPECT_EQ(m->bls.outputs, std::vector<std::string>{"y"});
   EXPECT_EQ(std::get<int64_t>(m->bls.parameters.at("a")), 1);
   EXPECT_EQ(std::get<std::string>(m->bls.parameters.at("b")), "s");
   EXPECT_EQ(m->bls.timeout_us, 10u);
+  auto untraced = ParseWorkerMessage(R"({"type":"bls","id":8,"model":"m","inputs":[],"outputs":[]})");
+  ASSERT_TRUE(untraced.ok()) << untraced.status().message();
+  EXPECT_EQ(untraced->bls.trace_index, -1);
 }
 
 TEST(PythonProtocol, RejectsMalformedMessages) {

@@ -236,6 +236,13 @@ std::vector<Result<std::vector<Tensor>>> PythonWorker::Execute(const std::vector
     in_size = to_worker_.size();
   }
   if (sent.empty()) return results;
+  // BLS calls made while these run are traced under their caller's spans.
+  bls_callers_.clear();
+  for (size_t i : sent_index) bls_callers_.push_back(requests[i]->trace);
+  struct ClearCallers {
+    std::vector<std::shared_ptr<const TraceParent>>* v;
+    ~ClearCallers() { v->clear(); }
+  } clear_callers{&bls_callers_};
   auto fail_sent = [&](const Status& st) {
     for (size_t i : sent_index) results[i] = st;
     return results;
@@ -371,6 +378,12 @@ void PythonWorker::HandleBls(const BlsCall& call) {
   req->id = call.request_id;
   req->parameters = call.parameters;
   req->timeout_us = call.timeout_us;
+  // Its caller's trace: the request named by trace=request.trace(), or the one request being executed.
+  if (call.trace_index >= 0 && static_cast<size_t>(call.trace_index) < bls_callers_.size()) {
+    req->trace = bls_callers_[static_cast<size_t>(call.trace_index)];
+  } else if (call.trace_index < 0 && bls_callers_.size() == 1) {
+    req->trace = bls_callers_.front();
+  }
   for (const auto& name : call.outputs) req->outputs.push_back(RequestedOutput{name});
   for (const TensorDesc& d : call.inputs) {
     auto t = CopyTensor(d, to_server_.bytes());

@@ -82,6 +82,9 @@ class PythonWorker : public std::enable_shared_from_this<PythonWorker> {
   // The next message other than a log line (those are logged here).
   Result<WorkerMessage> Next(WorkerProcess::Deadline deadline);
   void HandleBls(const BlsCall& call);
+  // The traces of the requests being executed (in the order execute() got
+  // them), for BLS calls made meanwhile; only the executing thread uses it.
+  std::vector<std::shared_ptr<const TraceParent>> bls_callers_;
   // The outputs a response describes, copied out of the to-server region.
   Result<std::vector<Tensor>> CopyOutputs(const Result<std::vector<TensorDesc>>& answer);
   // A decoupled execute: responses until every sent request got its last.

@@ -204,6 +204,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
       ++in_flight_;
     }
     const InferRequest& r = **decoded;
+    std::shared_ptr<ObservedCall> observed =
+        ObserveCall(*ctx_, call_, "ModelStreamInfer", nullptr, r.model_name, r.model_version, r.id);
+    if (observed) (*decoded)->trace = observed->request.context;
     (*decoded)->cancellation = cancellation_;
     (*decoded)->sticky_key = sticky_key_;
     (*decoded)->wire = std::move(wire);
@@ -226,8 +229,15 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
       EncodeInferResponse(part, raw, resp.mutable_infer_response());
       return Push(std::move(resp), /*answered=*/false);
     };
-    sink.final = [this, raw, mark_final, parts, name = r.model_name, version = r.model_version,
-                  id = r.id](Result<InferResponse> result) {
+    sink.final = [this, raw, mark_final, parts, name = r.model_name, version = r.model_version, id = r.id,
+                  observed](Result<InferResponse> result) {
+      if (observed) {
+        grpc::Status st = result.ok() ? grpc::Status::OK : ToGrpcStatus(result.status());
+        if (result.ok() && result->relayed) {
+          if (auto failed = RelayedFailure(*result->relayed)) st = *failed;
+        }
+        FinishObserved(*observed, nullptr, st, nullptr, result.ok() ? result->model_version : std::string());
+      }
       if (result.ok() && result->relayed) {
         // The peer streamed this request's responses (final flags included) as parts; or its call failed.
         auto failed = RelayedFailure(*result->relayed);
@@ -429,11 +439,18 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* c,
                                                        const inference::ModelInferRequest* request,
                                                        inference::ModelInferResponse* response) {
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
+  // Tracing or the access log on: its root span and its line (null otherwise).
+  std::shared_ptr<ObservedCall> observed =
+      ObserveCall(*ctx_, c, "ModelInfer", request, request->model_name(), request->model_version(), request->id());
+  auto done = [&](const Status& st) {
+    if (observed) FinishObserved(*observed, c, ToGrpcStatus(st), nullptr, {});
+    return Done(c, st);
+  };
+  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return done(st);
   // gRPC owns the request until Finish and reads it no more; decoding moves
   // the raw input buffers out of it (no copy), hence the const_cast.
   auto* req = const_cast<inference::ModelInferRequest*>(request);
-  if (Status st = ctx_->server->Admit(req->model_name(), req->model_version()); !st.ok()) return Done(c, st);
+  if (Status st = ctx_->server->Admit(req->model_name(), req->model_version()); !st.ok()) return done(st);
   const bool raw = req->raw_input_contents_size() > 0;
   std::string forwarded_by;
   auto wire = GrpcWireForm(*ctx_, c, *req, kModelInferMethod, &forwarded_by);
@@ -441,18 +458,27 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
   if (!decoded.ok()) {
     // An unknown model or version is the more useful answer than a body error.
     auto ready = ctx_->server->IsModelReady(req->model_name(), req->model_version());
-    return Done(c, ready.ok() ? decoded.status() : ready.status());
+    return done(ready.ok() ? decoded.status() : ready.status());
   }
   auto* reactor = new InferReactor(ctx_->server);
   (*decoded)->cancellation = reactor->cancellation();
   (*decoded)->sticky_key = StickyKeyOf(c);
   (*decoded)->wire = std::move(wire);
   (*decoded)->forwarded_by = std::move(forwarded_by);
-  ctx_->server->InferAsync(std::move(*decoded), [reactor, c, response, raw](Result<InferResponse> r) {
-    if (!r.ok()) return reactor->Finish(ToGrpcStatus(r.status()));
-    if (r->relayed) return reactor->Finish(RelayUnary(*r->relayed, c, response));
-    EncodeInferResponse(*r, raw, response);
-    reactor->Finish(grpc::Status::OK);
+  if (observed) (*decoded)->trace = observed->request.context;
+  ctx_->server->InferAsync(std::move(*decoded), [reactor, c, response, raw, observed](Result<InferResponse> r) {
+    grpc::Status st = grpc::Status::OK;
+    std::string version;
+    if (!r.ok()) {
+      st = ToGrpcStatus(r.status());
+    } else if (r->relayed) {
+      st = RelayUnary(*r->relayed, c, response);
+    } else {
+      EncodeInferResponse(*r, raw, response);
+      version = r->model_version;
+    }
+    if (observed) FinishObserved(*observed, c, st, response, version);
+    reactor->Finish(st);
   });
   return reactor;
 }

@@ -17,6 +17,7 @@
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
 #include "inferd_management.grpc.pb.h"
+#include "tracing/request_observer.h"
 
 namespace inferd {
 class InferenceServer;
@@ -89,6 +90,23 @@ grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c, 
 void RouteModelRead(const ServiceContext& ctx, grpc::CallbackServerContext* c, grpc::ServerUnaryReactor* reactor,
                     const google::protobuf::Message& request, const char* method, const std::string& model,
                     bool wait_for_load, google::protobuf::Message* response, std::function<void()> here);
+
+// Tracing and the access log for one ModelInfer call or one request of a
+// stream (observe.cc); null when neither is on (InferenceServer::observer()).
+struct ObservedCall {
+  const tracing::RequestObserver* observer = nullptr;
+  tracing::ObservedRequest request;  // its root span, when traced
+  tracing::AccessRecord record;
+};
+// `request` (may be null) gives the bytes in, when the access log is on.
+std::shared_ptr<ObservedCall> ObserveCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c,
+                                          const char* method, const google::protobuf::Message* request,
+                                          std::string model, std::string version, std::string id);
+// The call was answered with `status`: ends the span, writes the line. `unary`
+// (null for a stream's request): the call, whose initial metadata gets the
+// traceparent of the span (call before Finish).
+void FinishObserved(ObservedCall& o, grpc::CallbackServerContext* unary, const grpc::Status& status,
+                    const google::protobuf::Message* response, const std::string& served_version);
 
 struct ServiceContext {
   InferenceServer* server = nullptr;

@@ -40,6 +40,7 @@ std::shared_ptr<const WireRequest> WireFormOf(InferenceServer& server, const Req
 }
 
 void KeepWireForm(InferenceServer& server, const Request& req, InferRequest& r) {
+  r.trace = req.trace;
   if (!server.admin().clustered()) return;
   if (const std::string* by = req.Header("inferd-forwarded-by")) {
     r.forwarded_by = by->empty() ? "?" : *by;

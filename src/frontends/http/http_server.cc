@@ -196,6 +196,16 @@ class Session : public std::enable_shared_from_this<Session> {
     req.cancellation = in_flight_.cancellation;
 
     server_->RequestStarted(&in_flight_);
+    req.received = in_flight_.since;
+    if (server_->options.client_address) {
+      beast::error_code ep_ec;
+      const auto ep = stream_.socket().remote_endpoint(ep_ec);
+      if (!ep_ec) {
+        const std::string ip = ep.address().to_string();
+        req.client =
+            ep.address().is_v6() ? "[" + ip + "]:" + std::to_string(ep.port()) : ip + ":" + std::to_string(ep.port());
+      }
+    }
     auto self = shared_from_this();
     server_->handler(std::move(req), [self](Response r) {
       net::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable { self->Deliver(std::move(r)); });

@@ -53,6 +53,8 @@ struct HttpServerOptions {
   // Called (on an I/O thread; must not block) when a client is found gone
   // while its request is being handled, after its cancellation is raised.
   std::function<void()> on_client_gone;
+  // Fill Request::client with the peer's address (the access log wants it).
+  bool client_address = false;
 };
 
 class HttpServer {

@@ -2,6 +2,7 @@
 // Boost.Beast stays inside http_server.cc.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "core/cancellation.h"
 #include "core/status.h"
+#include "core/trace.h"
 
 namespace inferd::http {
 
@@ -26,6 +28,13 @@ struct Request {
   // Raised when the client closes its connection before the answer is sent;
   // handlers pass it on to the requests they start.
   std::shared_ptr<const Cancellation> cancellation;
+  // When the server began to handle it (the whole message read).
+  std::chrono::steady_clock::time_point received{};
+  // The client's address:port (only with HttpServerOptions::client_address: the access log).
+  std::string client;
+  // Tracing: the request's root span, set by the API handler when the request
+  // is traced; inference handlers pass it on (InferRequest::trace).
+  std::shared_ptr<const TraceParent> trace;
 
   const std::string* Header(std::string_view lower_name) const {
     for (auto it = headers.rbegin(); it != headers.rend(); ++it)

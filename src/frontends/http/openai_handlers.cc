@@ -162,7 +162,10 @@ void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint,
     sink.final = [call, i](Result<InferResponse> r) { call->Final(i, std::move(r)); };
     auto request = openai::ChoiceRequest(*parsed, i);
     // Forwarded whole (the peer answers every choice) when the call asks one choice; n > 1 is served here.
-    if (parsed->n == 1) KeepWireForm(*server, req, *request);
+    if (parsed->n == 1)
+      KeepWireForm(*server, req, *request);
+    else
+      request->trace = req.trace;  // each choice's spans under the request's
     server->InferAsync(std::move(request), std::move(sink));
   }
 }

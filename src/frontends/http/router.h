@@ -30,7 +30,10 @@
 
 namespace inferd::http {
 
+// With tracing or the access log on (InferenceServer::observer()), the API handler runs each request inside
+// ObserveRequest (observe.cc): its root span, the traceparent header of the answer, its access-log line.
 Handler MakeApiHandler(InferenceServer* server);
+void ObserveRequest(const tracing::RequestObserver& observer, Request&& req, Responder respond, const Handler& route);
 Handler MakeMetricsHandler(const InferenceServer* server);
 
 // Handlers per protocol (router.cc dispatches to them).
@@ -64,9 +67,10 @@ Response WithModelVersion(Response r, const std::string& version);
 Status UnlessUnknownModel(InferenceServer* server, const std::string& model, const std::string& version,
                           Status body_error);
 
-// Cluster mode (forwarding.cc): keeps the request's wire form on `r` (its method, target, end-to-end headers
-// and body, InferRequest::wire) so that the forward stage can send it unchanged to the node holding the model,
-// and notes the node that forwarded it here (such a request is served here). Nothing on a single node.
+// What an inference request keeps of its transport: its trace (InferRequest::trace, when traced), and in cluster
+// mode (forwarding.cc) its wire form (its method, target, end-to-end headers and body, InferRequest::wire) so that
+// the forward stage can send it unchanged to the node holding the model, and the node that forwarded it here
+// (such a request is served here).
 void KeepWireForm(InferenceServer& server, const Request& req, InferRequest& r);
 // The wire form alone (null on a single node and for a request a peer forwarded here).
 std::shared_ptr<const WireRequest> WireFormOf(InferenceServer& server, const Request& req);

@@ -15,6 +15,7 @@ class CacheStage final : public RequestStage {
  public:
   CacheStage(ResponseCache* cache, Clock* clock) : cache_(cache), clock_(clock) {}
   const char* name() const override { return "cache"; }
+  bool Traced(const RequestContext& ctx) const override { return ctx.handle.spec().response_cache && !ctx.skip_cache; }
 
   Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline&) const override {
     ModelVersion& version = *ctx->handle.version;

@@ -11,6 +11,7 @@ namespace {
 class DecodeStage final : public RequestStage {
  public:
   const char* name() const override { return "decode"; }
+  bool Traced(const RequestContext& ctx) const override { return ctx.request->decode != nullptr; }
   Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline&) const override {
     InferRequest& request = *ctx->request;
     if (!request.decode) return Verdict::kContinue;

@@ -13,6 +13,7 @@ class FeatureStage final : public RequestStage {
  public:
   explicit FeatureStage(features::FeatureFetcher* fetcher) : fetcher_(fetcher) {}
   const char* name() const override { return "features"; }
+  bool Traced(const RequestContext& ctx) const override { return ctx.handle.spec().features.has_value(); }
 
   Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline& pipeline) const override {
     const ModelSpec& spec = ctx->handle.spec();

@@ -55,6 +55,9 @@ class PrecomputedStage final : public RequestStage {
   PrecomputedStage(HybridServing* hybrid, const std::atomic<bool>* shutting_down, bool key_only)
       : hybrid_(hybrid), shutting_down_(shutting_down), key_only_(key_only) {}
   const char* name() const override { return key_only_ ? "precomputed_key_only" : "precomputed"; }
+  bool Traced(const RequestContext& ctx) const override {
+    return ctx.handle.spec().precomputed.has_value() && !ctx.request->background;
+  }
 
   Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline& pipeline) const override {
     const ModelSpec& spec = ctx->handle.spec();

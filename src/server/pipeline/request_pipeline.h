@@ -50,6 +50,8 @@ struct RequestContext {
   int64_t rows = 0;            // set by validation
   bool skip_cache = false;     // on the precomputed store's path (its answers are never cached)
   size_t next_stage = 0;       // where Continue goes on
+  // Traced requests: when the stage that holds the request began (Unix ns; 0: none).
+  int64_t held_since_ns = 0;
 };
 
 class RequestPipeline;
@@ -64,6 +66,10 @@ class RequestStage {
   // out and hands it back through pipeline.Continue later. kContinue: `ctx`
   // must still be held.
   virtual Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline& pipeline) const = 0;
+  // Whether a traced request gets a span for this stage (named after it):
+  // stages that do work for it that may take time or answer it (features,
+  // precomputed, cache, shadow, decode); the cheap checks never do.
+  virtual bool Traced(const RequestContext& /*ctx*/) const { return false; }
 };
 
 class RequestPipeline {

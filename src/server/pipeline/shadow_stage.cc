@@ -11,6 +11,7 @@ class ShadowStage final : public RequestStage {
  public:
   ShadowStage(Clock* clock, int64_t max_in_flight) : clock_(clock), max_in_flight_(max_in_flight) {}
   const char* name() const override { return "shadow"; }
+  bool Traced(const RequestContext& ctx) const override { return ctx.handle.shadow != nullptr; }
   Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline&) const override {
     if (!ctx->handle.shadow) return Verdict::kContinue;
     ctx->sink.final = MirrorRequest(*ctx->request, std::move(ctx->handle.shadow), std::move(ctx->sink.final), *clock_,

@@ -156,6 +156,7 @@ class Channel:
                    "inputs": inputs, "outputs": list(request.requested_output_names()),
                    "request_id": request.request_id(), "parameters": request._parameters,
                    "timeout_us": int(request.timeout() or 0), "decoupled": bool(decoupled),
+                   "trace": request._trace._index if request._trace is not None else -1,
                    "out_size": self._out_size})
         return call_id
 

@@ -61,6 +61,15 @@ class PbUtils(unittest.TestCase):
         with self.assertRaises(pb_utils.TritonModelException):
             req.exec()  # no server in this process
 
+    def test_a_bls_request_takes_its_callers_trace(self):
+        caller = pb_utils.InferenceRequest(model_name="m")
+        caller._index = 3  # the worker numbers the requests execute() gets
+        call = pb_utils.InferenceRequest(model_name="other", trace=caller.trace())
+        self.assertEqual(call._trace._index, 3)
+        self.assertIsNone(pb_utils.InferenceRequest(model_name="other")._trace)
+        with self.assertRaises(pb_utils.TritonModelException):
+            pb_utils.InferenceRequest(model_name="other", trace="not a trace")
+
     def test_responses_check_their_arguments(self):
         with self.assertRaises(pb_utils.TritonModelException):
             pb_utils.InferenceResponse(output_tensors=[np.zeros(2)])

@@ -250,6 +250,14 @@ class InferenceResponseSender:
         return False
 
 
+class InferenceTrace:
+    """A request's trace (request.trace()): passed to a BLS InferenceRequest(trace=...), the called model's spans
+    become children of this request's (tracing on: docs/observability.md)."""
+
+    def __init__(self, index):
+        self._index = index
+
+
 class InferenceRequest:
     """A request: the ones execute() receives, and BLS requests to other models
     (InferenceRequest(model_name=..., inputs=[...], requested_output_names=[...]).exec())."""
@@ -272,6 +280,9 @@ class InferenceRequest:
         if not isinstance(parameters, dict):
             raise TritonModelException("parameters must be a dict or a JSON object string")
         self._parameters = parameters
+        if trace is not None and not isinstance(trace, InferenceTrace):
+            raise TritonModelException("trace must be a request's trace() (pb_utils.InferenceTrace)")
+        self._trace = trace
         self._index = 0  # set by the worker for the requests execute() receives
         self._decoupled = False
         self._sender = None
@@ -305,6 +316,10 @@ class InferenceRequest:
 
     def is_cancelled(self):
         return False
+
+    def trace(self):
+        """This request's trace, for the BLS requests it makes (InferenceRequest(..., trace=request.trace()))."""
+        return InferenceTrace(self._index)
 
     def set_release_flags(self, flags):
         pass

@@ -1,0 +1,57 @@
+#include "cli/observability_flags.h"
+
+#include <spdlog/spdlog.h>
+
+#include "tracing/trace_config.h"
+
+namespace inferd::cli {
+
+void AddObservabilityFlags(CLI::App* cmd, ObservabilityFlags* flags) {
+  cmd->add_option("--trace-config", flags->trace_config,
+                  "Tracing, as Triton's flag (repeatable): mode=opentelemetry, rate=N (one request in N; 0 = only "
+                  "requests with a sampled traceparent), count=N, level=OFF|TIMESTAMPS, "
+                  "opentelemetry,url=http://HOST:4318/v1/traces, opentelemetry,resource=KEY=VALUE, "
+                  "opentelemetry,protocol=http/protobuf|http/json, opentelemetry,bsp_max_queue_size=N, "
+                  "opentelemetry,bsp_max_export_batch_size=N, opentelemetry,bsp_schedule_delay=MS, "
+                  "opentelemetry,export_timeout=MS (docs/observability.md)");
+  cmd->add_option("--access-log", flags->access_log,
+                  "Write one JSON line per API request to this file (appended; - = standard output); off by "
+                  "default");
+  cmd->add_option("--access-log-sample-rate", flags->access_log_sample_rate,
+                  "Share of successful requests written to the access log (failed ones always are)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+}
+
+Status ApplyObservabilityFlags(const ObservabilityFlags& flags, Clock* clock, ServerOptions* so) {
+  if (!flags.trace_config.empty()) {
+    auto config = tracing::ParseTraceConfig(flags.trace_config);
+    if (!config.ok()) return config.status();
+    for (const auto& note : config->notes) spdlog::warn("tracing: {}", note);
+    if (config->enabled) {
+      auto traces = tracing::TraceService::Create(*config, clock);
+      if (!traces.ok()) return traces.status();
+      so->traces = std::move(*traces);
+      spdlog::info("tracing: OpenTelemetry to {} ({}), {}", config->url,
+                   config->encoding == tracing::TraceConfig::Encoding::kJson ? "JSON" : "protobuf",
+                   config->rate == 0
+                       ? std::string("only requests with a sampled traceparent")
+                       : "one request in " + std::to_string(config->rate) +
+                             (config->count >= 0 ? " (at most " + std::to_string(config->count) + ")" : std::string()));
+    }
+  }
+  if (!flags.access_log.empty()) {
+    tracing::AccessLogOptions o;
+    o.path = flags.access_log;
+    o.sample_rate = flags.access_log_sample_rate;
+    auto log = tracing::AccessLog::Open(o);
+    if (!log.ok()) return log.status();
+    so->access_log = std::move(*log);
+    spdlog::info("access log: {} (successful requests sampled at {})",
+                 flags.access_log == "-" ? std::string("standard output") : flags.access_log,
+                 flags.access_log_sample_rate);
+  }
+  return Status::OK();
+}
+
+}  // namespace inferd::cli

@@ -1,0 +1,26 @@
+// `serve`'s tracing and access-log flags (docs/observability.md):
+// --trace-config (Triton's, repeatable), --access-log, --access-log-sample-rate.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "server/server_options.h"
+
+namespace inferd::cli {
+
+struct ObservabilityFlags {
+  std::vector<std::string> trace_config;
+  std::string access_log;  // "" = off, "-" = stdout
+  double access_log_sample_rate = 1.0;
+};
+
+void AddObservabilityFlags(CLI::App* cmd, ObservabilityFlags* flags);
+// Builds the TraceService and the AccessLog into `so` (INVALID_ARGUMENT for
+// a bad setting, an unopenable file); logs what is on.
+Status ApplyObservabilityFlags(const ObservabilityFlags& flags, Clock* clock, ServerOptions* so);
+
+}  // namespace inferd::cli

@@ -1,0 +1,106 @@
+#include "core/trace.h"
+
+#include <random>
+#include <thread>
+
+namespace inferd {
+namespace {
+
+std::mt19937_64& Generator() {
+  thread_local std::mt19937_64 gen([] {
+    std::random_device rd;
+    const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                          std::hash<std::thread::id>()(std::this_thread::get_id()) ^
+                          static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    return seed;
+  }());
+  return gen;
+}
+
+uint64_t NonZero() {
+  uint64_t v;
+  do v = Generator()();
+  while (v == 0);
+  return v;
+}
+
+}  // namespace
+
+TraceId NewTraceId() { return TraceId{NonZero(), NonZero()}; }
+SpanId NewSpanId() { return NonZero(); }
+
+int64_t UnixNanos(TimePoint steady) {
+  const auto now_steady = std::chrono::steady_clock::now();
+  const auto now_unix = std::chrono::system_clock::now().time_since_epoch();
+  const auto ago = std::chrono::duration_cast<std::chrono::nanoseconds>(now_steady - steady);
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(now_unix).count() - ago.count();
+}
+
+int64_t UnixNanosNow() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Span::Span(const TraceParent* parent, std::string name, SpanKind kind, int64_t start_unix_ns) {
+  if (parent == nullptr || parent->sink == nullptr) return;
+  sink_ = parent->sink;
+  record_.trace_id = parent->trace_id;
+  record_.parent_span_id = parent->span_id;
+  record_.trace_state = parent->trace_state;
+  record_.span_id = NewSpanId();
+  record_.name = std::move(name);
+  record_.kind = kind;
+  record_.start_unix_ns = start_unix_ns;
+}
+
+Span::Span(std::shared_ptr<SpanSink> sink, TraceId trace, SpanId parent, std::string trace_state, std::string name,
+           SpanKind kind, int64_t start_unix_ns)
+    : sink_(std::move(sink)) {
+  if (!sink_) return;
+  record_.trace_id = trace;
+  record_.parent_span_id = parent;
+  record_.trace_state = std::move(trace_state);
+  record_.span_id = NewSpanId();
+  record_.name = std::move(name);
+  record_.kind = kind;
+  record_.start_unix_ns = start_unix_ns;
+}
+
+void Span::SetAttribute(std::string key, SpanValue value) {
+  if (!sink_) return;
+  for (auto& a : record_.attributes) {
+    if (a.key == key) {
+      a.value = std::move(value);
+      return;
+    }
+  }
+  record_.attributes.push_back({std::move(key), std::move(value)});
+}
+
+void Span::AddEvent(std::string name, int64_t unix_ns) {
+  if (sink_) record_.events.push_back({std::move(name), unix_ns});
+}
+
+std::shared_ptr<const TraceParent> Span::AsParent() const {
+  if (!sink_) return nullptr;
+  auto p = std::make_shared<TraceParent>();
+  p->sink = sink_;
+  p->trace_id = record_.trace_id;
+  p->span_id = record_.span_id;
+  p->trace_state = record_.trace_state;
+  return p;
+}
+
+void Span::End(int64_t end_unix_ns, const Status& status) {
+  if (!sink_) return;
+  record_.end_unix_ns = std::max(end_unix_ns, record_.start_unix_ns);
+  if (!status.ok()) {
+    record_.status = SpanStatus::kError;
+    record_.status_message = status.message();
+  }
+  auto sink = std::move(sink_);
+  sink_ = nullptr;
+  sink->Record(std::move(record_));
+}
+
+}  // namespace inferd

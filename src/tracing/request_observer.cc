@@ -1,0 +1,51 @@
+#include "tracing/request_observer.h"
+
+#include "tracing/trace_context.h"
+
+namespace inferd::tracing {
+
+ObservedRequest RequestObserver::Start(bool inference, std::string_view traceparent, std::string_view tracestate,
+                                       TimePoint start) const {
+  ObservedRequest r;
+  r.start = start;
+  r.start_unix_ns = UnixNanos(start);
+  if (traces_ && inference) {
+    r.root = traces_->StartRequest(traceparent, tracestate, "InferRequest", r.start_unix_ns);
+    if (r.root.active()) {
+      r.context = r.root.AsParent();
+      r.traceparent = FormatTraceparent(r.root.trace_id(), r.root.id(), true);
+    }
+  }
+  return r;
+}
+
+void RequestObserver::Finish(ObservedRequest& request, AccessRecord record, const Status& error) const {
+  const TimePoint end = std::chrono::steady_clock::now();
+  const int64_t end_unix_ns = request.start_unix_ns + (end - request.start).count();
+  if (request.root.active()) {
+    Span& s = request.root;
+    s.SetAttribute("inferd.protocol", record.protocol);
+    if (record.protocol == "grpc") {
+      s.SetAttribute("rpc.system", std::string("grpc"));
+      s.SetAttribute("rpc.method", record.method);
+      s.SetAttribute("rpc.grpc.status_code", static_cast<int64_t>(record.status));
+    } else {
+      s.SetAttribute("http.request.method", record.method);
+      s.SetAttribute("url.path", record.target);
+      s.SetAttribute("http.response.status_code", static_cast<int64_t>(record.status));
+    }
+    if (!record.model.empty()) s.SetAttribute("triton.model_name", record.model);
+    if (!record.version.empty()) s.SetAttribute("triton.model_version", record.version);
+    if (!record.request_id.empty()) s.SetAttribute("triton.request_id", record.request_id);
+    if (!record.client.empty()) s.SetAttribute("client.address", record.client);
+    record.trace_id = HexTraceId(s.trace_id());
+    s.End(end_unix_ns, error);
+  }
+  if (log_ && log_->Wanted(record.failed)) {
+    record.unix_ns = request.start_unix_ns;
+    record.latency_ms = static_cast<double>((end - request.start).count()) / 1e6;
+    log_->Write(record);
+  }
+}
+
+}  // namespace inferd::tracing

@@ -1,0 +1,66 @@
+// TraceService: tracing's service beside the server (docs/observability.md):
+// decides which requests are traced (Triton's rate and count; a request
+// whose W3C parent context is sampled always is, one whose parent is not
+// sampled never is), starts their root spans, and takes every ended span
+// (SpanSink) into the SpanExporter, which sends them to the collector over
+// OTLP/HTTP.
+//
+// Thread-safety: thread-safe. Ownership: shared (spans hold it as their
+// sink); Stop sends what is queued and ends the exporter's thread, later
+// spans are dropped and counted.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/clock.h"
+#include "core/trace.h"
+#include "tracing/span_exporter.h"
+#include "tracing/trace_config.h"
+
+namespace inferd::tracing {
+
+class TraceService final : public SpanSink, public std::enable_shared_from_this<TraceService> {
+ public:
+  // Sends to the collector at config.url (INVALID_ARGUMENT for a bad url).
+  // `clock` is not owned and must outlive the service.
+  static Result<std::shared_ptr<TraceService>> Create(const TraceConfig& config, Clock* clock);
+  // With another way to send batches (tests).
+  static std::shared_ptr<TraceService> CreateWithSender(const TraceConfig& config, SpanExporter::Send send,
+                                                        Clock* clock);
+  ~TraceService() override;
+
+  // A request arrives with these W3C headers ("" = absent): its root span
+  // (kind SERVER, named `name`), active when the request is traced. An
+  // unreadable traceparent counts as absent.
+  Span StartRequest(std::string_view traceparent, std::string_view tracestate, std::string name, int64_t start_unix_ns);
+
+  void Record(SpanRecord span) override;
+  bool Flush(std::chrono::milliseconds timeout) { return exporter_->Flush(timeout); }
+  void Stop() { exporter_->Stop(); }
+
+  struct Counters {
+    uint64_t traces_by_rate = 0;       // started by the sampling rate
+    uint64_t traces_propagated = 0;    // started because the client's context was sampled
+    uint64_t invalid_traceparent = 0;  // unreadable headers (ignored)
+    uint64_t spans_recorded = 0;
+    SpanExporter::Counters exporter;
+  };
+  Counters counters() const;
+  const TraceConfig& config() const { return config_; }
+
+ private:
+  TraceService(const TraceConfig& config, SpanExporter::Send send, Clock* clock);
+  // The rate's and count's decision for a request without a sampled parent.
+  bool SampleByRate();
+
+  const TraceConfig config_;
+  std::unique_ptr<SpanExporter> exporter_;
+  std::atomic<uint64_t> seen_{0};
+  std::atomic<int64_t> count_left_;
+  std::atomic<uint64_t> by_rate_{0}, propagated_{0}, invalid_{0}, recorded_{0};
+};
+
+}  // namespace inferd::tracing

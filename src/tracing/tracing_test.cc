@@ -1,0 +1,498 @@
+#include <rapidjson/document.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "otlp_trace.pb.h"
+#include "testing/fake_clock.h"
+#include "testing/free_port.h"
+#include "testing/temp_dir.h"
+#include "tracing/access_log.h"
+#include "tracing/otlp_encoder.h"
+#include "tracing/otlp_http.h"
+#include "tracing/span_exporter.h"
+#include "tracing/trace_config.h"
+#include "tracing/trace_context.h"
+#include "tracing/trace_service.h"
+
+namespace inferd::tracing {
+namespace {
+
+using testing::FakeClock;
+
+// ---- W3C trace context ----
+
+TEST(Traceparent, ReadsTheFourFields) {
+  auto c = ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->trace_id.hi, 0x4bf92f3577b34da6ull);
+  EXPECT_EQ(c->trace_id.lo, 0xa3ce929d0e0e4736ull);
+  EXPECT_EQ(c->parent_id, 0x00f067aa0ba902b7ull);
+  EXPECT_TRUE(c->sampled);
+  auto unsampled = ParseTraceparent(" 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00\t");
+  ASSERT_TRUE(unsampled.ok());
+  EXPECT_FALSE(unsampled->sampled);
+}
+
+TEST(Traceparent, RefusesWhatTheSpecRefuses) {
+  for (const char* bad : {
+           "",
+           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",           // no flags
+           "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",        // upper case
+           "00-00000000000000000000000000000000-00f067aa0ba902b7-01",        // zero trace id
+           "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",        // zero parent id
+           "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",        // version ff
+           "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",  // version 00 has 4 fields
+           "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+           "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+       }) {
+    EXPECT_FALSE(ParseTraceparent(bad).ok()) << bad;
+  }
+}
+
+TEST(Traceparent, ReadsALaterVersionByItsFirstFields) {
+  auto c = ParseTraceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-whatever");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->sampled);
+  EXPECT_FALSE(ParseTraceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x").ok());
+}
+
+TEST(Traceparent, FormatsWhatItReads) {
+  const TraceId id{0x0123456789abcdefull, 0xfedcba9876543210ull};
+  const std::string h = FormatTraceparent(id, 0x1122334455667788ull, true);
+  EXPECT_EQ(h, "00-0123456789abcdeffedcba9876543210-1122334455667788-01");
+  auto back = ParseTraceparent(h);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->trace_id, id);
+  EXPECT_EQ(back->parent_id, 0x1122334455667788ull);
+  EXPECT_EQ(SanitizeTracestate(" vendor=a,other=b "), "vendor=a,other=b");
+  EXPECT_EQ(SanitizeTracestate(std::string(513, 'a')), "");
+  EXPECT_EQ(SanitizeTracestate("a=\x01"), "");
+}
+
+// ---- --trace-config ----
+
+TEST(TraceConfig, ReadsTritonsFlags) {
+  auto c = ParseTraceConfig({"mode=opentelemetry", "rate=5", "count=100", "level=TIMESTAMPS",
+                             "opentelemetry,url=localhost:9999/v1/traces", "opentelemetry,resource=service.name=x",
+                             "opentelemetry,resource=deployment=prod", "opentelemetry,protocol=http/json",
+                             "opentelemetry,bsp_max_queue_size=100", "opentelemetry,bsp_max_export_batch_size=10",
+                             "opentelemetry,bsp_schedule_delay=250"});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->enabled);
+  EXPECT_EQ(c->rate, 5u);
+  EXPECT_EQ(c->count, 100);
+  EXPECT_EQ(c->url, "localhost:9999/v1/traces");
+  EXPECT_EQ(c->encoding, TraceConfig::Encoding::kJson);
+  ASSERT_EQ(c->resource.size(), 2u);
+  EXPECT_EQ(c->resource[0], (std::pair<std::string, std::string>{"service.name", "x"}));
+  EXPECT_EQ(c->resource[1], (std::pair<std::string, std::string>{"deployment", "prod"}));
+  EXPECT_EQ(c->max_queue_size, 100u);
+  EXPECT_EQ(c->max_export_batch_size, 10u);
+  EXPECT_EQ(c->schedule_delay, std::chrono::milliseconds(250));
+}
+
+TEST(TraceConfig, OffUnlessModeIsOpenTelemetryAndTheLevelIsNotOff) {
+  auto none = ParseTraceConfig({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->enabled);
+  auto off = ParseTraceConfig({"mode=opentelemetry", "level=OFF"});
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->enabled);
+  auto tensors = ParseTraceConfig({"mode=opentelemetry", "level=TIMESTAMPS", "level=TENSORS"});
+  ASSERT_TRUE(tensors.ok());
+  EXPECT_TRUE(tensors->enabled);
+  EXPECT_EQ(tensors->notes.size(), 1u);
+}
+
+TEST(TraceConfig, NamesTheSettingThatIsWrong) {
+  struct Case {
+    std::vector<std::string> settings;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"rate=5"}, "mode=opentelemetry"},
+           {{"mode=triton"}, "not supported"},
+           {{"mode=opentelemetry", "rate=-1"}, "rate"},
+           {{"mode=opentelemetry", "count=-2"}, "count"},
+           {{"mode=opentelemetry", "level=LOUD"}, "level"},
+           {{"mode=opentelemetry", "sample=1"}, "unknown setting"},
+           {{"mode=opentelemetry", "triton,file=/tmp/t.json"}, "not supported"},
+           {{"mode=opentelemetry", "zipkin,url=x"}, "unknown mode"},
+           {{"mode=opentelemetry", "opentelemetry,url=https://collector:4318"}, "https"},
+           {{"mode=opentelemetry", "opentelemetry,url=http://:4318"}, "host"},
+           {{"mode=opentelemetry", "opentelemetry,url=http://c:99999/v1/traces"}, "port"},
+           {{"mode=opentelemetry", "opentelemetry,protocol=grpc"}, "protocol"},
+           {{"mode=opentelemetry", "opentelemetry,bsp_max_queue_size=0"}, "bsp_max_queue_size"},
+           {{"mode=opentelemetry", "opentelemetry,bsp_schedule_delay=0"}, "bsp_schedule_delay"},
+           {{"mode=opentelemetry", "opentelemetry,resource=novalue"}, "resource"},
+           {{"mode=opentelemetry", "opentelemetry,bsp_max_queue_size=4", "opentelemetry,bsp_max_export_batch_size=8"},
+            "exceeds"},
+           {{"noequals"}, "<setting>=<value>"},
+       }) {
+    auto r = ParseTraceConfig(c.settings);
+    ASSERT_FALSE(r.ok()) << c.settings.back();
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(TraceConfig, ReadsCollectorUrls) {
+  auto a = ParseCollectorUrl("http://localhost:4318/v1/traces");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->host, "localhost");
+  EXPECT_EQ(a->port, 4318);
+  EXPECT_EQ(a->path, "/v1/traces");
+  auto b = ParseCollectorUrl("collector:1234");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->host, "collector");
+  EXPECT_EQ(b->port, 1234);
+  EXPECT_EQ(b->path, "/v1/traces");
+  auto c = ParseCollectorUrl("http://[::1]:5000/otlp");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->host, "::1");
+  EXPECT_EQ(c->port, 5000);
+  EXPECT_EQ(c->path, "/otlp");
+}
+
+// ---- OTLP encoding ----
+
+SpanRecord SampleSpan() {
+  SpanRecord s;
+  s.trace_id = {0x0102030405060708ull, 0x090a0b0c0d0e0f10ull};
+  s.span_id = 0x1112131415161718ull;
+  s.parent_span_id = 0x2122232425262728ull;
+  s.trace_state = "vendor=1";
+  s.name = "compute";
+  s.kind = SpanKind::kServer;
+  s.start_unix_ns = 1'700'000'000'000'000'001;
+  s.end_unix_ns = 1'700'000'000'000'500'000;
+  s.attributes = {{"triton.model_name", std::string("mlp")},
+                  {"triton.model_version", int64_t{-3}},
+                  {"ratio", 0.25},
+                  {"ok", true},
+                  {"bad.utf8", std::string("a\xff\xc3")}};
+  s.events = {{"COMPUTE_START", 1'700'000'000'000'100'000}};
+  s.status = SpanStatus::kError;
+  s.status_message = "model \"mlp\" failed";
+  return s;
+}
+
+TEST(OtlpEncoder, ProtobufReadsBackWithOtlpsMessages) {
+  OtlpResource res;
+  res.attributes = {{"service.name", "inferd"}};
+  SpanRecord root = SampleSpan();
+  root.parent_span_id = 0;
+  root.trace_state.clear();
+  root.status = SpanStatus::kUnset;
+  const std::string body = EncodeOtlpProtobuf(res, {SampleSpan(), root});
+  otlp::ExportTraceServiceRequest req;
+  ASSERT_TRUE(req.ParseFromString(body));
+  ASSERT_EQ(req.resource_spans_size(), 1);
+  const auto& rs = req.resource_spans(0);
+  ASSERT_EQ(rs.resource().attributes_size(), 1);
+  EXPECT_EQ(rs.resource().attributes(0).key(), "service.name");
+  EXPECT_EQ(rs.resource().attributes(0).value().string_value(), "inferd");
+  ASSERT_EQ(rs.scope_spans_size(), 1);
+  EXPECT_EQ(rs.scope_spans(0).scope().name(), "inferd");
+  ASSERT_EQ(rs.scope_spans(0).spans_size(), 2);
+  const auto& s = rs.scope_spans(0).spans(0);
+  EXPECT_EQ(s.trace_id(), std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16));
+  EXPECT_EQ(s.span_id(), std::string("\x11\x12\x13\x14\x15\x16\x17\x18", 8));
+  EXPECT_EQ(s.parent_span_id(), std::string("\x21\x22\x23\x24\x25\x26\x27\x28", 8));
+  EXPECT_EQ(s.trace_state(), "vendor=1");
+  EXPECT_EQ(s.name(), "compute");
+  EXPECT_EQ(s.kind(), otlp::Span::SPAN_KIND_SERVER);
+  EXPECT_EQ(s.start_time_unix_nano(), 1'700'000'000'000'000'001ull);
+  EXPECT_EQ(s.end_time_unix_nano(), 1'700'000'000'000'500'000ull);
+  ASSERT_EQ(s.attributes_size(), 5);
+  EXPECT_EQ(s.attributes(0).value().string_value(), "mlp");
+  EXPECT_EQ(s.attributes(1).value().int_value(), -3);
+  EXPECT_EQ(s.attributes(2).value().double_value(), 0.25);
+  EXPECT_TRUE(s.attributes(3).value().bool_value());
+  EXPECT_EQ(s.attributes(4).value().string_value(), "a\xef\xbf\xbd\xef\xbf\xbd");  // invalid UTF-8 replaced
+  ASSERT_EQ(s.events_size(), 1);
+  EXPECT_EQ(s.events(0).name(), "COMPUTE_START");
+  EXPECT_EQ(s.events(0).time_unix_nano(), 1'700'000'000'000'100'000ull);
+  EXPECT_EQ(s.status().code(), otlp::Status::STATUS_CODE_ERROR);
+  EXPECT_EQ(s.status().message(), "model \"mlp\" failed");
+  EXPECT_EQ(s.flags() & 0xff, 1u);
+  const auto& r = rs.scope_spans(0).spans(1);
+  EXPECT_TRUE(r.parent_span_id().empty());
+  EXPECT_FALSE(r.has_status());
+}
+
+TEST(OtlpEncoder, JsonIsOtlpsJsonForm) {
+  OtlpResource res;
+  res.attributes = {{"service.name", "inferd"}};
+  const std::string body = EncodeOtlpJson(res, {SampleSpan()});
+  rapidjson::Document d;
+  d.Parse(body.data(), body.size());
+  ASSERT_FALSE(d.HasParseError()) << body;
+  const auto& span = d["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
+  EXPECT_STREQ(span["traceId"].GetString(), "0102030405060708090a0b0c0d0e0f10");
+  EXPECT_STREQ(span["spanId"].GetString(), "1112131415161718");
+  EXPECT_STREQ(span["parentSpanId"].GetString(), "2122232425262728");
+  EXPECT_EQ(span["kind"].GetInt(), 2);
+  EXPECT_STREQ(span["startTimeUnixNano"].GetString(), "1700000000000000001");
+  EXPECT_STREQ(span["attributes"][0]["value"]["stringValue"].GetString(), "mlp");
+  EXPECT_STREQ(span["attributes"][1]["value"]["intValue"].GetString(), "-3");
+  EXPECT_EQ(span["attributes"][2]["value"]["doubleValue"].GetDouble(), 0.25);
+  EXPECT_TRUE(span["attributes"][3]["value"]["boolValue"].GetBool());
+  EXPECT_STREQ(span["events"][0]["name"].GetString(), "COMPUTE_START");
+  EXPECT_EQ(span["status"]["code"].GetInt(), 2);
+  EXPECT_STREQ(span["status"]["message"].GetString(), "model \"mlp\" failed");
+  EXPECT_STREQ(d["resourceSpans"][0]["resource"]["attributes"][0]["key"].GetString(), "service.name");
+}
+
+// ---- the exporter ----
+
+struct Collected {
+  std::mutex mu;
+  std::vector<size_t> batches;
+  Status answer = Status::OK();
+};
+
+SpanExporter::Send Collect(std::shared_ptr<Collected> c) {
+  return [c](const std::vector<SpanRecord>& batch) {
+    std::lock_guard<std::mutex> g(c->mu);
+    c->batches.push_back(batch.size());
+    return c->answer;
+  };
+}
+
+SpanRecord Named(std::string name) {
+  SpanRecord s;
+  s.name = std::move(name);
+  return s;
+}
+
+TEST(SpanExporter, SendsFullBatchesAtOnceAndTheRestOnTheSchedule) {
+  FakeClock clock;
+  auto c = std::make_shared<Collected>();
+  SpanExporter::Options o;
+  o.max_queue_size = 100;
+  o.max_export_batch_size = 4;
+  o.schedule_delay = std::chrono::seconds(5);
+  SpanExporter e(o, Collect(c), &clock);
+  for (int i = 0; i < 6; ++i) e.Add(Named("s"));
+  // The thread sends the full batch without the clock moving; the 2 left wait for the schedule.
+  clock.AwaitWaitCalls(1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> g(c->mu);
+      if (!c->batches.empty()) break;
+    }
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::yield();
+  }
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    EXPECT_EQ(c->batches, std::vector<size_t>{4});
+  }
+  clock.Advance(std::chrono::seconds(5));
+  ASSERT_TRUE(e.Flush(std::chrono::seconds(10)));
+  {
+    std::lock_guard<std::mutex> g(c->mu);
+    EXPECT_EQ(c->batches, (std::vector<size_t>{4, 2}));
+  }
+  EXPECT_EQ(e.counters().exported, 6u);
+  EXPECT_EQ(e.counters().sends, 2u);
+}
+
+TEST(SpanExporter, DropsAndCountsWhenTheQueueIsFullOrTheCollectorFails) {
+  FakeClock clock;
+  auto c = std::make_shared<Collected>();
+  c->answer = Status::Unavailable("collector gone");
+  SpanExporter::Options o;
+  o.max_queue_size = 3;
+  o.max_export_batch_size = 3;
+  o.schedule_delay = std::chrono::hours(1);
+  // A sender that blocks until released: the queue fills behind it.
+  std::mutex gate;
+  gate.lock();
+  auto send = [&gate, c](const std::vector<SpanRecord>& batch) {
+    std::lock_guard<std::mutex> g(gate);
+    std::lock_guard<std::mutex> g2(c->mu);
+    c->batches.push_back(batch.size());
+    return c->answer;
+  };
+  SpanExporter e(o, send, &clock);
+  for (int i = 0; i < 3; ++i) e.Add(Named("a"));  // a full batch: taken by the thread, which blocks in send
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  // Once the thread took the batch the queue is empty again: fill it, and one more is dropped.
+  int added = 0;
+  while (e.counters().dropped_queue_full == 0) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    e.Add(Named("b"));
+    ++added;
+  }
+  gate.unlock();
+  ASSERT_TRUE(e.Flush(std::chrono::seconds(10)));
+  const auto counters = e.counters();
+  EXPECT_EQ(counters.exported, 0u);
+  EXPECT_EQ(counters.send_failures, counters.sends);
+  EXPECT_EQ(counters.dropped_send_failed + counters.dropped_queue_full, static_cast<uint64_t>(3 + added));
+  EXPECT_GE(counters.dropped_queue_full, 1u);
+}
+
+TEST(SpanExporter, StopSendsWhatIsQueued) {
+  FakeClock clock;
+  auto c = std::make_shared<Collected>();
+  SpanExporter::Options o;
+  o.max_export_batch_size = 10;
+  o.schedule_delay = std::chrono::hours(1);
+  auto e = std::make_unique<SpanExporter>(o, Collect(c), &clock);
+  for (int i = 0; i < 25; ++i) e->Add(Named("s"));
+  e->Stop();
+  e->Add(Named("late"));  // after the stop: dropped, counted
+  EXPECT_EQ(e->counters().exported, 25u);
+  EXPECT_EQ(e->counters().dropped_queue_full, 1u);
+  e.reset();
+  std::lock_guard<std::mutex> g(c->mu);
+  size_t total = 0;
+  for (size_t b : c->batches) {
+    EXPECT_LE(b, 10u);
+    total += b;
+  }
+  EXPECT_EQ(total, 25u);
+}
+
+// ---- sampling ----
+
+std::shared_ptr<TraceService> Service(const std::vector<std::string>& settings, FakeClock* clock,
+                                      std::shared_ptr<Collected> c) {
+  auto config = ParseTraceConfig(settings);
+  EXPECT_TRUE(config.ok()) << config.status().message();
+  return TraceService::CreateWithSender(*config, Collect(std::move(c)), clock);
+}
+
+TEST(TraceService, TracesOneRequestInRateUpToCount) {
+  FakeClock clock;
+  auto c = std::make_shared<Collected>();
+  auto t = Service({"mode=opentelemetry", "rate=3", "count=2"}, &clock, c);
+  std::vector<bool> traced;
+  for (int i = 0; i < 12; ++i) traced.push_back(t->StartRequest("", "", "InferRequest", 1).active());
+  EXPECT_EQ(traced,
+            (std::vector<bool>{true, false, false, true, false, false, false, false, false, false, false, false}));
+  EXPECT_EQ(t->counters().traces_by_rate, 2u);
+}
+
+TEST(TraceService, FollowsTheCallersDecision) {
+  FakeClock clock;
+  auto c = std::make_shared<Collected>();
+  auto t = Service({"mode=opentelemetry", "rate=0"}, &clock, c);
+  EXPECT_FALSE(t->StartRequest("", "", "InferRequest", 1).active());  // rate 0: nothing of its own
+  Span s = t->StartRequest("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "k=v", "InferRequest", 1);
+  ASSERT_TRUE(s.active());
+  EXPECT_EQ(HexTraceId(s.trace_id()), "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_FALSE(t->StartRequest("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", "", "r", 1).active());
+  EXPECT_FALSE(t->StartRequest("garbage", "", "r", 1).active());
+  EXPECT_EQ(t->counters().traces_propagated, 1u);
+  EXPECT_EQ(t->counters().invalid_traceparent, 1u);
+  // The span records its parent and the tracestate, and reaches the exporter when it ends.
+  auto child = s.AsParent();
+  Span compute(child.get(), "compute", SpanKind::kInternal, 5);
+  compute.End(9);
+  s.End(10, Status::Internal("boom"));
+  s.End(11);  // once only
+  ASSERT_TRUE(t->Flush(std::chrono::seconds(10)));
+  EXPECT_EQ(t->counters().spans_recorded, 2u);
+  EXPECT_EQ(t->counters().exporter.exported, 2u);
+}
+
+TEST(Span, InactiveSpansDoNothing) {
+  Span none;
+  none.SetAttribute("k", int64_t{1});
+  none.AddEvent("e", 1);
+  none.End(2);
+  EXPECT_FALSE(none.active());
+  EXPECT_EQ(none.AsParent(), nullptr);
+  Span child(nullptr, "x", SpanKind::kInternal, 1);
+  EXPECT_FALSE(child.active());
+}
+
+// ---- the collector client ----
+
+TEST(OtlpHttpClient, ACollectorThatIsNotThereIsUnavailableAtOnce) {
+  CollectorAddress a;
+  a.host = "127.0.0.1";
+  a.port = static_cast<uint16_t>(testing::FreePort());
+  OtlpHttpClient client(a);
+  const Status st = client.Post("application/json", "{}", std::chrono::seconds(5));
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("cannot connect"), std::string::npos) << st.message();
+}
+
+// ---- the access log ----
+
+TEST(AccessLog, LinesAreOneJsonObjectEach) {
+  AccessRecord r;
+  r.unix_ns = 1'700'000'000'123'456'789;
+  r.client = "127.0.0.1:5000";
+  r.protocol = "http";
+  r.method = "POST";
+  r.target = "/v2/models/m\"x\n/infer";
+  r.model = "m\"x\n";
+  r.version = "1";
+  r.status = 200;
+  r.latency_ms = 1.5;
+  r.bytes_in = 10;
+  r.bytes_out = 20;
+  r.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const std::string line = FormatAccessRecord(r);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  rapidjson::Document d;
+  d.Parse(line.data(), line.size());
+  ASSERT_FALSE(d.HasParseError()) << line;
+  EXPECT_STREQ(d["time"].GetString(), "2023-11-14T22:13:20.123456Z");
+  EXPECT_STREQ(d["model"].GetString(), "m\"x\n");
+  EXPECT_EQ(d["status"].GetInt(), 200);
+  EXPECT_EQ(d["latency_ms"].GetDouble(), 1.5);
+  EXPECT_EQ(d["bytes_out"].GetInt(), 20);
+  EXPECT_STREQ(d["trace_id"].GetString(), "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_FALSE(d.HasMember("request_id"));
+}
+
+TEST(AccessLog, WritesSampledSuccessesAndEveryFailure) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/access.log";
+  AccessLogOptions o;
+  o.path = path;
+  o.sample_rate = 0.25;
+  auto log = AccessLog::Open(o);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  int wanted_ok = 0;
+  for (int i = 0; i < 8; ++i) {
+    if ((*log)->Wanted(false)) {
+      ++wanted_ok;
+      AccessRecord r;
+      r.status = 200;
+      (*log)->Write(r);
+    }
+  }
+  ASSERT_TRUE((*log)->Wanted(true));
+  AccessRecord failed;
+  failed.status = 503;
+  failed.failed = true;
+  (*log)->Write(failed);
+  ASSERT_TRUE((*log)->Flush(std::chrono::seconds(10)));
+  EXPECT_EQ(wanted_ok, 2);
+  std::ifstream in(path);
+  std::string line;
+  int lines = 0, errors = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    if (line.find("\"status\":503") != std::string::npos) ++errors;
+  }
+  EXPECT_EQ(lines, 3);
+  EXPECT_EQ(errors, 1);
+  EXPECT_EQ((*log)->written(), 3u);
+  AccessLogOptions bad;
+  bad.path = dir.path() + "/no/such/dir/log";
+  EXPECT_EQ(AccessLog::Open(bad).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace inferd::tracing
