@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,7 @@ void Config(std::string_view in) {
 
 void Encode(std::string_view in) {
   Reader r{in};
+  std::deque<std::string> keep;  // attribute keys and event names are views (literals in the server)
   std::vector<SpanRecord> spans(r.Byte() % 8);
   for (auto& s : spans) {
     s.trace_id = {r.U64(), r.U64()};
@@ -95,7 +97,7 @@ void Encode(std::string_view in) {
     s.start_unix_ns = static_cast<int64_t>(r.U64());
     s.end_unix_ns = static_cast<int64_t>(r.U64());
     for (int i = r.Byte() % 4; i > 0; --i) {
-      std::string key = r.Str();
+      std::string_view key = keep.emplace_back(r.Str());
       switch (r.Byte() % 4) {
         case 0:
           s.attributes.push_back({key, r.Str()});
@@ -115,7 +117,10 @@ void Encode(std::string_view in) {
           break;
       }
     }
-    for (int i = r.Byte() % 3; i > 0; --i) s.events.push_back({r.Str(), static_cast<int64_t>(r.U64())});
+    for (int i = r.Byte() % 3; i > 0; --i) {
+      std::string_view name = keep.emplace_back(r.Str());
+      s.events.push_back({name, static_cast<int64_t>(r.U64())});
+    }
     s.status = static_cast<SpanStatus>(r.Byte() % 3);
     s.status_message = r.Str();
   }

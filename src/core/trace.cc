@@ -1,5 +1,6 @@
 #include "core/trace.h"
 
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -29,11 +30,27 @@ uint64_t NonZero() {
 TraceId NewTraceId() { return TraceId{NonZero(), NonZero()}; }
 SpanId NewSpanId() { return NonZero(); }
 
+// Unix time = steady time + an offset, read from both clocks at most once a
+// second per thread (so a step or slew of the system clock shows within a
+// second); a span's times cost one addition each.
 int64_t UnixNanos(TimePoint steady) {
-  const auto now_steady = std::chrono::steady_clock::now();
-  const auto now_unix = std::chrono::system_clock::now().time_since_epoch();
-  const auto ago = std::chrono::duration_cast<std::chrono::nanoseconds>(now_steady - steady);
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(now_unix).count() - ago.count();
+  struct Offset {
+    bool valid = false;
+    int64_t taken_at = 0;  // steady ns
+    int64_t unix_minus_steady = 0;
+  };
+  thread_local Offset offset;
+  const int64_t t = steady.time_since_epoch().count();
+  // Earlier time points (a request's arrival) convert with the offset at hand.
+  if (!offset.valid || t > offset.taken_at + 1'000'000'000) {
+    offset.valid = true;
+    const int64_t now_steady =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    offset.unix_minus_steady = UnixNanosNow() - now_steady;
+    offset.taken_at = t;
+  }
+  return t + offset.unix_minus_steady;
 }
 
 int64_t UnixNanosNow() {
@@ -66,7 +83,7 @@ Span::Span(std::shared_ptr<SpanSink> sink, TraceId trace, SpanId parent, std::st
   record_.start_unix_ns = start_unix_ns;
 }
 
-void Span::SetAttribute(std::string key, SpanValue value) {
+void Span::SetAttribute(std::string_view key, SpanValue value) {
   if (!sink_) return;
   for (auto& a : record_.attributes) {
     if (a.key == key) {
@@ -74,11 +91,14 @@ void Span::SetAttribute(std::string key, SpanValue value) {
       return;
     }
   }
-  record_.attributes.push_back({std::move(key), std::move(value)});
+  if (record_.attributes.empty()) record_.attributes.reserve(8);
+  record_.attributes.push_back({key, std::move(value)});
 }
 
-void Span::AddEvent(std::string name, int64_t unix_ns) {
-  if (sink_) record_.events.push_back({std::move(name), unix_ns});
+void Span::AddEvent(std::string_view name, int64_t unix_ns) {
+  if (!sink_) return;
+  if (record_.events.empty()) record_.events.reserve(4);
+  record_.events.push_back({name, unix_ns});
 }
 
 std::shared_ptr<const TraceParent> Span::AsParent() const {

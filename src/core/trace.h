@@ -33,12 +33,14 @@ struct TraceId {
 using SpanId = uint64_t;  // 8 bytes; 0 is invalid
 
 using SpanValue = std::variant<std::string, int64_t, double, bool>;
+// Attribute keys and event names are string literals (static storage): they
+// are kept as views, so that recording a span allocates only for its values.
 struct SpanAttribute {
-  std::string key;
+  std::string_view key;
   SpanValue value;
 };
 struct SpanEvent {
-  std::string name;
+  std::string_view name;
   int64_t unix_ns = 0;
 };
 // OTLP's numbers.
@@ -105,8 +107,9 @@ class Span {
   SpanId id() const { return record_.span_id; }
   const TraceId& trace_id() const { return record_.trace_id; }
 
-  void SetAttribute(std::string key, SpanValue value);
-  void AddEvent(std::string name, int64_t unix_ns);
+  // `key` and `name`: string literals (kept as views).
+  void SetAttribute(std::string_view key, SpanValue value);
+  void AddEvent(std::string_view name, int64_t unix_ns);
   // This span as the parent of what it starts (a request it sends on, the
   // spans recorded under it). Null when inactive.
   std::shared_ptr<const TraceParent> AsParent() const;

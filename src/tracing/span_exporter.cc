@@ -81,12 +81,13 @@ void SpanExporter::Loop() {
     const bool drain = stopping_ || flush_done_ != flush_wanted_;
     do {
       if (queue_.empty()) break;
-      const size_t n = std::min(queue_.size(), options_.max_export_batch_size);
       std::vector<SpanRecord> batch;
-      batch.reserve(n);
-      for (size_t i = 0; i < n; ++i) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
+      if (queue_.size() <= options_.max_export_batch_size) {
+        batch.swap(queue_);  // the usual case: the whole queue, no span moved
+      } else {
+        const auto cut = queue_.begin() + static_cast<std::ptrdiff_t>(options_.max_export_batch_size);
+        batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(cut));
+        queue_.erase(queue_.begin(), cut);
       }
       sending_ = true;
       l.Unlock();
@@ -105,6 +106,7 @@ void SpanExporter::Loop() {
                        st.message());
         }
       }
+      if (queue_.capacity() == 0) queue_.reserve(options_.max_export_batch_size);
     } while (drain);
     next_send = clock_->Now() + options_.schedule_delay;
     if (flushing != flush_done_) {

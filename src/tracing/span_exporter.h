@@ -12,7 +12,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -59,7 +58,7 @@ class SpanExporter {
   mutable Mutex mu_;
   CondVar cv_;       // the thread: spans, a flush or a stop
   CondVar idle_cv_;  // Flush: the queue was sent
-  std::deque<SpanRecord> queue_ TSA_GUARDED_BY(mu_);
+  std::vector<SpanRecord> queue_ TSA_GUARDED_BY(mu_);
   bool stopping_ TSA_GUARDED_BY(mu_) = false;
   bool stopped_ TSA_GUARDED_BY(mu_) = false;
   uint64_t flush_wanted_ TSA_GUARDED_BY(mu_) = 0;  // Flush calls so far

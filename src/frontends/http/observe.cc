@@ -2,6 +2,7 @@
 // request's root span (inference routes, when sampled or asked for by a
 // sampled traceparent), the traceparent header its answer returns, and its
 // access-log line, written when the last part of the answer is handed over.
+#include <array>
 #include <string_view>
 
 #include "frontends/http/router.h"
@@ -9,26 +10,46 @@
 namespace inferd::http {
 namespace {
 
+// The first segments of a path, as views (no allocation: this runs for every request while observing).
+struct PathParts {
+  std::array<std::string_view, 6> seg;
+  size_t n = 0;
+  explicit PathParts(std::string_view path) {
+    while (!path.empty() && n < seg.size()) {
+      const size_t start = path.find_first_not_of('/');
+      if (start == std::string_view::npos) break;
+      path.remove_prefix(start);
+      const size_t end = path.find('/');
+      seg[n++] = path.substr(0, end);
+      if (end == std::string_view::npos) break;
+      path.remove_prefix(end);
+    }
+    last = n == 0 ? std::string_view() : seg[n - 1];
+    if (n == seg.size() && path.find('/') != std::string_view::npos) {
+      last = path.substr(path.rfind('/') + 1);  // a longer path: its last segment
+    }
+  }
+  std::string_view last;
+};
+
 // Routes that run a model (the ones traced): POST .../infer, .../generate[_stream], TF Serving's
 // :predict/:classify/:regress, and the OpenAI routes.
-bool IsInferenceRoute(const Request& req, const std::vector<std::string>& parts) {
-  if (req.method != "POST" || parts.empty()) return false;
-  const std::string& last = parts.back();
-  if (parts[0] == "v2") return last == "infer" || last == "generate" || last == "generate_stream";
-  if (parts[0] != "v1") return false;
-  if (parts.size() >= 2 && (parts[1] == "chat" || parts[1] == "completions" || parts[1] == "embeddings")) return true;
-  const size_t colon = last.rfind(':');
-  return colon != std::string::npos && parts.size() >= 3 && parts[1] == "models";
+bool IsInferenceRoute(const Request& req, const PathParts& p) {
+  if (req.method != "POST" || p.n == 0) return false;
+  if (p.seg[0] == "v2") return p.last == "infer" || p.last == "generate" || p.last == "generate_stream";
+  if (p.seg[0] != "v1") return false;
+  if (p.n >= 2 && (p.seg[1] == "chat" || p.seg[1] == "completions" || p.seg[1] == "embeddings")) return true;
+  return p.n >= 3 && p.seg[1] == "models" && p.last.find(':') != std::string_view::npos;
 }
 
 // The model a /v2/models/{m}/... or /v1/models/{m}... path names ("" otherwise: OpenAI's is in the body).
-std::string ModelOfPath(const std::vector<std::string>& parts) {
-  if (parts.size() < 3 || parts[1] != "models") return {};
-  if (parts[0] == "v2") return parts[2];
-  if (parts[0] != "v1") return {};
-  const std::string& m = parts[2];
-  const size_t colon = m.find(':');
-  return colon == std::string::npos ? m : m.substr(0, colon);
+std::string ModelOfPath(const PathParts& p) {
+  if (p.n < 3 || p.seg[1] != "models" || (p.seg[0] != "v2" && p.seg[0] != "v1")) return {};
+  std::string_view m = p.seg[2];
+  if (p.seg[0] == "v1") m = m.substr(0, m.find(':'));
+  if (m.find('%') == std::string_view::npos) return std::string(m);
+  auto decoded = SplitPath(std::string(m));  // %XX escapes
+  return decoded.empty() ? std::string() : decoded.front();
 }
 
 bool EqualsLower(std::string_view name, std::string_view lower) {
@@ -49,7 +70,7 @@ struct Observed {
 }  // namespace
 
 void ObserveRequest(const tracing::RequestObserver& observer, Request&& req, Responder respond, const Handler& route) {
-  const std::vector<std::string> parts = SplitPath(req.path);
+  const PathParts parts(req.path);
   const std::string* traceparent = req.Header("traceparent");
   const std::string* tracestate = req.Header("tracestate");
   auto state = std::make_shared<Observed>();
