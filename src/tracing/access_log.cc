@@ -1,5 +1,6 @@
 #include "tracing/access_log.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -43,8 +44,10 @@ std::string FormatAccessRecord(const AccessRecord& r) {
   if (!r.model.empty()) LogField(&out, "model", r.model);
   if (!r.version.empty()) LogField(&out, "version", r.version);
   out.append(",\"status\":").append(std::to_string(r.status));
-  char latency[32];
-  snprintf(latency, sizeof latency, "%.3f", std::isfinite(r.latency_ms) ? r.latency_ms : 0.0);
+  // Clamped to what a request can take (a day), so the number always prints whole.
+  char latency[48];
+  const double ms = std::isfinite(r.latency_ms) ? std::clamp(r.latency_ms, 0.0, 86'400'000.0) : 0.0;
+  snprintf(latency, sizeof latency, "%.3f", ms);
   out.append(",\"latency_ms\":").append(latency);
   out.append(",\"bytes_in\":").append(std::to_string(r.bytes_in));
   out.append(",\"bytes_out\":").append(std::to_string(r.bytes_out));

@@ -6,6 +6,11 @@ namespace inferd::tracing {
 
 SpanExporter::SpanExporter(Options options, Send send, Clock* clock)
     : options_(options), send_(std::move(send)), clock_(clock) {
+  {
+    MutexLock l(&mu_);
+    queue_.reserve(options_.max_export_batch_size);
+    spare_.reserve(options_.max_export_batch_size);
+  }
   MutexLock j(&join_mu_);
   thread_ = std::thread([this] { Loop(); });
 }
@@ -23,6 +28,24 @@ void SpanExporter::Add(SpanRecord span) {
     queue_.push_back(std::move(span));
     // The first span starts the schedule's timer; a full batch goes at once.
     wake = queue_.size() == 1 || queue_.size() == options_.max_export_batch_size;
+  }
+  if (wake) cv_.NotifyAll();
+}
+
+void SpanExporter::AddAll(std::vector<SpanRecord> spans) {
+  bool wake = false;
+  {
+    MutexLock l(&mu_);
+    const size_t before = queue_.size();
+    for (auto& span : spans) {
+      if (stopped_ || queue_.size() >= options_.max_queue_size) {
+        dropped_queue_full_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      queue_.push_back(std::move(span));
+    }
+    const size_t batch = options_.max_export_batch_size;
+    wake = (before == 0 && !queue_.empty()) || (before < batch && queue_.size() >= batch);
   }
   if (wake) cv_.NotifyAll();
 }
@@ -83,7 +106,10 @@ void SpanExporter::Loop() {
       if (queue_.empty()) break;
       std::vector<SpanRecord> batch;
       if (queue_.size() <= options_.max_export_batch_size) {
-        batch.swap(queue_);  // the usual case: the whole queue, no span moved
+        // The usual case: the whole queue, no span moved; the last batch's buffer (its room kept) takes its place,
+        // so spans recorded meanwhile do not grow a new one.
+        batch.swap(queue_);
+        queue_.swap(spare_);
       } else {
         const auto cut = queue_.begin() + static_cast<std::ptrdiff_t>(options_.max_export_batch_size);
         batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(cut));
@@ -92,21 +118,23 @@ void SpanExporter::Loop() {
       sending_ = true;
       l.Unlock();
       Status st = send_(batch);
+      const size_t sent = batch.size();
+      batch.clear();  // the spans are freed here, outside the lock
       l.Lock();
       sending_ = false;
       sends_.fetch_add(1, std::memory_order_relaxed);
       if (st.ok()) {
-        exported_.fetch_add(batch.size(), std::memory_order_relaxed);
+        exported_.fetch_add(sent, std::memory_order_relaxed);
       } else {
         const uint64_t failures = send_failures_.fetch_add(1, std::memory_order_relaxed);
-        dropped_send_failed_.fetch_add(batch.size(), std::memory_order_relaxed);
+        dropped_send_failed_.fetch_add(sent, std::memory_order_relaxed);
         // Once, then every 100th: a collector that is gone would fill the log.
         if (failures % 100 == 0) {
-          spdlog::warn("tracing: {} spans dropped: {} (inferd_trace_spans_dropped_total counts them)", batch.size(),
+          spdlog::warn("tracing: {} spans dropped: {} (inferd_trace_spans_dropped_total counts them)", sent,
                        st.message());
         }
       }
-      if (queue_.capacity() == 0) queue_.reserve(options_.max_export_batch_size);
+      if (spare_.capacity() < batch.capacity()) spare_.swap(batch);
     } while (drain);
     next_send = clock_->Now() + options_.schedule_delay;
     if (flushing != flush_done_) {

@@ -43,6 +43,8 @@ class SpanExporter {
   ~SpanExporter();
 
   void Add(SpanRecord span);
+  // A trace's spans at once (one lock); those beyond the queue's room are dropped and counted.
+  void AddAll(std::vector<SpanRecord> spans);
   // Sends everything queued now and waits (bounded by `timeout`, real time)
   // until it has been handed to `send`. False on timeout. For tests and Stop.
   bool Flush(std::chrono::milliseconds timeout);
@@ -59,6 +61,7 @@ class SpanExporter {
   CondVar cv_;       // the thread: spans, a flush or a stop
   CondVar idle_cv_;  // Flush: the queue was sent
   std::vector<SpanRecord> queue_ TSA_GUARDED_BY(mu_);
+  std::vector<SpanRecord> spare_ TSA_GUARDED_BY(mu_);  // an empty buffer with room, swapped in for a taken batch
   bool stopping_ TSA_GUARDED_BY(mu_) = false;
   bool stopped_ TSA_GUARDED_BY(mu_) = false;
   uint64_t flush_wanted_ TSA_GUARDED_BY(mu_) = 0;  // Flush calls so far

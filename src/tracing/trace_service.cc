@@ -1,10 +1,33 @@
 #include "tracing/trace_service.h"
 
+#include "core/mutex.h"
 #include "tracing/otlp_encoder.h"
 #include "tracing/otlp_http.h"
 #include "tracing/trace_context.h"
 
 namespace inferd::tracing {
+namespace {
+
+// One traced request's spans, until the last holder of its context lets go.
+class TraceBuffer final : public SpanSink {
+ public:
+  explicit TraceBuffer(std::shared_ptr<TraceService> service) : service_(std::move(service)) { spans_.reserve(8); }
+  ~TraceBuffer() override {
+    MutexLock l(&mu_);
+    if (!spans_.empty()) service_->RecordAll(std::move(spans_));
+  }
+  void Record(SpanRecord span) override {
+    MutexLock l(&mu_);
+    spans_.push_back(std::move(span));
+  }
+
+ private:
+  const std::shared_ptr<TraceService> service_;
+  Mutex mu_;
+  std::vector<SpanRecord> spans_ TSA_GUARDED_BY(mu_);
+};
+
+}  // namespace
 
 Result<std::shared_ptr<TraceService>> TraceService::Create(const TraceConfig& config, Clock* clock) {
   auto address = ParseCollectorUrl(config.url);
@@ -56,19 +79,25 @@ Span TraceService::StartRequest(std::string_view traceparent, std::string_view t
     if (remote.ok()) {
       if (!remote->sampled) return Span();  // the caller decided: not recorded
       propagated_.fetch_add(1, std::memory_order_relaxed);
-      return Span(shared_from_this(), remote->trace_id, remote->parent_id, SanitizeTracestate(tracestate),
-                  std::move(name), SpanKind::kServer, start_unix_ns);
+      return Span(std::make_shared<TraceBuffer>(shared_from_this()), remote->trace_id, remote->parent_id,
+                  SanitizeTracestate(tracestate), std::move(name), SpanKind::kServer, start_unix_ns);
     }
     invalid_.fetch_add(1, std::memory_order_relaxed);
   }
   if (!SampleByRate()) return Span();
   by_rate_.fetch_add(1, std::memory_order_relaxed);
-  return Span(shared_from_this(), NewTraceId(), 0, std::string(), std::move(name), SpanKind::kServer, start_unix_ns);
+  return Span(std::make_shared<TraceBuffer>(shared_from_this()), NewTraceId(), 0, std::string(), std::move(name),
+              SpanKind::kServer, start_unix_ns);
 }
 
 void TraceService::Record(SpanRecord span) {
   recorded_.fetch_add(1, std::memory_order_relaxed);
   exporter_->Add(std::move(span));
+}
+
+void TraceService::RecordAll(std::vector<SpanRecord> spans) {
+  recorded_.fetch_add(spans.size(), std::memory_order_relaxed);
+  exporter_->AddAll(std::move(spans));
 }
 
 TraceService::Counters TraceService::counters() const {

@@ -1,9 +1,12 @@
 // TraceService: tracing's service beside the server (docs/observability.md):
 // decides which requests are traced (Triton's rate and count; a request
 // whose W3C parent context is sampled always is, one whose parent is not
-// sampled never is), starts their root spans, and takes every ended span
-// (SpanSink) into the SpanExporter, which sends them to the collector over
-// OTLP/HTTP.
+// sampled never is), starts their root spans, and hands ended spans to the
+// SpanExporter, which sends them to the collector over OTLP/HTTP. A traced
+// request's spans gather in a buffer of its own (the sink its TraceParents
+// carry: one uncontended lock per span) and reach the exporter together when
+// the request is done with them (the last holder of its context lets go: one
+// lock of the exporter's queue per request, not per span).
 //
 // Thread-safety: thread-safe. Ownership: shared (spans hold it as their
 // sink); Stop sends what is queued and ends the exporter's thread, later
@@ -37,7 +40,10 @@ class TraceService final : public SpanSink, public std::enable_shared_from_this<
   // unreadable traceparent counts as absent.
   Span StartRequest(std::string_view traceparent, std::string_view tracestate, std::string name, int64_t start_unix_ns);
 
+  // A span recorded outside a request's buffer (one at a time).
   void Record(SpanRecord span) override;
+  // A request's spans, when its buffer lets go of them.
+  void RecordAll(std::vector<SpanRecord> spans);
   bool Flush(std::chrono::milliseconds timeout) { return exporter_->Flush(timeout); }
   void Stop() { exporter_->Stop(); }
 

@@ -397,9 +397,15 @@ TEST(TraceService, FollowsTheCallersDecision) {
   compute.End(9);
   s.End(10, Status::Internal("boom"));
   s.End(11);  // once only
+  // The request's spans reach the exporter together, once nothing holds its context any more.
+  ASSERT_TRUE(t->Flush(std::chrono::seconds(10)));
+  EXPECT_EQ(t->counters().spans_recorded, 0u);
+  child.reset();
   ASSERT_TRUE(t->Flush(std::chrono::seconds(10)));
   EXPECT_EQ(t->counters().spans_recorded, 2u);
   EXPECT_EQ(t->counters().exporter.exported, 2u);
+  std::lock_guard<std::mutex> g(c->mu);
+  EXPECT_EQ(c->batches, std::vector<size_t>{2});
 }
 
 TEST(Span, InactiveSpansDoNothing) {
