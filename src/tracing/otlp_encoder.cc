@@ -1,5 +1,6 @@
 #include "tracing/otlp_encoder.h"
 
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -76,6 +77,18 @@ class Writer {
     }
     *p_++ = static_cast<char>(v);
   }
+  // Little-endian fixed-width values (protobuf's order), one store each.
+  template <typename T>
+  void Little(T v) {
+    if constexpr (std::endian::native != std::endian::little) {
+      if constexpr (sizeof v == 8)
+        v = __builtin_bswap64(v);
+      else
+        v = __builtin_bswap32(v);
+    }
+    std::memcpy(p_, &v, sizeof v);
+    p_ += sizeof v;
+  }
   void Tag(uint32_t field, WireType t) { Varint((static_cast<uint64_t>(field) << 3) | t); }
   void Len(uint32_t field, size_t len) {
     Tag(field, kLen);
@@ -83,18 +96,20 @@ class Writer {
   }
   void Fixed64(uint32_t field, uint64_t v) {
     Tag(field, kFixed64);
-    for (int i = 0; i < 8; ++i) *p_++ = static_cast<char>((v >> (8 * i)) & 0xff);
+    Little(v);
   }
   void Fixed32(uint32_t field, uint32_t v) {
     Tag(field, kFixed32);
-    for (int i = 0; i < 4; ++i) *p_++ = static_cast<char>((v >> (8 * i)) & 0xff);
+    Little(v);
   }
   void UInt(uint32_t field, uint64_t v) {
     Tag(field, kVarint);
     Varint(v);
   }
   void BigEndian(uint64_t v) {
-    for (int i = 0; i < 8; ++i) *p_++ = static_cast<char>((v >> (56 - 8 * i)) & 0xff);
+    if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
+    std::memcpy(p_, &v, sizeof v);
+    p_ += sizeof v;
   }
   void Str(uint32_t field, std::string_view s) {
     if (Ascii(s)) return Raw(field, s);

@@ -38,7 +38,7 @@ void RequestObserver::Finish(ObservedRequest& request, AccessRecord record, cons
     if (!record.version.empty()) s.SetAttribute("triton.model_version", record.version);
     if (!record.request_id.empty()) s.SetAttribute("triton.request_id", record.request_id);
     if (!record.client.empty()) s.SetAttribute("client.address", record.client);
-    record.trace_id = HexTraceId(s.trace_id());
+    if (log_) record.trace_id = HexTraceId(s.trace_id());
     s.End(end_unix_ns, error);
   }
   if (log_ && log_->Wanted(record.failed)) {
