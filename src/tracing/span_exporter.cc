@@ -67,9 +67,6 @@ bool SpanExporter::Flush(std::chrono::milliseconds timeout) {
 void SpanExporter::Stop() {
   {
     MutexLock l(&mu_);
-    if (stopping_) {
-      // A second caller: the first one joins.
-    }
     stopping_ = true;
   }
   cv_.NotifyAll();
@@ -141,6 +138,8 @@ void SpanExporter::Loop() {
       flush_done_ = flushing;
       idle_cv_.NotifyAll();
     }
+    // Stopping: what a batch-sized pass left (the stop came while it sent) goes in a drain pass first.
+    if (stopping_ && !queue_.empty()) continue;
     if (stopping_) {
       stopped_ = true;
       idle_cv_.NotifyAll();
