@@ -24,14 +24,16 @@ void AddObservabilityFlags(CLI::App* cmd, ObservabilityFlags* flags) {
 }
 
 Status ApplyObservabilityFlags(const ObservabilityFlags& flags, Clock* clock, ServerOptions* so) {
+  std::shared_ptr<tracing::TraceService> traces;
+  std::shared_ptr<tracing::AccessLog> access_log;
   if (!flags.trace_config.empty()) {
     auto config = tracing::ParseTraceConfig(flags.trace_config);
     if (!config.ok()) return config.status();
     for (const auto& note : config->notes) spdlog::warn("tracing: {}", note);
     if (config->enabled) {
-      auto traces = tracing::TraceService::Create(*config, clock);
-      if (!traces.ok()) return traces.status();
-      so->traces = std::move(*traces);
+      auto created = tracing::TraceService::Create(*config, clock);
+      if (!created.ok()) return created.status();
+      traces = std::move(*created);
       spdlog::info("tracing: OpenTelemetry to {} ({}), {}", config->url,
                    config->encoding == tracing::TraceConfig::Encoding::kJson ? "JSON" : "protobuf",
                    config->rate == 0
@@ -46,11 +48,12 @@ Status ApplyObservabilityFlags(const ObservabilityFlags& flags, Clock* clock, Se
     o.sample_rate = flags.access_log_sample_rate;
     auto log = tracing::AccessLog::Open(o);
     if (!log.ok()) return log.status();
-    so->access_log = std::move(*log);
+    access_log = std::move(*log);
     spdlog::info("access log: {} (successful requests sampled at {})",
                  flags.access_log == "-" ? std::string("standard output") : flags.access_log,
                  flags.access_log_sample_rate);
   }
+  if (traces || access_log) so->observer = std::make_shared<tracing::RequestObserver>(traces, access_log);
   return Status::OK();
 }
 

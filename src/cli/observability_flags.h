@@ -19,8 +19,9 @@ struct ObservabilityFlags {
 };
 
 void AddObservabilityFlags(CLI::App* cmd, ObservabilityFlags* flags);
-// Builds the TraceService and the AccessLog into `so` (INVALID_ARGUMENT for
-// a bad setting, an unopenable file); logs what is on.
+// Builds the TraceService and the AccessLog into `so->observer` (null when
+// both are off; INVALID_ARGUMENT for a bad setting, an unopenable file); logs
+// what is on.
 Status ApplyObservabilityFlags(const ObservabilityFlags& flags, Clock* clock, ServerOptions* so);
 
 }  // namespace inferd::cli

@@ -353,8 +353,9 @@ int Serve(const ServeFlags& f) {
   ho.idle_spin = std::chrono::microseconds(f.http_spin_us);
   ho.cancel_check = std::chrono::milliseconds(f.http_cancel_check_ms);
   ho.on_client_gone = [&server] { server.CountClientCancellation(); };
-  ho.client_address = so.access_log != nullptr;
-  http::HttpServer api(ho, http::MakeApiHandler(&server));
+  const tracing::RequestObserver* observer = so.observer.get();
+  ho.client_address = observer != nullptr && observer->access_log() != nullptr;
+  http::HttpServer api(ho, http::MakeApiHandler(&server, observer));
   if (Status st = api.Start(); !st.ok()) {
     spdlog::critical("{}", st.message());
     return 1;
@@ -365,6 +366,7 @@ int Serve(const ServeFlags& f) {
   if (f.allow_grpc) {
     grpcfe::GrpcServerOptions go = f.grpc;
     go.host = f.host;
+    go.observer = observer;
     grpc = std::make_unique<grpcfe::GrpcServer>(go, &server);
     if (Status st = grpc->Start(); !st.ok()) {
       spdlog::critical("{}", st.message());
@@ -412,7 +414,7 @@ int Serve(const ServeFlags& f) {
   if (grpc_forwarder) grpc_forwarder->Stop();
   if (metrics) metrics->Stop(std::chrono::milliseconds(0));
   // Last: the spans and lines of the requests answered above go out.
-  if (so.traces) so.traces->Stop();
+  if (observer && observer->traces()) observer->traces()->Stop();
   spdlog::info("stopped");
   return 0;
 }

@@ -2,8 +2,6 @@
 // version and run it through the request pipeline (server/pipeline/); under
 // on-demand residency, wait (bounded) for a model that is not resident to
 // load first.
-#include <charconv>
-
 #include "manager/model_manager.h"
 #include "routing/routing_policy.h"
 #include "server/cluster_service.h"
@@ -126,33 +124,7 @@ void InferenceServer::Resolve(std::unique_ptr<RequestContext> ctx) {
   ctx->asked_default = request.model_version.empty();
   request.model_version = (*mv)->version_string();
   ctx->handle = ServingHandle{std::move(*mv), std::move(shadow)};
-  if (request.trace) TraceModelSpan(*ctx);
   pipeline_->Run(std::move(ctx));
-}
-
-void InferenceServer::TraceModelSpan(RequestContext& ctx) {
-  // Triton's model span: named after the model, its attributes, REQUEST_START and REQUEST_END; the request's
-  // stages, queue and compute (and an ensemble's steps, a BLS call's models) are its children.
-  InferRequest& request = *ctx.request;
-  const int64_t start = UnixNanos(ctx.arrival);
-  auto span = std::make_shared<Span>(request.trace.get(), request.model_name, SpanKind::kInternal, start);
-  span->SetAttribute("triton.model_name", request.model_name);
-  int64_t version = 0;
-  const std::string& v = request.model_version;
-  if (std::from_chars(v.data(), v.data() + v.size(), version).ec == std::errc()) {
-    span->SetAttribute("triton.model_version", version);
-  } else {
-    span->SetAttribute("triton.model_version", v);
-  }
-  if (!request.id.empty()) span->SetAttribute("triton.request_id", request.id);
-  span->AddEvent("REQUEST_START", start);
-  request.trace = span->AsParent();
-  ctx.sink.final = [span, final = std::move(ctx.sink.final)](Result<InferResponse> r) {
-    const int64_t end = UnixNanosNow();
-    span->AddEvent("REQUEST_END", end);
-    span->End(end, r.status());
-    final(std::move(r));
-  };
 }
 
 Rerouter InferenceServer::MakeRerouter() {

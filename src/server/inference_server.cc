@@ -70,8 +70,7 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
       routing_(MakeTrafficRoutingPolicy()),
       state_(options_->control_state_dir.empty() ? MakeMemoryStateStore()
                                                  : MakeDirectoryStateStore(options_->control_state_dir)),
-      authorizer_(options_->auth),
-      observer_(options_->traces, options_->access_log) {
+      authorizer_(options_->auth) {
   OpenLookups();
   if (options_->cpu_load == nullptr) own_cpu_load_ = MakeSystemCpuLoad();
   ModelManager::Options mo =
@@ -139,10 +138,11 @@ void InferenceServer::WireServices() {
   ms.memory_budget_bytes = options_->memory_budget_bytes;
   ms.client_cancellations = &client_cancellations_;
   ms.cluster = cluster_.get();
-  ms.observer = &observer_;
+  ms.observer = options_->observer.get();
   exporter_ = std::make_unique<MetricsExporter>(ms);
   PipelineParts parts;
   parts.clock = clock_;
+  parts.tracing = options_->observer && options_->observer->tracing();
   parts.shutting_down = &shutting_down_;
   parts.features = features_.get();
   parts.hybrid = hybrid_.get();

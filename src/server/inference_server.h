@@ -39,7 +39,6 @@
 #include "server/authorizer.h"
 #include "server/metrics_exporter.h"
 #include "server/server_types.h"
-#include "tracing/request_observer.h"
 
 namespace inferd {
 
@@ -134,10 +133,6 @@ class InferenceServer final : public RequestSubmitter {
   // requests are cancelled. Counted (inferd_client_cancellations_total).
   void CountClientCancellation() { client_cancellations_.fetch_add(1, std::memory_order_relaxed); }
 
-  // Tracing and the access log: front ends report each request to it
-  // (tracing/request_observer.h); inactive when neither is configured.
-  const tracing::RequestObserver& observer() const { return observer_; }
-
   // Prometheus exposition of all model and server metrics.
   void WriteMetrics(PrometheusWriter& w) const { exporter_->Write(w); }
 
@@ -181,8 +176,6 @@ class InferenceServer final : public RequestSubmitter {
   // The routing pipeline's end (the request is served here): pins the
   // version and runs the request pipeline.
   void Resolve(std::unique_ptr<RequestContext> ctx);
-  // A traced request (InferRequest::trace): its model span, ended with its answer.
-  static void TraceModelSpan(RequestContext& ctx);
   // The constructor's parts: the prediction stores and the feature fetcher
   // (from the jobs config's connections); then the services over what it
   // built (AdminService, MetricsExporter, the request pipeline).
@@ -217,7 +210,6 @@ class InferenceServer final : public RequestSubmitter {
   // The parts above, seen from management calls and from the metrics exporter.
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<MetricsExporter> exporter_;
-  const tracing::RequestObserver observer_;
   // The request path's stages (server/pipeline/pipeline_order.cc); declared
   // after the parts its stages point at, so it is destroyed before them.
   std::unique_ptr<RequestPipeline> pipeline_;

@@ -44,9 +44,11 @@ class InferenceServerTest : public ::testing::Test {
   }
 
   void Start(ModelControlMode mode = ModelControlMode::kNone, std::vector<std::string> load = {},
-             const SchedulerFactory* schedulers = nullptr, size_t cache_bytes = 0) {
+             const SchedulerFactory* schedulers = nullptr, size_t cache_bytes = 0,
+             std::shared_ptr<const tracing::RequestObserver> observer = nullptr) {
     ServerOptions o;
     o.response_cache_bytes = cache_bytes;
+    o.observer = std::move(observer);
     o.schedulers = schedulers;
     o.model_repository = root_.string();
     o.control_mode = mode;
@@ -355,7 +357,12 @@ TEST_F(InferenceServerTest, ATracedRequestRecordsItsModelQueueComputeAndStageSpa
     input [ { name: "x" data_type: TYPE_FP32 dims: [ 2 ] } ] output [ { name: "y" data_type: TYPE_FP32 dims: [ 2 ] } ]
     response_cache { enable: true })");
   fs::create_directories(root_ / "cached/1");
-  Start(ModelControlMode::kNone, {}, nullptr, 1 << 20);
+  // Tracing on (the trace stage in the pipeline); the spans go to the recording sink the requests carry.
+  tracing::TraceConfig tc;
+  tc.enabled = true;
+  auto traces = tracing::TraceService::CreateWithSender(
+      tc, [](const std::vector<SpanRecord>&) { return Status::OK(); }, &clock_);
+  Start(ModelControlMode::kNone, {}, nullptr, 1 << 20, std::make_shared<tracing::RequestObserver>(traces, nullptr));
   auto sink = std::make_shared<RecordingSink>();
   auto root = std::make_shared<TraceParent>();
   root->sink = sink;

@@ -15,8 +15,7 @@
 #include "manager/model_manager.h"
 #include "manager/repository_source.h"
 #include "server/authorizer.h"
-#include "tracing/access_log.h"
-#include "tracing/trace_service.h"
+#include "tracing/request_observer.h"
 
 namespace inferd {
 
@@ -98,10 +97,11 @@ struct ServerOptions {
   // never forwarded, every request is served here).
   Forwarder* forwarder = nullptr;
   cluster::ClusterOptions cluster;
-  // Tracing (--trace-config) and the access log (--access-log): what the
-  // front ends report each request to (InferenceServer::observer()). Null: off.
-  std::shared_ptr<tracing::TraceService> traces;
-  std::shared_ptr<tracing::AccessLog> access_log;
+  // Tracing (--trace-config) and the access log (--access-log): the
+  // observer `serve` also gives the front ends (they report each request to
+  // it); the server adds the trace stage to the pipeline and exports its
+  // metrics. Null: both off.
+  std::shared_ptr<const tracing::RequestObserver> observer;
 };
 
 }  // namespace inferd

@@ -100,6 +100,7 @@ struct GrpcServer::Impl {
 GrpcServer::GrpcServer(GrpcServerOptions options, InferenceServer* server) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   impl_->ctx.server = server;
+  impl_->ctx.observer = impl_->options.observer;
   impl_->ctx.max_stream_in_flight = std::max<size_t>(1, impl_->options.max_stream_in_flight);
 }
 

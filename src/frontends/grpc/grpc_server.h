@@ -22,8 +22,11 @@
 #include "core/status.h"
 
 namespace inferd {
-class InferenceServer;
+namespace tracing {
+class RequestObserver;
 }
+class InferenceServer;
+}  // namespace inferd
 
 namespace inferd::grpcfe {
 
@@ -44,6 +47,9 @@ struct GrpcServerOptions {
   // its requests are unanswered or unsent (HTTP/2 flow control then holds the
   // client back).
   size_t max_stream_in_flight = 1024;
+  // Tracing and the access log (docs/observability.md): ModelInfer calls and
+  // stream requests are reported to it. Not owned; null: off.
+  const tracing::RequestObserver* observer = nullptr;
 };
 
 class GrpcServer {

@@ -4,7 +4,6 @@
 // traceparent in the initial metadata (unary calls), and writes its
 // access-log line when answered.
 #include "frontends/grpc/services.h"
-#include "server/inference_server.h"
 
 namespace inferd::grpcfe {
 namespace {
@@ -29,8 +28,8 @@ std::string PeerAddress(const grpc::CallbackServerContext* c) {
 std::shared_ptr<ObservedCall> ObserveCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c,
                                           const char* method, const google::protobuf::Message* request,
                                           std::string model, std::string version, std::string id) {
-  const tracing::RequestObserver& observer = ctx.server->observer();
-  if (!observer.active()) return nullptr;
+  if (ctx.observer == nullptr || !ctx.observer->active()) return nullptr;
+  const tracing::RequestObserver& observer = *ctx.observer;
   auto o = std::make_shared<ObservedCall>();
   o->observer = &observer;
   o->request = observer.Start(/*inference=*/true, Metadata(c, "traceparent"), Metadata(c, "tracestate"),

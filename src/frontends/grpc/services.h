@@ -92,7 +92,7 @@ void RouteModelRead(const ServiceContext& ctx, grpc::CallbackServerContext* c, g
                     bool wait_for_load, google::protobuf::Message* response, std::function<void()> here);
 
 // Tracing and the access log for one ModelInfer call or one request of a
-// stream (observe.cc); null when neither is on (InferenceServer::observer()).
+// stream (observe.cc); null when neither is on (ServiceContext::observer).
 struct ObservedCall {
   const tracing::RequestObserver* observer = nullptr;
   tracing::ObservedRequest request;  // its root span, when traced
@@ -110,6 +110,7 @@ void FinishObserved(ObservedCall& o, grpc::CallbackServerContext* unary, const g
 
 struct ServiceContext {
   InferenceServer* server = nullptr;
+  const tracing::RequestObserver* observer = nullptr;  // GrpcServerOptions::observer
   size_t max_stream_in_flight = 1024;
   std::atomic<bool> stopping{false};
   DrainRegistry drains;

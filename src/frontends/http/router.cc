@@ -55,7 +55,7 @@ Response JsonResponse(int status, std::string body) {
   return r;
 }
 
-Handler MakeApiHandler(InferenceServer* server) {
+Handler MakeApiHandler(InferenceServer* server, const tracing::RequestObserver* observer) {
   Handler route = [server](Request&& req, Responder respond) {
     std::vector<std::string> parts = SplitPath(req.path);
     // Management routes: the model repository extension (/v2/repository/...), batch jobs (/v2/jobs...) and
@@ -71,10 +71,9 @@ Handler MakeApiHandler(InferenceServer* server) {
     if (!parts.empty() && parts[0] == "v1") return HandleV1(server, std::move(req), parts, std::move(respond));
     respond(ErrorResponse(Status::NotFound("no route for " + req.method + " " + req.path)));
   };
-  const tracing::RequestObserver& observer = server->observer();
-  if (!observer.active()) return route;
-  return [&observer, route = std::move(route)](Request&& req, Responder respond) {
-    ObserveRequest(observer, std::move(req), std::move(respond), route);
+  if (observer == nullptr || !observer->active()) return route;
+  return [observer, route = std::move(route)](Request&& req, Responder respond) {
+    ObserveRequest(*observer, std::move(req), std::move(respond), route);
   };
 }
 

@@ -27,12 +27,14 @@
 
 #include "frontends/http/http_types.h"
 #include "server/inference_server.h"
+#include "tracing/request_observer.h"
 
 namespace inferd::http {
 
-// With tracing or the access log on (InferenceServer::observer()), the API handler runs each request inside
-// ObserveRequest (observe.cc): its root span, the traceparent header of the answer, its access-log line.
-Handler MakeApiHandler(InferenceServer* server);
+// With tracing or the access log on (`observer` active: not owned, outlives the handler), the API handler runs
+// each request inside ObserveRequest (observe.cc): its root span, the traceparent header of the answer, its
+// access-log line. Null or inactive: the routes alone.
+Handler MakeApiHandler(InferenceServer* server, const tracing::RequestObserver* observer = nullptr);
 void ObserveRequest(const tracing::RequestObserver& observer, Request&& req, Responder respond, const Handler& route);
 Handler MakeMetricsHandler(const InferenceServer* server);
 

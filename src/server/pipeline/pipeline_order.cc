@@ -8,7 +8,8 @@
 // - the cache after validation (its key covers normalized inputs) and before
 //   rules: it stores the answer with rules and classification applied, which
 //   the key covers;
-// - the shadow last before the enqueue: it mirrors the request as it runs.
+// - the shadow last before the enqueue: it mirrors the request as it runs;
+// - the model span (tracing on) first: every later stage's span is its child.
 // Before all of them, the routing pipeline: forwarding to the node that holds
 // the model (cluster mode) comes before the request is resolved to a local
 // version, which a node that does not hold the model has not loaded.
@@ -18,6 +19,7 @@ namespace inferd {
 
 std::unique_ptr<RequestPipeline> BuildRequestPipeline(PipelineParts parts) {
   std::vector<std::unique_ptr<RequestStage>> s;
+  if (parts.tracing) s.push_back(MakeTraceStage());
   s.push_back(MakeAdmissionStage());
   s.push_back(MakeDecodeStage());
   s.push_back(MakeParametersStage());

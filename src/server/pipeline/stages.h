@@ -89,8 +89,12 @@ std::unique_ptr<RequestPipeline> BuildRoutingPipeline(ClusterService* cluster, F
                                                       std::function<void(std::unique_ptr<RequestContext>)> resolve);
 
 // What the stages need (see the factories above).
+// Tracing on: a traced request's model span, ended with its answer.
+std::unique_ptr<RequestStage> MakeTraceStage();
+
 struct PipelineParts {
   Clock* clock = nullptr;
+  bool tracing = false;  // the trace stage is in the pipeline
   const std::atomic<bool>* shutting_down = nullptr;
   features::FeatureFetcher* features = nullptr;
   HybridServing* hybrid = nullptr;
