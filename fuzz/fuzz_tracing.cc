@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_reader.h"
 #include "otlp_trace.pb.h"
 #include "tracing/access_log.h"
 #include "tracing/otlp_encoder.h"
@@ -27,34 +28,8 @@
 namespace {
 
 using namespace inferd;
-
-// Reads from the input in turn; zeros once it is used up.
-struct Reader {
-  std::string_view in;
-  uint64_t U64() {
-    uint64_t v = 0;
-    const size_t n = std::min<size_t>(8, in.size());
-    std::memcpy(&v, in.data(), n);
-    in.remove_prefix(n);
-    return v;
-  }
-  uint8_t Byte() {
-    if (in.empty()) return 0;
-    const uint8_t b = static_cast<uint8_t>(in.front());
-    in.remove_prefix(1);
-    return b;
-  }
-  std::string Str() {
-    const size_t n = std::min<size_t>(Byte() % 24, in.size());
-    std::string s(in.substr(0, n));
-    in.remove_prefix(n);
-    return s;
-  }
-};
-
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using fuzz::Check;
+using fuzz::Reader;
 
 void Traceparent(std::string_view in) {
   auto c = tracing::ParseTraceparent(in);

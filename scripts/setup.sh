@@ -27,6 +27,7 @@ PACKAGES=(
   python3-grpcio python3-protobuf         # the gRPC integration tests' client (stubs made by protoc at test time)
   curl
   nodejs                                  # the OpenAI SDK and LangChain as test clients (tests/integration/openai_sdk)
+  chromium                                # the web console's browser tests (headless, driven by playwright-core)
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(python3-fastapi python3-uvicorn python3-matplotlib nginx-light nodejs)
@@ -58,6 +59,17 @@ openai_sdk() {
   npm install --prefix "$dir" --ignore-scripts --no-audit --no-fund --no-save
 }
 
+# Playwright's library without its browsers (playwright-core: no download), driving Debian's chromium in the web
+# console's tests (tests/integration/console/package.json; no install scripts run).
+console_test_driver() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/integration/console"
+  [ -d "$dir/node_modules/playwright-core" ] && return 0
+  ensure_npm
+  echo "setup: npm install playwright-core (console tests)"
+  npm install --prefix "$dir" --ignore-scripts --no-audit --no-fund --no-save
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -65,6 +77,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
   openai_sdk
+  console_test_driver
   if [ "${1:-}" = "--bench" ]; then ort_baseline; fi
   exit 0
 fi
@@ -75,4 +88,5 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 openai_sdk
+console_test_driver
 if [ "${1:-}" = "--bench" ]; then ort_baseline; fi

@@ -21,6 +21,20 @@ void AddObservabilityFlags(CLI::App* cmd, ObservabilityFlags* flags) {
                   "Share of successful requests written to the access log (failed ones always are)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--trace-recent", flags->trace_recent,
+                  "Traced requests kept in memory for the web console's traces page (at most 10 a second; 0 = none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10000));
+  cmd->add_option("--console", flags->console, "Serve the web console at /console/ on the HTTP port (docs/console.md)")
+      ->capture_default_str();
+  cmd->add_option("--console-history-secs", flags->console_history_secs,
+                  "Seconds of per-model live statistics the console's charts keep (one point a second)")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 86400));
+  cmd->add_option("--console-max-models", flags->console_max_models,
+                  "Model versions the console's charts keep statistics for (those idle longest give way)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
 }
 
 Status ApplyObservabilityFlags(const ObservabilityFlags& flags, Clock* clock, ServerOptions* so) {
@@ -30,6 +44,7 @@ Status ApplyObservabilityFlags(const ObservabilityFlags& flags, Clock* clock, Se
     auto config = tracing::ParseTraceConfig(flags.trace_config);
     if (!config.ok()) return config.status();
     for (const auto& note : config->notes) spdlog::warn("tracing: {}", note);
+    config->recent_traces = flags.trace_recent;
     if (config->enabled) {
       auto created = tracing::TraceService::Create(*config, clock);
       if (!created.ok()) return created.status();

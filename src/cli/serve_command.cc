@@ -18,6 +18,7 @@
 #include "cli/observability_flags.h"
 #include "cluster/cluster_options.h"
 #include "cluster/etcd/etcd_store.h"
+#include "console/console_handler.h"
 #include "core/byte_size.h"
 #include "frontends/grpc/grpc_forwarder.h"
 #include "frontends/grpc/grpc_server.h"
@@ -355,12 +356,31 @@ int Serve(const ServeFlags& f) {
   ho.on_client_gone = [&server] { server.CountClientCancellation(); };
   const tracing::RequestObserver* observer = so.observer.get();
   ho.client_address = observer != nullptr && observer->access_log() != nullptr;
-  http::HttpServer api(ho, http::MakeApiHandler(&server, observer));
+  // The web console (docs/console.md): its routes in front of the API's, its charts' ticks on a thread of their own.
+  std::unique_ptr<console::LiveStats> live;
+  http::Handler api_handler = http::MakeApiHandler(&server, observer);
+  if (f.observability.console) {
+    console::LiveOptions lo;
+    lo.history = f.observability.console_history_secs;
+    lo.max_series = f.observability.console_max_models;
+    live = std::make_unique<console::LiveStats>(lo, [&server] {
+      auto stats = server.GetStatistics("", "");
+      return stats.ok() ? std::move(*stats) : std::vector<ModelStatsSnapshot>();
+    });
+    live->Start();
+    console::ConsoleParts cp;
+    cp.server = &server;
+    cp.live = live.get();
+    cp.traces = observer != nullptr ? observer->traces() : nullptr;
+    api_handler = console::MakeConsoleHandler(cp, std::move(api_handler));
+  }
+  http::HttpServer api(ho, std::move(api_handler));
   if (Status st = api.Start(); !st.ok()) {
     spdlog::critical("{}", st.message());
     return 1;
   }
   spdlog::info("HTTP service listening on {}:{}", f.host, api.port());
+  if (live) spdlog::info("web console at http://{}:{}/console/", f.host, api.port());
 
   std::unique_ptr<grpcfe::GrpcServer> grpc;
   if (f.allow_grpc) {
@@ -406,7 +426,8 @@ int Serve(const ServeFlags& f) {
   const std::chrono::milliseconds grace(f.shutdown_grace_ms);
   api.StopAccepting();
   if (grpc) grpc->StopAccepting(grace);  // open streams end once their requests are answered
-  server.Shutdown();                     // answers everything already accepted
+  if (live) live->Stop();
+  server.Shutdown();  // answers everything already accepted
   api.Stop(grace);
   if (grpc) grpc->Stop(grace);
   // After the front ends: their forwarded requests are answered.

@@ -309,6 +309,7 @@ Result<std::vector<ModelStatsSnapshot>> InferenceServer::GetStatistics(const std
     snap.cache_hit = Snap(s.cache_hit());
     snap.cache_miss = Snap(s.cache_miss());
     snap.batch_stats = s.batch_stats();
+    snap.request_us = s.request_us().Take();
     if (const BatchingStats* b = s.batching()) {
       BatchingSnapshot& o = snap.batching.emplace();
       o.adaptive = b->adaptive.load();

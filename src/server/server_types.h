@@ -48,6 +48,8 @@ struct ModelStatsSnapshot {
   DurationSnapshot success, fail, queue, compute_input, compute_infer, compute_output;
   DurationSnapshot cache_hit, cache_miss;
   std::vector<ModelStats::BatchStat> batch_stats;
+  // Request latency (success), Prometheus' histogram (the web console's percentiles).
+  Histogram::Snapshot request_us;
   // batching.mode adaptive / batching.pad_inputs (docs/batching.md); unset otherwise.
   std::optional<BatchingSnapshot> batching;
 };

@@ -32,6 +32,9 @@ struct TraceConfig {
   size_t max_export_batch_size = 512;  // spans per OTLP request
   std::chrono::milliseconds schedule_delay{5000};
   std::chrono::milliseconds export_timeout{10000};
+  // inferd's own (--trace-recent, not a --trace-config setting): traced requests kept in memory for the web
+  // console's traces page (tracing/recent_traces.h); 0 keeps none.
+  size_t recent_traces = 50;
   // What was accepted but has no effect here (level=TENSORS), for the log.
   std::vector<std::string> notes;
 };

@@ -27,6 +27,9 @@ class TraceBuffer final : public SpanSink {
   std::vector<SpanRecord> spans_ TSA_GUARDED_BY(mu_);
 };
 
+// The console's share of the traced requests: a page of the last ones needs no more.
+constexpr uint32_t kRecentTracesPerSecond = 10;
+
 }  // namespace
 
 Result<std::shared_ptr<TraceService>> TraceService::Create(const TraceConfig& config, Clock* clock) {
@@ -50,7 +53,7 @@ std::shared_ptr<TraceService> TraceService::CreateWithSender(const TraceConfig& 
 }
 
 TraceService::TraceService(const TraceConfig& config, SpanExporter::Send send, Clock* clock)
-    : config_(config), count_left_(config.count) {
+    : config_(config), recent_(config.recent_traces, kRecentTracesPerSecond), count_left_(config.count) {
   SpanExporter::Options o;
   o.max_queue_size = config.max_queue_size;
   o.max_export_batch_size = config.max_export_batch_size;
@@ -97,6 +100,7 @@ void TraceService::Record(SpanRecord span) {
 
 void TraceService::RecordAll(std::vector<SpanRecord> spans) {
   recorded_.fetch_add(spans.size(), std::memory_order_relaxed);
+  if (!spans.empty()) recent_.Offer(spans, spans.back().end_unix_ns);
   exporter_->AddAll(std::move(spans));
 }
 

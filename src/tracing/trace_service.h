@@ -6,7 +6,8 @@
 // request's spans gather in a buffer of its own (the sink its TraceParents
 // carry: one uncontended lock per span) and reach the exporter together when
 // the request is done with them (the last holder of its context lets go: one
-// lock of the exporter's queue per request, not per span).
+// lock of the exporter's queue per request, not per span); a few of them a
+// second are also kept for the web console (recent()).
 //
 // Thread-safety: thread-safe. Ownership: shared (spans hold it as their
 // sink); Stop sends what is queued and ends the exporter's thread, later
@@ -20,6 +21,7 @@
 
 #include "core/clock.h"
 #include "core/trace.h"
+#include "tracing/recent_traces.h"
 #include "tracing/span_exporter.h"
 #include "tracing/trace_config.h"
 
@@ -56,6 +58,8 @@ class TraceService final : public SpanSink, public std::enable_shared_from_this<
   };
   Counters counters() const;
   const TraceConfig& config() const { return config_; }
+  // The last traced requests (the web console's traces page).
+  const RecentTraces& recent() const { return recent_; }
 
  private:
   TraceService(const TraceConfig& config, SpanExporter::Send send, Clock* clock);
@@ -64,6 +68,7 @@ class TraceService final : public SpanSink, public std::enable_shared_from_this<
 
   const TraceConfig config_;
   std::unique_ptr<SpanExporter> exporter_;
+  RecentTraces recent_;
   std::atomic<uint64_t> seen_{0};
   std::atomic<int64_t> count_left_;
   std::atomic<uint64_t> by_rate_{0}, propagated_{0}, invalid_{0}, recorded_{0};
