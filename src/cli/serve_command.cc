@@ -380,7 +380,10 @@ int Serve(const ServeFlags& f) {
     return 1;
   }
   spdlog::info("HTTP service listening on {}:{}", f.host, api.port());
-  if (live) spdlog::info("web console at http://{}:{}/console/", f.host, api.port());
+  if (live) {
+    const bool any = f.host == "0.0.0.0" || f.host == "::" || f.host.empty();
+    spdlog::info("web console at http://{}:{}/console/", any ? std::string("localhost") : f.host, api.port());
+  }
 
   std::unique_ptr<grpcfe::GrpcServer> grpc;
   if (f.allow_grpc) {

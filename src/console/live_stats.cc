@@ -153,7 +153,8 @@ std::string LiveStats::Json(std::string_view model, size_t points) const {
   out.append("{\"interval_ms\":").append(std::to_string(options_.interval.count()));
   out.append(",\"now_ms\":").append(std::to_string(now_ms_)).append(",\"series\":[");
   bool first = true;
-  for (const auto& [key, s] : series_) {
+  for (const auto& entry : series_) {
+    const Series& s = entry.second;  // not a structured binding: the lambda below captures it
     if (!model.empty() && s.model != model) continue;
     if (!first) out.push_back(',');
     first = false;
