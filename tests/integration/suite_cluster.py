@@ -27,6 +27,7 @@ import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import llm_fixtures  # noqa: E402
 import otlp_receiver  # noqa: E402
+import suite_console  # noqa: E402
 
 TTL_S = 3  # the nodes' lease: a killed node leaves this long after its last renewal
 
@@ -143,11 +144,17 @@ class Cluster(ClusterBase):
         self.assertIsNotNone(self.nodes["a"].wait_for_log("cluster: node 'c' left", timeout=10))
         self.infer(self.nodes["a"])
 
-    def test_a_stopped_node_leaves_at_once(self):
+    def test_a_stopped_node_leaves_at_once(self):  # and the console's cluster page shows both before
         # A lease of 60 s: seeing b leave within 20 s shows it revoked its lease on SIGTERM.
         self.start_node("a", ttl=60)
         self.start_node("b", ttl=60)
         self.wait_view(self.nodes["a"], ["a", "b"], "two nodes")
+        # The web console's cluster page lists both (docs/console.md).
+        r = suite_console.browse(self, self.nodes["a"], "pages", pages=[["cluster", "#/cluster", "#cluster-table"]])
+        self.assertEqual(r["errors"], [])
+        self.assertIn("a (this node)", r["pages"]["cluster"])
+        self.assertIn("registry reachable", r["pages"]["cluster"])
+        self.assertEqual(r["pages"]["cluster"].count("alive"), 2)
         self.assertEqual(self.nodes["b"].stop(), 0)
         self.wait_view(self.nodes["a"], ["a"], "b gone at once", timeout=20)
         self.assertIsNotNone(self.nodes["b"].wait_for_log("left (lease revoked)", timeout=1))

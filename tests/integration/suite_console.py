@@ -7,9 +7,11 @@ code the other suites run under TSan)."""
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import unittest
+import zlib
 
 import numpy as np
 import torch
@@ -21,7 +23,7 @@ import make_fixtures  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "console", "console_test.mjs")
-MODELS = ("digits", "tiny_chat", "mlp")
+MODELS = ("digits", "tiny_chat", "mlp", "resnet18")
 SERVER = None
 TOKEN = "console-test-token-8f3a"
 LC_CONFIG = """platform: "pytorch_libtorch"
@@ -70,6 +72,17 @@ def digit_sample():
     return (d.data[:1] / 16.0).astype(np.float32), int(d.target[0])
 
 
+def write_png(path, rgb):
+    """An 8-bit RGB PNG of the array `rgb` (H, W, 3), no colour profile (the browser decodes it as it is)."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+    h, w, _ = rgb.shape
+    raw = b"".join(b"\x00" + rgb[y].astype(np.uint8).tobytes() for y in range(h))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
 class Console(unittest.TestCase):
     def test_every_page_loads_without_console_errors(self):
         x, _ = digit_sample()
@@ -103,6 +116,17 @@ class Console(unittest.TestCase):
         self.assertEqual(int(r["top1"]), label)
         self.assertEqual(r["version"], "1")
         self.assertRegex(r["latency"], r"answered by version 1 in [0-9.]+ m?s")
+
+    def test_an_uploaded_image_reaches_an_image_model_as_its_pixels(self):
+        rgb = np.random.default_rng(7).integers(0, 256, size=(224, 224, 3))
+        path = os.path.join(C.ARGS.workdir, "console_image_%d.png" % os.getpid())
+        write_png(path, rgb)
+        x = (rgb.transpose(2, 0, 1)[None] / 255.0).astype(np.float32)  # [1, 3, 224, 224], CHW, 0..1
+        want = C.torch_ref("resnet18", x)
+        r = browse(self, SERVER, "image", model="resnet18", input="image", output="logits", file=path)
+        self.assertEqual(r["errors"], [])
+        np.testing.assert_allclose(np.array(r["values"], np.float32).reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+        self.assertEqual(int(r["top1"]), int(np.argmax(want)))
 
     def test_the_chat_playground_streams_the_greedy_answer(self):
         message, max_tokens = "hello there", 12

@@ -24,7 +24,7 @@ export async function clusterPage(view, params, info) {
       '; view ' + c.view_age_ms + ' ms old; ' + c.models + ' models placed';
     fill(body, table(['node', 'health', 'HTTP', 'gRPC', 'models', 'memory', 'in flight', 'up since'],
       c.nodes.map((n) => [n.id + (n.self ? ' (this node)' : ''), badge(n.health === 'up' ? 'alive' : n.health),
-        n.http, n.grpc || '-', String(n.models), bytes(n.used_bytes) + ' of ' + bytes(n.budget_bytes),
+        n.http, n.grpc || '-', String(n.models), bytes(n.used_bytes) + (n.budget_bytes ? ' of ' + bytes(n.budget_bytes) : ' (no budget)'),
         String(n.in_flight), new Date(n.started_unix_ms).toLocaleString()]), {id: 'cluster-table'}));
   };
   await refresh();

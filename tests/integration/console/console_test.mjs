@@ -36,6 +36,16 @@ const SCENARIOS = {
     result.version = await page.getAttribute('#tryit-result', 'data-version');
     await shot('tryit');
   },
+  // The try-it form of args.model with the image file args.file uploaded for input args.input (pixels 0..1).
+  async image({page, shot, open}) {
+    await open('#/model/' + args.model, '#tryit-submit');
+    await page.setInputFiles('#tryit-input-' + args.input + '-image', args.file);
+    await page.click('#tryit-submit');
+    const output = await page.waitForSelector('#tryit-output-' + args.output, WAIT);
+    result.values = JSON.parse(await output.getAttribute('data-values'));
+    result.top1 = await output.getAttribute('data-top1');
+    await shot('image');
+  },
   // The chat playground of args.model: one message, greedy; the streamed answer and how many chunks it came in.
   async chat({page, shot, open}) {
     await open('#/model/' + args.model, '#chat-send');
