@@ -30,11 +30,11 @@ void AddObservabilityFlags(CLI::App* cmd, ObservabilityFlags* flags) {
   cmd->add_option("--console-history-secs", flags->console_history_secs,
                   "Seconds of per-model live statistics the console's charts keep (one point a second)")
       ->capture_default_str()
-      ->check(CLI::Range(10, 86400));
+      ->check(CLI::Range(10, 3600));
   cmd->add_option("--console-max-models", flags->console_max_models,
                   "Model versions the console's charts keep statistics for (those idle longest give way)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
+      ->check(CLI::Range(0, 10000));
 }
 
 Status ApplyObservabilityFlags(const ObservabilityFlags& flags, Clock* clock, ServerOptions* so) {

@@ -10,7 +10,7 @@ namespace inferd::console {
 namespace {
 
 constexpr std::string_view kPrefix = "/console";
-constexpr size_t kMaxPoints = 3600;
+constexpr size_t kMaxPoints = 3600;  // --console-history-secs' largest value
 constexpr size_t kDefaultTraces = 20;
 
 // Every answer of the console's own routes: its page loads nothing from elsewhere and runs no inline script.
@@ -133,7 +133,7 @@ bool Route(const ConsoleParts& p, const http::Request& req, http::Response* out)
         *out = http::ErrorResponse(Status::NotFound("the console's charts are off"));
       } else {
         *out = http::Response();
-        out->body = p.live->Json(QueryValue(req.query, "model"), NumberParam(req.query, "points", 0, kMaxPoints));
+        out->body = p.live->Json(QueryValue(req.query, "model"), NumberParam(req.query, "points", kMaxPoints, kMaxPoints));
         out->headers.emplace_back("Cache-Control", "no-store");
       }
     } else if (api == "traces") {
