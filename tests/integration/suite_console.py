@@ -200,6 +200,23 @@ class ConsoleActions(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_under_on_demand_residency_a_model_page_loads_the_model_only_when_asked(self):
+        self.publish(1)
+        server = ic.Server(C.ARGS.inferd, self.repo, "--model-residency", "on-demand")
+        try:
+            def resident():
+                st, listing = server.get_json("/v2/repository/models")
+                self.assertEqual(st, 200, listing)
+                return listing["models"][0]["idle_ms"] >= 0
+            self.assertFalse(resident())
+            r = browse(self, server, "ondemand", model="lc")
+            self.assertIn("loads on its first request", r["before"])
+            self.assertIn("READY", r["after"])
+            self.assertEqual(r["errors"], [])
+            self.assertTrue(resident())
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_with_auth_all_routes_the_console_asks_for_the_token_and_hides_it(self):
         self.publish(1)
         server = ic.Server(C.ARGS.inferd, self.repo, "--admin-token-file", self.token_file, "--auth-all-routes",

@@ -37,6 +37,11 @@ export async function modelPage(view, params, info) {
     h('h3', {}, 'Traffic'), trafficBox, h('h3', {}, 'Rollout'), rolloutBox,
     charts ? [h('h3', {}, 'Live'), charts] : null, tryBox, config);
   let model = null;
+  let onDemand = false;
+  // Under on-demand residency a model that is not resident loads on its first request: the management routes
+  // about its versions answer 503 until then, and the page loads it only when asked (Try it).
+  const notResident = () => onDemand && model && model.state !== 'READY' && model.idle_ms < 0 &&
+    (model.reason || '').startsWith('not resident');
 
   const act = async (what, method, path, body) => {
     fill(status, h('p', {class: 'muted'}, what + '...'));
@@ -109,6 +114,7 @@ export async function modelPage(view, params, info) {
       fill(head, errorBox(e));
       return;
     }
+    onDemand = listing.residency === 'on-demand';
     model = listing.models.find((m) => m.name === name);
     if (!model) {
       fill(head, errorBox('no model ' + name));
@@ -119,7 +125,19 @@ export async function modelPage(view, params, info) {
         (model.default_version || '-') + ' \u00b7 ' + bytes(model.resident_bytes) +
         (model.idle_ms < 0 ? ' \u00b7 not resident' : ' \u00b7 idle ' + (model.idle_ms / 1000).toFixed(1) + ' s')),
       model.reason ? h('p', {class: 'error'}, model.reason) : null);
+    if (notResident()) {
+      const later = 'shown once the model is resident (it loads on its first request)';
+      fill(versionsBox, h('p', {class: 'muted'}, later));
+      fill(trafficBox, h('p', {class: 'muted'}, later));
+      fill(rolloutBox, h('p', {class: 'muted'}, later));
+      return;
+    }
     renderVersions();
+    if (model.state !== 'READY') {
+      fill(trafficBox, h('p', {class: 'muted'}, 'shown once the model serves'));
+      fill(rolloutBox);
+      return;
+    }
     try {
       fill(trafficBox, trafficView(await get(base + '/traffic')));
     } catch (e) { fill(trafficBox, errorBox(e)); }
@@ -143,14 +161,25 @@ export async function modelPage(view, params, info) {
       add(config, h('pre', {}, JSON.stringify(await get('/v2/models/' + enc(name) + '/config'), null, 1)));
     } catch (e) { add(config, errorBox(e)); }
   });
-  if (model && model.state === 'READY') {
+  // The form needs the model's metadata: asking for it loads a model that is not resident.
+  const showTryIt = async () => {
     try {
       const metadata = await get('/v2/models/' + enc(name));
       const cfg = await get('/v2/models/' + enc(name) + '/config');
+      if (notResident()) await refresh();
       const generative = model.backend === 'llm' || metadata.platform === 'llm_decoder';
-      add(tryBox, h('h3', {}, generative ? 'Chat' : 'Try it'), generative ? chatPlayground(name)
-        : tryItForm(name, metadata, cfg, model.versions.filter((v) => v.state === 'READY').map((v) => v.version)));
+      const versions = model.versions.filter((v) => v.state === 'READY').map((v) => v.version);
+      fill(tryBox, h('h3', {}, generative ? 'Chat' : 'Try it'), generative ? chatPlayground(name)
+        : tryItForm(name, metadata, cfg, versions));
     } catch (e) { add(tryBox, errorBox(e)); }
+  };
+  if (model && model.state === 'READY') {
+    await showTryIt();
+  } else if (notResident()) {
+    add(tryBox, h('h3', {}, 'Try it'), h('button', {type: 'button', id: 'tryit-load', onclick: (e) => {
+      e.target.disabled = true;
+      showTryIt();
+    }}, 'Load the model and try it'));
   }
   // A running rollout or a loading model changes by itself: follow it (the forms stay as typed otherwise).
   const follow = () => model && ((model.rollout && model.rollout.phase === 'running') || model.state === 'LOADING') &&

@@ -46,6 +46,15 @@ const SCENARIOS = {
     result.top1 = await output.getAttribute('data-top1');
     await shot('image');
   },
+  // On-demand residency: the page of a model that is not resident loads it only when asked.
+  async ondemand({page, shot, open}) {
+    await open('#/model/' + args.model, '#tryit-load');
+    result.before = await page.textContent('#main');
+    await page.click('#tryit-load');
+    await page.waitForSelector('#tryit-submit', WAIT);
+    result.after = await page.textContent('#versions-table');
+    await shot('ondemand');
+  },
   // The chat playground of args.model: one message, greedy; the streamed answer and how many chunks it came in.
   async chat({page, shot, open}) {
     await open('#/model/' + args.model, '#chat-send');
