@@ -37,7 +37,7 @@ void Live(Reader r) {
                           [&] { return snaps; });
   int64_t t = 0;
   size_t ticks = 0;
-  while (!r.in.empty() && ticks < 64) {
+  while (!r.in.empty() && ticks < 16) {
     snaps.clear();
     const int n = r.Byte() % 4;
     for (int i = 0; i < n; ++i) {
