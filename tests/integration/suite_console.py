@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import make_fixtures  # noqa: E402
+from suite_batch import mlp_inputs, write_csv  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "console", "console_test.mjs")
@@ -214,6 +215,32 @@ class ConsoleActions(unittest.TestCase):
             self.assertIn("READY", r["after"])
             self.assertEqual(r["errors"], [])
             self.assertTrue(resident())
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_the_jobs_page_shows_a_finished_job_with_its_progress(self):
+        data = os.path.abspath(os.path.join(C.ARGS.workdir, "console_jobs_%d" % os.getpid()))
+        shutil.rmtree(data, ignore_errors=True)
+        os.makedirs(data)
+        keys, x = mlp_inputs(300, 5)
+        write_csv(os.path.join(data, "in.csv"), keys, x)
+        config = os.path.join(data, "jobs.json")
+        with open(config, "w") as f:
+            json.dump({"allowed_dirs": [data], "connections": {"wh": {"type": "sqlite",
+                                                                     "path": os.path.join(data, "wh.db")}}}, f)
+        server = ic.Server(C.ARGS.inferd, C.served_repository("suite_console_jobs", ["mlp"]), "--jobs-config", config)
+        try:
+            st, job = server.post_json("/v2/jobs", {
+                "model": "mlp", "source": {"type": "csv", "path": os.path.join(data, "in.csv")},
+                "sink": {"type": "sqlite", "connection": "wh", "table": "preds"}, "key": "id",
+                "inputs": {"x": ["f%d" % i for i in range(8)]}})
+            self.assertEqual(st, 201, job)
+            C.wait_until(self, "the job to finish",
+                         lambda: server.get_json("/v2/jobs/" + job["id"])[1]["state"] == "succeeded")
+            r = browse(self, server, "pages", pages=[["jobs", "#/jobs", "#jobs-table"]])
+            self.assertEqual(r["errors"], [])
+            for text in (job["id"], "mlp", "succeeded", "100.0%", "300 (300 written)"):
+                self.assertIn(text, r["pages"]["jobs"])
         finally:
             self.assertEqual(server.stop(), 0)
 
