@@ -43,12 +43,16 @@ CCACHE_ROOT ?= $(HOME)/.cache/inferd-ccache
 LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 CCACHE_ENV = CCACHE_DIR=$(CCACHE_ROOT)/$(1) CCACHE_MAXSIZE=3G CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
+.PHONY: all deps test-deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
 
 all: build
 
 deps:
 	@scripts/setup.sh
+# What only the tests need on top (Debian's chromium and playwright-core for the web console's browser tests):
+# `make run` does not install a browser.
+test-deps: deps
+	@scripts/setup.sh --test
 
 # The release build is a unity build too (CMake joins a library's sources 8 to a file; measured 2026-11-27: its
 # libraries and non-unit test binaries in 600 CPU s instead of 1,262). A missing include still fails: the clang build compiles every file alone, and the libtorch
@@ -88,7 +92,7 @@ run: build examples
 # and copied into each build (tests/fixture_cache.py).
 CTEST := ctest -j $(JOBS) --output-on-failure
 
-unit: build
+unit: build test-deps
 	$(CTEST) --test-dir build
 
 # Every stage, timed (scripts/test_stages.sh prints the table at the end, also when a stage fails). Three builds:
@@ -97,7 +101,7 @@ unit: build
 # (`make unit` runs its tests): its code is the TSan build's, compiled alike, and our numeric code computes the
 # same numbers at -O0 and -O2 (no -ffast-math, no -march: GCC neither reorders nor contracts floating-point
 # operations), so the ASan stage's numeric suites judge it too. Measured in docs/development.md.
-test: deps
+test: test-deps
 	@scripts/test_stages.sh layering clang-build fuzz-run asan-build asan-test tsan-build tsan-test
 
 # The sanitizer builds keep line tables only (-g1): enough for symbolized
@@ -113,7 +117,7 @@ asan-build: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DINFERD_SANITIZE=ON \
 	  -DCMAKE_UNITY_BUILD=ON -DINFERD_CTEST_PER_TEST=OFF $(LAUNCHER)
 	$(call CCACHE_ENV,asan) cmake --build build-asan -j $(JOBS)
-asan-test: asan-build
+asan-test: asan-build test-deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(CTEST) --test-dir build-asan
 

@@ -3,6 +3,8 @@
 # bookworm packages only (no pip, no downloads). Idempotent: does nothing when
 # every package is already installed.
 #   scripts/setup.sh          build, test and run
+#   scripts/setup.sh --test   also what only the tests need: Debian's chromium and playwright-core (the web
+#                             console's browser tests; `make test`, `make unit`, `make check` ask for it)
 #   scripts/setup.sh --bench  also the benchmark baselines (FastAPI, nginx, matplotlib)
 set -euo pipefail
 
@@ -27,9 +29,12 @@ PACKAGES=(
   python3-grpcio python3-protobuf         # the gRPC integration tests' client (stubs made by protoc at test time)
   curl
   nodejs                                  # the OpenAI SDK and LangChain as test clients (tests/integration/openai_sdk)
-  chromium                                # the web console's browser tests (headless, driven by playwright-core)
 )
-if [ "${1:-}" = "--bench" ]; then
+MODE="${1:-}"
+if [ "$MODE" = "--test" ]; then
+  PACKAGES+=(chromium)                    # the web console's browser tests (headless, driven by playwright-core)
+fi
+if [ "$MODE" = "--bench" ]; then
   PACKAGES+=(python3-fastapi python3-uvicorn python3-matplotlib nginx-light nodejs)
 fi
 # Debian packages npm apart from nodejs (a nodejs from elsewhere may bring its own npm and conflict with it).
@@ -77,8 +82,8 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
   openai_sdk
-  console_test_driver
-  if [ "${1:-}" = "--bench" ]; then ort_baseline; fi
+  if [ "$MODE" = "--test" ]; then console_test_driver; fi
+  if [ "$MODE" = "--bench" ]; then ort_baseline; fi
   exit 0
 fi
 SUDO=""
@@ -88,5 +93,5 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 openai_sdk
-console_test_driver
-if [ "${1:-}" = "--bench" ]; then ort_baseline; fi
+if [ "$MODE" = "--test" ]; then console_test_driver; fi
+if [ "$MODE" = "--bench" ]; then ort_baseline; fi

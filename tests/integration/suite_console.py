@@ -39,7 +39,7 @@ def setUpModule():
     for need in (shutil.which("node"), os.path.join(HERE, "console", "node_modules", "playwright-core"),
                  os.environ.get("CHROMIUM", "/usr/bin/chromium")):
         if not need or not os.path.exists(need):
-            raise RuntimeError("the console tests need node, playwright-core and chromium: run scripts/setup.sh")
+            raise RuntimeError("the console tests need node, playwright-core and chromium: run scripts/setup.sh --test")
     C.fixture_repository()
     repo = C.served_repository("suite_console", MODELS)
     # Tracing on (every request; the collector is a closed port: its spans are dropped) so the traces page has rows.
