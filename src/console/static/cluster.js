@@ -1,6 +1,6 @@
 // Cluster mode: this node's view of the members (GET /v2/cluster): health, models, memory, requests in flight.
 import {get} from './api.js';
-import {add, badge, bytes, errorBox, fill, h, table} from './dom.js';
+import {add, badge, bytes, errorBox, every, fill, h, table} from './dom.js';
 
 export async function clusterPage(view, params, info) {
   add(view, h('h2', {}, 'Cluster'));
@@ -28,6 +28,5 @@ export async function clusterPage(view, params, info) {
         String(n.in_flight), new Date(n.started_unix_ms).toLocaleString()]), {id: 'cluster-table'}));
   };
   await refresh();
-  const timer = setInterval(refresh, 2000);
-  return () => clearInterval(timer);
+  return every(2000, refresh);
 }

@@ -65,3 +65,10 @@ export function table(head, rows, attrs) {
   return h('table', attrs, h('thead', {}, h('tr', {}, head.map((c) => h('th', {}, c)))),
     h('tbody', {}, rows.map((r) => h('tr', {}, r.map((c) => h('td', {}, c))))));
 }
+
+// Calls `f` every `ms` while the page is visible (a console left open in a background tab costs the server
+// nothing); returns the stop function a page gives back to the router.
+export function every(ms, f) {
+  const timer = setInterval(() => { if (!document.hidden) f(); }, ms);
+  return () => clearInterval(timer);
+}

@@ -1,6 +1,6 @@
 // Batch jobs (GET /v2/jobs, newest first): state, progress, rate, errors; cancel (admin token).
 import {call, get} from './api.js';
-import {add, badge, clear, errorBox, fill, h, table} from './dom.js';
+import {add, badge, clear, errorBox, every, fill, h, table} from './dom.js';
 
 export async function jobsPage(view) {
   const status = h('div');
@@ -36,6 +36,5 @@ export async function jobsPage(view) {
     }), {id: 'jobs-table'}));
   };
   await refresh();
-  const timer = setInterval(refresh, 2000);
-  return () => clearInterval(timer);
+  return every(2000, refresh);
 }

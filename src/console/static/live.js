@@ -2,7 +2,7 @@
 // (GET /console/api/live: one point a second). The model page shows the same charts for one model.
 import {get} from './api.js';
 import {chartBox, COLORS, ERROR_COLOR} from './chart.js';
-import {add, clear, errorBox, fill, h} from './dom.js';
+import {add, clear, errorBox, every, fill, h} from './dom.js';
 
 // Three charts for the series of one model (a line per version).
 export function modelCharts() {
@@ -72,6 +72,5 @@ export async function livePage(view, params, info) {
     }
   };
   await refresh();
-  const timer = setInterval(refresh, info.live.interval_ms);
-  return () => clearInterval(timer);
+  return every(info.live.interval_ms, refresh);
 }

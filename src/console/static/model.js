@@ -2,7 +2,7 @@
 // "try it" (or the chat playground for a generative model). Actions are the management routes (admin token).
 import {call, get} from './api.js';
 import {chatPlayground} from './chat.js';
-import {add, badge, bytes, clear, errorBox, fill, h, table} from './dom.js';
+import {add, badge, bytes, clear, errorBox, every, fill, h, table} from './dom.js';
 import {modelCharts} from './live.js';
 import {rolloutText} from './models.js';
 import {tryItForm} from './tryit.js';
@@ -184,6 +184,6 @@ export async function modelPage(view, params, info) {
   // A running rollout or a loading model changes by itself: follow it (the forms stay as typed otherwise).
   const follow = () => model && ((model.rollout && model.rollout.phase === 'running') || model.state === 'LOADING') &&
     refresh();
-  const timers = [setInterval(refreshCharts, info.live ? info.live.interval_ms : 1000), setInterval(follow, 3000)];
-  return () => timers.forEach(clearInterval);
+  const stops = [every(info.live ? info.live.interval_ms : 1000, refreshCharts), every(3000, follow)];
+  return () => stops.forEach((stop) => stop());
 }

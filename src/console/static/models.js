@@ -1,7 +1,7 @@
 // Models: every model the server knows (GET /v2/repository/models): state and reason, versions, labels,
 // memory, residency, the rollout; load and unload (explicit model control, admin token).
 import {call, get} from './api.js';
-import {add, badge, bytes, errorBox, fill, h, table} from './dom.js';
+import {add, badge, bytes, errorBox, every, fill, h, table} from './dom.js';
 
 export function rolloutText(r) {
   if (!r) return '';
@@ -65,6 +65,5 @@ export async function modelsPage(view) {
   };
   filter.addEventListener('input', render);
   await refresh();
-  const timer = setInterval(refresh, 3000);
-  return () => clearInterval(timer);
+  return every(3000, refresh);
 }

@@ -1,6 +1,6 @@
 // The last traced requests (GET /console/api/traces: OTLP JSON, newest first), each a waterfall of its spans.
 import {get} from './api.js';
-import {add, errorBox, fill, h, ms, table} from './dom.js';
+import {add, errorBox, every, fill, h, ms, table} from './dom.js';
 
 function value(v) {
   if (!v) return '';
@@ -103,6 +103,5 @@ export async function tracesPage(view, params, info) {
     }
   };
   await refresh();
-  const timer = setInterval(refresh, 3000);
-  return () => clearInterval(timer);
+  return every(3000, refresh);
 }
