@@ -40,9 +40,10 @@ size_t NumberParam(std::string_view query, std::string_view key, size_t fallback
   return std::min(n, max);
 }
 
-std::string Authorization(const http::Request& req) {
+// The request's `Authorization` value ("" when absent), as the API's routes pass it to Authorize.
+std::string_view Authorization(const http::Request& req) {
   const std::string* a = req.Header("authorization");
-  return a ? *a : std::string();
+  return a ? std::string_view(*a) : std::string_view();
 }
 
 http::Response ServeAsset(const http::Request& req, std::string_view path) {
@@ -133,7 +134,8 @@ bool Route(const ConsoleParts& p, const http::Request& req, http::Response* out)
         *out = http::ErrorResponse(Status::NotFound("the console's charts are off"));
       } else {
         *out = http::Response();
-        out->body = p.live->Json(QueryValue(req.query, "model"), NumberParam(req.query, "points", kMaxPoints, kMaxPoints));
+        out->body =
+            p.live->Json(QueryValue(req.query, "model"), NumberParam(req.query, "points", kMaxPoints, kMaxPoints));
         out->headers.emplace_back("Cache-Control", "no-store");
       }
     } else if (api == "traces") {
