@@ -96,6 +96,8 @@ void Encode(std::string_view in) {
       std::string_view name = keep.emplace_back(r.Str());
       s.events.push_back({name, static_cast<int64_t>(r.U64())});
     }
+    s.dropped_attributes = r.Byte() % 4 == 0 ? static_cast<uint32_t>(r.U64()) : 0;
+    s.dropped_events = r.Byte() % 4 == 0 ? static_cast<uint32_t>(r.U64()) : 0;
     s.status = static_cast<SpanStatus>(r.Byte() % 3);
     s.status_message = r.Str();
   }
@@ -112,6 +114,8 @@ void Encode(std::string_view in) {
     Check(got[static_cast<int>(i)].start_time_unix_nano() == static_cast<uint64_t>(spans[i].start_unix_ns));
     Check(got[static_cast<int>(i)].attributes_size() == static_cast<int>(spans[i].attributes.size()));
     Check(got[static_cast<int>(i)].events_size() == static_cast<int>(spans[i].events.size()));
+    Check(got[static_cast<int>(i)].dropped_attributes_count() == spans[i].dropped_attributes);
+    Check(got[static_cast<int>(i)].dropped_events_count() == spans[i].dropped_events);
   }
   const std::string json = tracing::EncodeOtlpJson(res, spans);
   rapidjson::Document d;

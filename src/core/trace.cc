@@ -7,20 +7,24 @@
 namespace inferd {
 namespace {
 
-std::mt19937_64& Generator() {
-  thread_local std::mt19937_64 gen([] {
+// SplitMix64 over a per-thread state seeded from the OS: ids need to be
+// unique and unpredictable enough to spread, not secret (OpenTelemetry's
+// SDKs use such generators too); a few instructions an id.
+uint64_t NextRandom() {
+  thread_local uint64_t state = [] {
     std::random_device rd;
-    const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
-                          std::hash<std::thread::id>()(std::this_thread::get_id()) ^
-                          static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    return seed;
-  }());
-  return gen;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ std::hash<std::thread::id>()(std::this_thread::get_id()) ^
+           static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  }();
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
 }
 
 uint64_t NonZero() {
   uint64_t v;
-  do v = Generator()();
+  do v = NextRandom();
   while (v == 0);
   return v;
 }
@@ -58,9 +62,30 @@ int64_t UnixNanosNow() {
       .count();
 }
 
-Span::Span(const TraceParent* parent, std::string name, SpanKind kind, int64_t start_unix_ns) {
+std::shared_ptr<const TraceParent> SpanSink::Child(const std::shared_ptr<const TraceParent>& from, SpanId span_id) {
+  // The new context keeps `from` (and through it the sink) alive.
+  struct Linked {
+    std::shared_ptr<const TraceParent> keep;
+    TraceParent parent;
+  };
+  auto block =
+      std::make_shared<Linked>(Linked{from, TraceParent{from->sink, from->trace_id, span_id, from->trace_state}});
+  return std::shared_ptr<const TraceParent>(block, &block->parent);
+}
+
+std::shared_ptr<const TraceParent> MakeTraceParent(std::shared_ptr<SpanSink> sink, TraceId trace, SpanId span,
+                                                   std::string trace_state) {
+  struct Owning {
+    std::shared_ptr<SpanSink> keep;
+    TraceParent parent;
+  };
+  SpanSink* raw = sink.get();
+  auto block = std::make_shared<Owning>(Owning{std::move(sink), TraceParent{raw, trace, span, std::move(trace_state)}});
+  return std::shared_ptr<const TraceParent>(block, &block->parent);
+}
+
+Span::Span(std::shared_ptr<const TraceParent> parent, std::string name, SpanKind kind, int64_t start_unix_ns) {
   if (parent == nullptr || parent->sink == nullptr) return;
-  sink_ = parent->sink;
   record_.trace_id = parent->trace_id;
   record_.parent_span_id = parent->span_id;
   record_.trace_state = parent->trace_state;
@@ -68,59 +93,48 @@ Span::Span(const TraceParent* parent, std::string name, SpanKind kind, int64_t s
   record_.name = std::move(name);
   record_.kind = kind;
   record_.start_unix_ns = start_unix_ns;
+  parent_ = std::move(parent);
 }
 
-Span::Span(std::shared_ptr<SpanSink> sink, TraceId trace, SpanId parent, std::string trace_state, std::string name,
-           SpanKind kind, int64_t start_unix_ns)
-    : sink_(std::move(sink)) {
-  if (!sink_) return;
-  record_.trace_id = trace;
-  record_.parent_span_id = parent;
-  record_.trace_state = std::move(trace_state);
-  record_.span_id = NewSpanId();
-  record_.name = std::move(name);
-  record_.kind = kind;
-  record_.start_unix_ns = start_unix_ns;
-}
-
-void Span::SetAttribute(std::string_view key, SpanValue value) {
-  if (!sink_) return;
+SpanValue* Span::AttributeSlot(std::string_view key) {
+  if (!parent_) return nullptr;
   for (auto& a : record_.attributes) {
-    if (a.key == key) {
-      a.value = std::move(value);
-      return;
-    }
+    if (a.key == key) return &a.value;
   }
-  if (record_.attributes.empty()) record_.attributes.reserve(8);
-  record_.attributes.push_back({key, std::move(value)});
+  SpanAttribute* a = record_.attributes.add();
+  if (a == nullptr) {
+    ++record_.dropped_attributes;
+    return nullptr;
+  }
+  a->key = key;
+  return &a->value;
 }
 
 void Span::AddEvent(std::string_view name, int64_t unix_ns) {
-  if (!sink_) return;
-  if (record_.events.empty()) record_.events.reserve(4);
-  record_.events.push_back({name, unix_ns});
+  if (!parent_) return;
+  SpanEvent* e = record_.events.add();
+  if (e == nullptr) {
+    ++record_.dropped_events;
+    return;
+  }
+  e->name = name;
+  e->unix_ns = unix_ns;
 }
 
 std::shared_ptr<const TraceParent> Span::AsParent() const {
-  if (!sink_) return nullptr;
-  auto p = std::make_shared<TraceParent>();
-  p->sink = sink_;
-  p->trace_id = record_.trace_id;
-  p->span_id = record_.span_id;
-  p->trace_state = record_.trace_state;
-  return p;
+  if (!parent_) return nullptr;
+  return parent_->sink->Child(parent_, record_.span_id);
 }
 
 void Span::End(int64_t end_unix_ns, const Status& status) {
-  if (!sink_) return;
+  if (!parent_) return;
   record_.end_unix_ns = std::max(end_unix_ns, record_.start_unix_ns);
   if (!status.ok()) {
     record_.status = SpanStatus::kError;
     record_.status_message = status.message();
   }
-  auto sink = std::move(sink_);
-  sink_ = nullptr;
-  sink->Record(std::move(record_));
+  parent_->sink->Record(record_);
+  parent_.reset();
 }
 
 }  // namespace inferd

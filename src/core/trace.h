@@ -1,22 +1,27 @@
 // Tracing on the request path (OpenTelemetry's model, docs/observability.md):
 // what a traced request carries (TraceParent: its trace and the span its own
-// spans go under) and how a span is recorded (Span, ended into a SpanSink).
+// spans go under) and how a span is recorded (Span, ended into its trace's
+// SpanSink).
 //
 // An untraced request carries a null TraceParent: tracing off costs the
-// request path one pointer test where a span would start. The exporter, the
-// sampler and the wire formats live in tracing/.
+// request path one pointer test where a span would start. Tracing on, a span
+// is recorded without allocating (its attributes and events are held in the
+// span; only string values longer than std::string's inline buffer allocate),
+// and a request's contexts live in its trace's buffer (tracing/trace_service).
+// The exporter, the sampler and the wire formats live in tracing/.
 //
 // Thread-safety: a Span belongs to one thread at a time (whoever holds it);
-// a TraceParent is immutable and shared. SpanSink::Record is thread-safe.
+// a TraceParent is immutable and shared. SpanSink's calls are thread-safe.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
-#include <vector>
 
 #include "core/clock.h"
 #include "core/status.h"
@@ -34,7 +39,7 @@ using SpanId = uint64_t;  // 8 bytes; 0 is invalid
 
 using SpanValue = std::variant<std::string, int64_t, double, bool>;
 // Attribute keys and event names are string literals (static storage): they
-// are kept as views, so that recording a span allocates only for its values.
+// are kept as views, so that recording a span allocates only for long values.
 struct SpanAttribute {
   std::string_view key;
   SpanValue value;
@@ -47,8 +52,40 @@ struct SpanEvent {
 enum class SpanKind : uint8_t { kInternal = 1, kServer = 2, kClient = 3 };
 enum class SpanStatus : uint8_t { kUnset = 0, kOk = 1, kError = 2 };
 
-// One ended span, as exported.
+// At most N items held in place (no allocation); push_back beyond N is
+// refused (false) and the caller counts the drop (OTLP's dropped_*_count).
+template <typename T, size_t N>
+class BoundedList {
+ public:
+  bool push_back(T v) {
+    T* slot = add();
+    if (slot == nullptr) return false;
+    *slot = std::move(v);
+    return true;
+  }
+  // The next slot (default-constructed), or null when full.
+  T* add() { return size_ == N ? nullptr : &items_[size_++]; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  static constexpr size_t capacity() { return N; }
+  T& operator[](size_t i) { return items_[i]; }
+  const T& operator[](size_t i) const { return items_[i]; }
+  T* begin() { return items_.data(); }
+  T* end() { return items_.data() + size_; }
+  const T* begin() const { return items_.data(); }
+  const T* end() const { return items_.data() + size_; }
+  const T& back() const { return items_[size_ - 1]; }
+
+ private:
+  std::array<T, N> items_{};
+  size_t size_ = 0;
+};
+
+// One ended span, as exported. Our own spans set at most a handful of
+// attributes and events; the limits hold them all with room to spare.
 struct SpanRecord {
+  static constexpr size_t kMaxAttributes = 12;
+  static constexpr size_t kMaxEvents = 6;
   TraceId trace_id;
   SpanId span_id = 0;
   SpanId parent_span_id = 0;  // 0: a root span
@@ -57,29 +94,43 @@ struct SpanRecord {
   SpanKind kind = SpanKind::kInternal;
   int64_t start_unix_ns = 0;
   int64_t end_unix_ns = 0;
-  std::vector<SpanAttribute> attributes;
-  std::vector<SpanEvent> events;
+  BoundedList<SpanAttribute, kMaxAttributes> attributes;
+  BoundedList<SpanEvent, kMaxEvents> events;
+  uint32_t dropped_attributes = 0;  // beyond the limits
+  uint32_t dropped_events = 0;
   SpanStatus status = SpanStatus::kUnset;
   std::string status_message;
 };
 
-// Where ended spans go (tracing/trace_service.h: the exporter's queue, the
-// recent traces). Record never blocks: a full queue drops and counts.
+struct TraceParent;
+
+// Where a trace's ended spans go (tracing/trace_service.h: a request's trace
+// buffer, encoding them for the exporter; tests: a recording sink). Record
+// copies what it keeps and never blocks.
 class SpanSink {
  public:
   virtual ~SpanSink() = default;
-  virtual void Record(SpanRecord span) = 0;
+  virtual void Record(const SpanRecord& span) = 0;
+  // The context of spans under span `span_id` of `from`'s trace, sharing
+  // `from`'s ownership of the sink. This one allocates a small block; a
+  // request's trace buffer hands out contexts it holds in place.
+  virtual std::shared_ptr<const TraceParent> Child(const std::shared_ptr<const TraceParent>& from, SpanId span_id);
 };
 
 // What a traced request carries: spans started for it are children of
-// `span_id` in `trace_id`, recorded into `sink` (shared: a request may end
-// after the server that traced it began to stop).
+// `span_id` in `trace_id`, recorded into `sink`. Whoever holds the shared
+// pointer to a TraceParent keeps its sink alive (a request may end after the
+// server that traced it began to stop).
 struct TraceParent {
-  std::shared_ptr<SpanSink> sink;
+  SpanSink* sink = nullptr;  // not owned (see above)
   TraceId trace_id;
-  SpanId span_id = 0;
+  SpanId span_id = 0;  // 0: spans under it are roots
   std::string trace_state;
 };
+
+// A context that owns its sink (a trace outside a request's buffer: tests, tools).
+std::shared_ptr<const TraceParent> MakeTraceParent(std::shared_ptr<SpanSink> sink, TraceId trace, SpanId span,
+                                                   std::string trace_state = {});
 
 // Random ids (a per-thread generator seeded from the OS); never zero.
 TraceId NewTraceId();
@@ -94,21 +145,23 @@ int64_t UnixNanosNow();
 class Span {
  public:
   Span() = default;
-  // A child of `parent` (null: an inactive span).
-  Span(const TraceParent* parent, std::string name, SpanKind kind, int64_t start_unix_ns);
-  // A span with an explicit trace and parent (a request's root span: the
-  // parent is the client's, 0 for none).
-  Span(std::shared_ptr<SpanSink> sink, TraceId trace, SpanId parent, std::string trace_state, std::string name,
-       SpanKind kind, int64_t start_unix_ns);
+  // A child of `parent` (null: an inactive span); holds the parent (and so
+  // the sink) until it ends.
+  Span(std::shared_ptr<const TraceParent> parent, std::string name, SpanKind kind, int64_t start_unix_ns);
   Span(Span&&) = default;
   Span& operator=(Span&&) = default;
 
-  bool active() const { return sink_ != nullptr; }
+  bool active() const { return parent_ != nullptr; }
   SpanId id() const { return record_.span_id; }
   const TraceId& trace_id() const { return record_.trace_id; }
 
-  // `key` and `name`: string literals (kept as views).
-  void SetAttribute(std::string_view key, SpanValue value);
+  // `key` and `name`: string literals (kept as views). Setting a key again
+  // replaces its value. `value`: a string, int64_t, double or bool, stored
+  // in place (a string moved in is not copied).
+  template <typename V>
+  void SetAttribute(std::string_view key, V&& value) {
+    if (SpanValue* slot = AttributeSlot(key)) *slot = std::forward<V>(value);
+  }
   void AddEvent(std::string_view name, int64_t unix_ns);
   // This span as the parent of what it starts (a request it sends on, the
   // spans recorded under it). Null when inactive.
@@ -118,7 +171,11 @@ class Span {
   void End(int64_t end_unix_ns, const Status& status = Status::OK());
 
  private:
-  std::shared_ptr<SpanSink> sink_;
+  // Where `key`'s value goes: its slot, a new one, or null (inactive, or
+  // the attributes are full: the drop is counted).
+  SpanValue* AttributeSlot(std::string_view key);
+
+  std::shared_ptr<const TraceParent> parent_;
   SpanRecord record_;
 };
 

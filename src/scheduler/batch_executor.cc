@@ -324,7 +324,7 @@ struct ExecutionTimes {
 };
 
 void TraceExecution(const PendingRequest& p, const ExecutionTimes& t) {
-  const TraceParent* parent = p.request->trace.get();
+  const std::shared_ptr<const TraceParent>& parent = p.request->trace;
   const int64_t start = UnixNanos(t.start);
   Span queue(parent, "queue", SpanKind::kInternal, UnixNanos(p.enqueued));
   queue.End(start);

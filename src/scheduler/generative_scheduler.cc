@@ -527,7 +527,7 @@ class GenerativeStepper {
   // A traced request's "generate" span (tokens, preemptions, time to first
   // token) with its queue, prefill and decode phases as children.
   void TraceGeneration(const Sequence& s, TimePoint now, const Status& status) {
-    const TraceParent* parent = s.pending->request->trace.get();
+    const std::shared_ptr<const TraceParent>& parent = s.pending->request->trace;
     const int64_t arrival = UnixNanos(s.pending->arrival), end = UnixNanos(now);
     Span gen(parent, "generate", SpanKind::kInternal, arrival);
     gen.SetAttribute("gen_ai.usage.input_tokens", static_cast<int64_t>(s.prompt_len));
@@ -537,7 +537,7 @@ class GenerativeStepper {
     if (!s.finish_reason.empty()) gen.SetAttribute("gen_ai.response.finish_reasons", s.finish_reason);
     auto gen_parent = gen.AsParent();
     auto phase = [&](const char* name, TimePoint from, TimePoint to) {
-      Span p(gen_parent.get(), name, SpanKind::kInternal, UnixNanos(from));
+      Span p(gen_parent, name, SpanKind::kInternal, UnixNanos(from));
       p.End(UnixNanos(to));
     };
     if (s.admitted_once) {

@@ -332,9 +332,9 @@ TEST_F(InferenceServerTest, ABodyDecodesByTheInputsOfTheVersionThatServes) {
 // Spans of traced requests, as the TraceService would get them.
 class RecordingSink final : public SpanSink {
  public:
-  void Record(SpanRecord span) override {
+  void Record(const SpanRecord& span) override {
     std::lock_guard<std::mutex> g(mu_);
-    spans_.push_back(std::move(span));
+    spans_.push_back(span);
   }
   std::vector<SpanRecord> spans() {
     std::lock_guard<std::mutex> g(mu_);
@@ -361,13 +361,10 @@ TEST_F(InferenceServerTest, ATracedRequestRecordsItsModelQueueComputeAndStageSpa
   tracing::TraceConfig tc;
   tc.enabled = true;
   auto traces = tracing::TraceService::CreateWithSender(
-      tc, [](const std::vector<SpanRecord>&) { return Status::OK(); }, &clock_);
+      tc, [](std::string_view, size_t) { return Status::OK(); }, &clock_);
   Start(ModelControlMode::kNone, {}, nullptr, 1 << 20, std::make_shared<tracing::RequestObserver>(traces, nullptr));
   auto sink = std::make_shared<RecordingSink>();
-  auto root = std::make_shared<TraceParent>();
-  root->sink = sink;
-  root->trace_id = {1, 2};
-  root->span_id = 77;
+  auto root = MakeTraceParent(sink, {1, 2}, 77);
   // Untraced: nothing recorded.
   ASSERT_TRUE(Infer(Req("echo", F32("x", {1, 2}, {1, 2}))).ok());
   EXPECT_TRUE(sink->spans().empty());

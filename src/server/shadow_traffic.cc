@@ -89,8 +89,7 @@ InferCallback MirrorRequest(const InferRequest& request, std::shared_ptr<ModelVe
   // queue and compute spans go under it.
   std::shared_ptr<Span> span;
   if (copy->trace) {
-    span = std::make_shared<Span>(copy->trace.get(), "shadow " + spec.name, SpanKind::kInternal,
-                                  UnixNanos(pending->arrival));
+    span = std::make_shared<Span>(copy->trace, "shadow " + spec.name, SpanKind::kInternal, UnixNanos(pending->arrival));
     span->SetAttribute("triton.model_name", spec.name);
     span->SetAttribute("triton.model_version", copy->model_version);
     copy->trace = span->AsParent();

@@ -1,5 +1,6 @@
 #include "tracing/otlp_encoder.h"
 
+#include <array>
 #include <bit>
 #include <cassert>
 #include <cmath>
@@ -20,20 +21,21 @@ namespace {
 // (invalid sequences replaced), in both passes alike.
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5 };
 
-size_t VarintSize(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
+size_t VarintSize(uint64_t v) { return (static_cast<size_t>(std::bit_width(v | 1)) + 6) / 7; }
 size_t TagSize(uint32_t field) { return VarintSize(static_cast<uint64_t>(field) << 3); }
 size_t LenField(uint32_t field, size_t len) { return TagSize(field) + VarintSize(len) + len; }
+// Eight bytes at a time: the high bit of any byte set means non-ASCII.
 bool Ascii(std::string_view s) {
-  unsigned char any = 0;
-  for (char c : s) any |= static_cast<unsigned char>(c);
-  return any < 0x80;
+  const char* p = s.data();
+  size_t n = s.size();
+  uint64_t any = 0;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, sizeof w);
+    any |= w;
+  }
+  for (; n > 0; ++p, --n) any |= static_cast<unsigned char>(*p);
+  return (any & 0x8080808080808080ull) == 0;
 }
 size_t CleanSize(std::string_view s) { return Ascii(s) ? s.size() : llm::SanitizeUtf8(s).size(); }
 size_t StrField(uint32_t field, std::string_view s) { return LenField(field, CleanSize(s)); }
@@ -48,24 +50,6 @@ size_t AnyValueSize(const SpanValue& v) {
 size_t KeyValueSize(std::string_view key, const SpanValue& v) {
   return StrField(1, key) + LenField(2, AnyValueSize(v));
 }
-size_t EventSize(const SpanEvent& e) { return 9 + StrField(2, e.name); }
-size_t StatusSize(const SpanRecord& s) {
-  return (s.status_message.empty() ? 0 : StrField(2, s.status_message)) + 1 +
-         VarintSize(static_cast<uint64_t>(s.status));
-}
-size_t SpanSize(const SpanRecord& s) {
-  // Span: trace_id 1, span_id 2, trace_state 3, parent_span_id 4, name 5, kind 6, start 7, end 8,
-  // attributes 9, events 11, status 15, flags 16.
-  size_t n = LenField(1, 16) + LenField(2, 8) + StrField(5, s.name) + 1 + VarintSize(static_cast<uint64_t>(s.kind)) +
-             9 + 9 + TagSize(16) + 4;
-  if (!s.trace_state.empty()) n += StrField(3, s.trace_state);
-  if (s.parent_span_id != 0) n += LenField(4, 8);
-  for (const auto& a : s.attributes) n += LenField(9, KeyValueSize(a.key, a.value));
-  for (const auto& e : s.events) n += LenField(11, EventSize(e));
-  if (s.status != SpanStatus::kUnset) n += LenField(15, StatusSize(s));
-  return n;
-}
-
 class Writer {
  public:
   explicit Writer(char* p) : p_(p) {}
@@ -135,44 +119,140 @@ class Writer {
     Len(2, AnyValueSize(v));
     AnyValue(v);
   }
-  void Span(const SpanRecord& s) {
-    Len(1, 16);
-    BigEndian(s.trace_id.hi);
-    BigEndian(s.trace_id.lo);
-    Len(2, 8);
-    BigEndian(s.span_id);
-    if (!s.trace_state.empty()) Str(3, s.trace_state);
-    if (s.parent_span_id != 0) {
-      Len(4, 8);
-      BigEndian(s.parent_span_id);
-    }
-    Str(5, s.name);
-    UInt(6, static_cast<uint64_t>(s.kind));
-    Fixed64(7, static_cast<uint64_t>(s.start_unix_ns));
-    Fixed64(8, static_cast<uint64_t>(s.end_unix_ns));
-    for (const auto& a : s.attributes) KeyValue(9, a.key, a.value);
-    for (const auto& e : s.events) {
-      // Event: time_unix_nano 1, name 2.
-      Len(11, EventSize(e));
-      Fixed64(1, static_cast<uint64_t>(e.unix_ns));
-      Str(2, e.name);
-    }
-    if (s.status != SpanStatus::kUnset) {
-      // Status: message 2, code 3.
-      Len(15, StatusSize(s));
-      if (!s.status_message.empty()) Str(2, s.status_message);
-      UInt(3, static_cast<uint64_t>(s.status));
-    }
-    Fixed32(16, 0x1);  // W3C trace flags: sampled
-  }
-
- private:
+  // A string already clean (ASCII, or cleaned).
   void Raw(uint32_t field, std::string_view s) {
     Len(field, s.size());
     std::memcpy(p_, s.data(), s.size());
     p_ += s.size();
   }
+
+ private:
   char* p_;
+};
+
+// One span's Span message: every string checked (and, if need be, cleaned)
+// once and every nested size computed once, then written in one pass.
+// Span: trace_id 1, span_id 2, trace_state 3, parent_span_id 4, name 5,
+// kind 6, start 7, end 8, attributes 9, dropped_attributes_count 10, events
+// 11, dropped_events_count 12, status 15, flags 16.
+class SpanPlan {
+ public:
+  explicit SpanPlan(const SpanRecord& s) : s_(s) {
+    name_ = Text(s.name);
+    size_ = LenField(1, 16) + LenField(2, 8) + LenField(5, name_.size()) + 1 +
+            VarintSize(static_cast<uint64_t>(s.kind)) + 9 + 9 + TagSize(16) + 4;
+    if (!s.trace_state.empty()) {
+      trace_state_ = Text(s.trace_state);
+      size_ += LenField(3, trace_state_.size());
+    }
+    if (s.parent_span_id != 0) size_ += LenField(4, 8);
+    for (size_t i = 0; i < s.attributes.size(); ++i) {
+      const SpanAttribute& a = s.attributes[i];
+      keys_[i] = Text(a.key);
+      size_t any;
+      if (const auto* str = std::get_if<std::string>(&a.value)) {
+        values_[i] = Text(*str);
+        any = LenField(1, values_[i].size());
+      } else if (std::holds_alternative<bool>(a.value)) {
+        any = 2;
+      } else if (const auto* n = std::get_if<int64_t>(&a.value)) {
+        any = 1 + VarintSize(static_cast<uint64_t>(*n));
+      } else {
+        any = 9;
+      }
+      any_size_[i] = static_cast<uint32_t>(any);
+      kv_size_[i] = static_cast<uint32_t>(LenField(1, keys_[i].size()) + LenField(2, any));
+      size_ += LenField(9, kv_size_[i]);
+    }
+    if (s.dropped_attributes != 0) size_ += 1 + VarintSize(s.dropped_attributes);
+    for (size_t i = 0; i < s.events.size(); ++i) {
+      event_names_[i] = Text(s.events[i].name);
+      event_size_[i] = static_cast<uint32_t>(9 + LenField(2, event_names_[i].size()));
+      size_ += LenField(11, event_size_[i]);
+    }
+    if (s.dropped_events != 0) size_ += 1 + VarintSize(s.dropped_events);
+    if (s.status != SpanStatus::kUnset) {
+      if (!s.status_message.empty()) status_message_ = Text(s.status_message);
+      status_size_ = (status_message_.empty() ? 0 : LenField(2, status_message_.size())) + 1 +
+                     VarintSize(static_cast<uint64_t>(s.status));
+      size_ += LenField(15, status_size_);
+    }
+  }
+  SpanPlan(const SpanPlan&) = delete;
+  SpanPlan& operator=(const SpanPlan&) = delete;
+
+  size_t size() const { return size_; }
+
+  void Write(Writer& w) const {
+    const SpanRecord& s = s_;
+    w.Len(1, 16);
+    w.BigEndian(s.trace_id.hi);
+    w.BigEndian(s.trace_id.lo);
+    w.Len(2, 8);
+    w.BigEndian(s.span_id);
+    if (!s.trace_state.empty()) w.Raw(3, trace_state_);
+    if (s.parent_span_id != 0) {
+      w.Len(4, 8);
+      w.BigEndian(s.parent_span_id);
+    }
+    w.Raw(5, name_);
+    w.UInt(6, static_cast<uint64_t>(s.kind));
+    w.Fixed64(7, static_cast<uint64_t>(s.start_unix_ns));
+    w.Fixed64(8, static_cast<uint64_t>(s.end_unix_ns));
+    for (size_t i = 0; i < s.attributes.size(); ++i) {
+      // KeyValue: key 1, value 2: AnyValue {string_value 1, bool_value 2, int_value 3, double_value 4}.
+      const SpanValue& v = s.attributes[i].value;
+      w.Len(9, kv_size_[i]);
+      w.Raw(1, keys_[i]);
+      w.Len(2, any_size_[i]);
+      if (std::holds_alternative<std::string>(v)) {
+        w.Raw(1, values_[i]);
+      } else if (const auto* b = std::get_if<bool>(&v)) {
+        w.UInt(2, *b ? 1 : 0);
+      } else if (const auto* n = std::get_if<int64_t>(&v)) {
+        w.UInt(3, static_cast<uint64_t>(*n));
+      } else {
+        uint64_t bits;
+        const double d = std::get<double>(v);
+        std::memcpy(&bits, &d, sizeof bits);
+        w.Fixed64(4, bits);
+      }
+    }
+    if (s.dropped_attributes != 0) w.UInt(10, s.dropped_attributes);
+    for (size_t i = 0; i < s.events.size(); ++i) {
+      // Event: time_unix_nano 1, name 2.
+      w.Len(11, event_size_[i]);
+      w.Fixed64(1, static_cast<uint64_t>(s.events[i].unix_ns));
+      w.Raw(2, event_names_[i]);
+    }
+    if (s.dropped_events != 0) w.UInt(12, s.dropped_events);
+    if (s.status != SpanStatus::kUnset) {
+      // Status: message 2, code 3.
+      w.Len(15, status_size_);
+      if (!status_message_.empty()) w.Raw(2, status_message_);
+      w.UInt(3, static_cast<uint64_t>(s.status));
+    }
+    w.Fixed32(16, 0x1);  // W3C trace flags: sampled
+  }
+
+ private:
+  static constexpr size_t kTexts = 3 + 2 * SpanRecord::kMaxAttributes + SpanRecord::kMaxEvents;
+  // `s` as written: itself when ASCII (the usual case), else a cleaned copy kept here.
+  std::string_view Text(std::string_view s) {
+    if (Ascii(s)) return s;
+    if (cleaned_.capacity() == 0) cleaned_.reserve(kTexts);  // views into it stay valid
+    return cleaned_.emplace_back(llm::SanitizeUtf8(s));
+  }
+
+  const SpanRecord& s_;
+  std::string_view name_, trace_state_, status_message_;
+  std::array<std::string_view, SpanRecord::kMaxAttributes> keys_, values_;
+  std::array<uint32_t, SpanRecord::kMaxAttributes> any_size_, kv_size_;
+  std::array<std::string_view, SpanRecord::kMaxEvents> event_names_;
+  std::array<uint32_t, SpanRecord::kMaxEvents> event_size_;
+  size_t status_size_ = 0;
+  size_t size_ = 0;
+  std::vector<std::string> cleaned_;
 };
 
 // ---- JSON ----
@@ -238,6 +318,9 @@ void SpanJson(std::string* out, const SpanRecord& s) {
     out->push_back('}');
   }
   out->append("],\"flags\":1");
+  if (s.dropped_attributes != 0)
+    out->append(",\"droppedAttributesCount\":").append(std::to_string(s.dropped_attributes));
+  if (s.dropped_events != 0) out->append(",\"droppedEventsCount\":").append(std::to_string(s.dropped_events));
   if (s.status != SpanStatus::kUnset) {
     out->append(",\"status\":{\"code\":").append(std::to_string(static_cast<int>(s.status)));
     if (!s.status_message.empty()) {
@@ -251,11 +334,25 @@ void SpanJson(std::string* out, const SpanRecord& s) {
 
 }  // namespace
 
-std::string EncodeOtlpProtobuf(const OtlpResource& resource, const std::vector<SpanRecord>& spans) {
+void AppendOtlpProtobufSpan(std::string* out, const SpanRecord& span) {
+  const SpanPlan plan(span);
+  const size_t at = out->size();
+  out->resize(at + LenField(2, plan.size()));
+  Writer w(out->data() + at);
+  w.Len(2, plan.size());  // ScopeSpans.spans
+  plan.Write(w);
+  // The sizes and the writes agree exactly (the fuzz target checks it under ASan).
+  assert(w.end() == out->data() + out->size());
+}
+
+void AppendOtlpJsonSpan(std::string* out, const SpanRecord& span) {
+  out->push_back(',');
+  SpanJson(out, span);
+}
+
+std::string OtlpProtobufHead(const OtlpResource& resource, size_t spans_size) {
   // ExportTraceServiceRequest {resource_spans 1: ResourceSpans {resource 1: Resource {attributes 1},
-  // scope_spans 2: ScopeSpans {scope 1: InstrumentationScope {name 1, version 2}, spans 2}}}.
-  std::vector<size_t> span_sizes;
-  span_sizes.reserve(spans.size());
+  // scope_spans 2: ScopeSpans {scope 1: InstrumentationScope {name 1, version 2}, spans 2 (the fragments)}}}.
   std::vector<SpanValue> resource_values;
   resource_values.reserve(resource.attributes.size());
   size_t res_size = 0;
@@ -265,13 +362,10 @@ std::string EncodeOtlpProtobuf(const OtlpResource& resource, const std::vector<S
   }
   const size_t scope_size =
       StrField(1, resource.scope_name) + (resource.scope_version.empty() ? 0 : StrField(2, resource.scope_version));
-  size_t ss_size = LenField(1, scope_size);
-  for (const auto& s : spans) {
-    span_sizes.push_back(SpanSize(s));
-    ss_size += LenField(2, span_sizes.back());
-  }
+  const size_t ss_size = LenField(1, scope_size) + spans_size;
   const size_t rs_size = LenField(1, res_size) + LenField(2, ss_size);
-  std::string out(LenField(1, rs_size), '\0');
+  // Everything but the fragments.
+  std::string out(LenField(1, rs_size) - spans_size, '\0');
   Writer w(out.data());
   w.Len(1, rs_size);
   w.Len(1, res_size);
@@ -280,16 +374,11 @@ std::string EncodeOtlpProtobuf(const OtlpResource& resource, const std::vector<S
   w.Len(1, scope_size);
   w.Str(1, resource.scope_name);
   if (!resource.scope_version.empty()) w.Str(2, resource.scope_version);
-  for (size_t i = 0; i < spans.size(); ++i) {
-    w.Len(2, span_sizes[i]);
-    w.Span(spans[i]);
-  }
-  // The sizes above and the writes agree exactly (the fuzz target checks it under ASan).
   assert(w.end() == out.data() + out.size());
   return out;
 }
 
-std::string EncodeOtlpJson(const OtlpResource& resource, const std::vector<SpanRecord>& spans) {
+std::string OtlpJsonHead(const OtlpResource& resource) {
   std::string out = "{\"resourceSpans\":[{\"resource\":{";
   std::vector<SpanValue> values;
   values.reserve(resource.attributes.size());
@@ -304,12 +393,36 @@ std::string EncodeOtlpJson(const OtlpResource& resource, const std::vector<SpanR
     JsonString(&out, resource.scope_version);
   }
   out.append("},\"spans\":[");
-  for (size_t i = 0; i < spans.size(); ++i) {
-    if (i) out.push_back(',');
-    SpanJson(&out, spans[i]);
-  }
-  out.append("]}]}]}");
   return out;
+}
+
+std::string_view OtlpJsonSpans(std::string_view fragments) {
+  if (!fragments.empty() && fragments.front() == ',') fragments.remove_prefix(1);
+  return fragments;
+}
+
+std::string WrapOtlpProtobuf(const OtlpResource& resource, std::string_view spans) {
+  std::string out = OtlpProtobufHead(resource, spans.size());
+  out.append(spans);
+  return out;
+}
+
+std::string WrapOtlpJson(const OtlpResource& resource, std::string_view spans) {
+  std::string out = OtlpJsonHead(resource);
+  out.append(OtlpJsonSpans(spans)).append(kOtlpJsonTail);
+  return out;
+}
+
+std::string EncodeOtlpProtobuf(const OtlpResource& resource, const std::vector<SpanRecord>& spans) {
+  std::string fragments;
+  for (const auto& s : spans) AppendOtlpProtobufSpan(&fragments, s);
+  return WrapOtlpProtobuf(resource, fragments);
+}
+
+std::string EncodeOtlpJson(const OtlpResource& resource, const std::vector<SpanRecord>& spans) {
+  std::string fragments;
+  for (const auto& s : spans) AppendOtlpJsonSpan(&fragments, s);
+  return WrapOtlpJson(resource, fragments);
 }
 
 }  // namespace inferd::tracing

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,23 @@ struct OtlpResource {
   std::string scope_version;
 };
 
+// One span as a fragment of a body's only ScopeSpans, appended to `out`
+// (what a request's trace buffer does as each span ends). Protobuf: the
+// field `spans` (tag, length, the Span message); fragments concatenate. JSON:
+// a comma and the span's object; WrapOtlpJson drops the first comma.
+void AppendOtlpProtobufSpan(std::string* out, const SpanRecord& span);
+void AppendOtlpJsonSpan(std::string* out, const SpanRecord& span);
+// The body around fragments of the same encoding (any number, concatenated).
+std::string WrapOtlpProtobuf(const OtlpResource& resource, std::string_view spans);
+std::string WrapOtlpJson(const OtlpResource& resource, std::string_view spans);
+// The same body in parts, for sending without copying the fragments:
+// protobuf: head + fragments; JSON: head + OtlpJsonSpans(fragments) + tail.
+std::string OtlpProtobufHead(const OtlpResource& resource, size_t spans_size);
+std::string OtlpJsonHead(const OtlpResource& resource);
+std::string_view OtlpJsonSpans(std::string_view fragments);
+inline constexpr std::string_view kOtlpJsonTail = "]}]}]}";
+
+// A whole body at once (Wrap of each span's fragment).
 std::string EncodeOtlpProtobuf(const OtlpResource& resource, const std::vector<SpanRecord>& spans);
 std::string EncodeOtlpJson(const OtlpResource& resource, const std::vector<SpanRecord>& spans);
 

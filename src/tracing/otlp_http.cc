@@ -87,9 +87,9 @@ Status OtlpHttpClient::Connect(Deadline deadline) {
   return last;
 }
 
-Status OtlpHttpClient::SendAll(std::string_view data, Deadline deadline) {
+Status OtlpHttpClient::SendAll(std::string_view data, bool more, Deadline deadline) {
   while (!data.empty()) {
-    const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | (more ? MSG_MORE : 0));
     if (n > 0) {
       data.remove_prefix(static_cast<size_t>(n));
       continue;
@@ -197,11 +197,13 @@ Result<int> OtlpHttpClient::ReadAnswer(Deadline deadline, bool* keep) {
   return code;
 }
 
-Status OtlpHttpClient::Attempt(std::string_view request, Deadline deadline) {
+Status OtlpHttpClient::Attempt(std::string_view head, std::initializer_list<std::string_view> body, Deadline deadline) {
   if (fd_ < 0) {
     if (Status st = Connect(deadline); !st.ok()) return st;
   }
-  if (Status st = SendAll(request, deadline); !st.ok()) {
+  Status st = SendAll(head, body.size() != 0, deadline);
+  for (auto it = body.begin(); st.ok() && it != body.end(); ++it) st = SendAll(*it, it + 1 != body.end(), deadline);
+  if (!st.ok()) {
     Close();
     return st;
   }
@@ -213,21 +215,24 @@ Status OtlpHttpClient::Attempt(std::string_view request, Deadline deadline) {
   return Status::Unavailable("the collector answered HTTP " + std::to_string(*code));
 }
 
-Status OtlpHttpClient::Post(std::string_view content_type, const std::string& body, std::chrono::milliseconds timeout) {
+Status OtlpHttpClient::Post(std::string_view content_type, std::initializer_list<std::string_view> body,
+                            std::chrono::milliseconds timeout) {
   const Deadline deadline = std::chrono::steady_clock::now() + timeout;
-  std::string request;
-  request.reserve(body.size() + 256);
-  request.append("POST ").append(address_.path).append(" HTTP/1.1\r\nHost: ").append(address_.host);
-  request.append(":").append(std::to_string(address_.port));
-  request.append("\r\nContent-Type: ").append(content_type);
-  request.append("\r\nContent-Length: ").append(std::to_string(body.size()));
-  request.append("\r\nUser-Agent: inferd\r\n\r\n").append(body);
+  size_t length = 0;
+  for (std::string_view part : body) length += part.size();
+  std::string head;
+  head.reserve(256);
+  head.append("POST ").append(address_.path).append(" HTTP/1.1\r\nHost: ").append(address_.host);
+  head.append(":").append(std::to_string(address_.port));
+  head.append("\r\nContent-Type: ").append(content_type);
+  head.append("\r\nContent-Length: ").append(std::to_string(length));
+  head.append("\r\nUser-Agent: inferd\r\n\r\n");
   const bool reused = fd_ >= 0;
-  Status st = Attempt(request, deadline);
+  Status st = Attempt(head, body, deadline);
   // A kept connection the collector closed while idle fails at once: once more on a new one.
   if (!st.ok() && reused && fd_ < 0 && MillisLeft(deadline) > 0 &&
       st.message().find("answered HTTP") == std::string::npos) {
-    st = Attempt(request, deadline);
+    st = Attempt(head, body, deadline);
   }
   return st;
 }

@@ -23,9 +23,16 @@ class RecentTraces {
   // capacity 0: keeps nothing.
   RecentTraces(size_t capacity, uint32_t per_second) : capacity_(capacity), per_second_(per_second) {}
 
-  // One request's spans, ended at `now_unix_ns`: copied unless this second's
-  // share is spent or nothing is kept.
-  void Offer(const std::vector<SpanRecord>& spans, int64_t now_unix_ns);
+  // Whether a request traced at `now_unix_ns` is to be kept: true for the
+  // first `per_second` in each second (the common case when every request
+  // is traced, false, costs two atomic loads).
+  bool Claim(int64_t now_unix_ns);
+  // A claimed request's spans.
+  void Keep(std::vector<SpanRecord> spans);
+  // Claim, then Keep a copy.
+  void Offer(const std::vector<SpanRecord>& spans, int64_t now_unix_ns) {
+    if (!spans.empty() && Claim(now_unix_ns)) Keep(spans);
+  }
   // The spans of the newest `max_requests` requests, newest request first.
   std::vector<SpanRecord> Snapshot(size_t max_requests) const;
   size_t capacity() const { return capacity_; }
@@ -33,7 +40,7 @@ class RecentTraces {
  private:
   const size_t capacity_;
   const uint32_t per_second_;
-  // This second's share, checked before the lock (the common case when every request is traced: no copy, no lock).
+  // This second's share, checked before the lock.
   std::atomic<int64_t> second_{-1};
   std::atomic<uint32_t> kept_{0};
   mutable Mutex mu_;

@@ -4,9 +4,8 @@
 
 namespace inferd::tracing {
 
-ObservedRequest RequestObserver::Start(bool inference, std::string_view traceparent, std::string_view tracestate,
-                                       TimePoint start) const {
-  ObservedRequest r;
+void RequestObserver::Start(ObservedRequest& r, bool inference, std::string_view traceparent,
+                            std::string_view tracestate, TimePoint start) const {
   r.start = start;
   r.start_unix_ns = UnixNanos(start);
   if (traces_ && inference) {
@@ -16,28 +15,31 @@ ObservedRequest RequestObserver::Start(bool inference, std::string_view tracepar
       r.traceparent = FormatTraceparent(r.root.trace_id(), r.root.id(), true);
     }
   }
-  return r;
 }
 
-void RequestObserver::Finish(ObservedRequest& request, AccessRecord record, const Status& error) const {
+void RequestObserver::Finish(ObservedRequest& request, AccessRecord&& record, const Status& error) const {
   const TimePoint end = std::chrono::steady_clock::now();
   const int64_t end_unix_ns = request.start_unix_ns + (end - request.start).count();
   if (request.root.active()) {
     Span& s = request.root;
-    s.SetAttribute("inferd.protocol", record.protocol);
-    if (record.protocol == "grpc") {
+    // The record's strings go into the span when no log line needs them (the usual case when tracing).
+    const bool keep = log_ != nullptr;
+    auto text = [keep](std::string& v) { return keep ? v : std::move(v); };
+    const bool grpc = record.protocol == "grpc";
+    s.SetAttribute("inferd.protocol", text(record.protocol));
+    if (grpc) {
       s.SetAttribute("rpc.system", std::string("grpc"));
-      s.SetAttribute("rpc.method", record.method);
+      s.SetAttribute("rpc.method", text(record.method));
       s.SetAttribute("rpc.grpc.status_code", static_cast<int64_t>(record.status));
     } else {
-      s.SetAttribute("http.request.method", record.method);
-      s.SetAttribute("url.path", record.target);
+      s.SetAttribute("http.request.method", text(record.method));
+      s.SetAttribute("url.path", text(record.target));
       s.SetAttribute("http.response.status_code", static_cast<int64_t>(record.status));
     }
-    if (!record.model.empty()) s.SetAttribute("triton.model_name", record.model);
-    if (!record.version.empty()) s.SetAttribute("triton.model_version", record.version);
-    if (!record.request_id.empty()) s.SetAttribute("triton.request_id", record.request_id);
-    if (!record.client.empty()) s.SetAttribute("client.address", record.client);
+    if (!record.model.empty()) s.SetAttribute("triton.model_name", text(record.model));
+    if (!record.version.empty()) s.SetAttribute("triton.model_version", text(record.version));
+    if (!record.request_id.empty()) s.SetAttribute("triton.request_id", text(record.request_id));
+    if (!record.client.empty()) s.SetAttribute("client.address", text(record.client));
     if (log_) record.trace_id = HexTraceId(s.trace_id());
     s.End(end_unix_ns, error);
   }

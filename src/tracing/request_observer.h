@@ -43,13 +43,14 @@ class RequestObserver {
 
   // A request arrived (`start`: when it began to be read). `inference`: it
   // runs a model, so it may be traced; other requests are only logged.
-  ObservedRequest Start(bool inference, std::string_view traceparent, std::string_view tracestate,
-                        TimePoint start) const;
+  // Fills `r` (a fresh one, where it will stay: a span is moved at a cost).
+  void Start(ObservedRequest& r, bool inference, std::string_view traceparent, std::string_view tracestate,
+             TimePoint start) const;
   // The request was answered. `record` carries what the front end knows
   // (protocol, method, target, model, version, status, bytes, client, request
   // id); time, latency and the trace id are filled in here. `error`: the
   // answer's status when it failed (the span's status).
-  void Finish(ObservedRequest& request, AccessRecord record, const Status& error) const;
+  void Finish(ObservedRequest& request, AccessRecord&& record, const Status& error) const;
 
  private:
   std::shared_ptr<TraceService> traces_;

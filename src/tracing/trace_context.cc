@@ -1,5 +1,7 @@
 #include "tracing/trace_context.h"
 
+#include <cstring>
+
 namespace inferd::tracing {
 namespace {
 
@@ -20,9 +22,16 @@ bool ParseHex64(std::string_view s, uint64_t* out) {
   return true;
 }
 
-void AppendHex64(std::string* out, uint64_t v) {
+// 16 lowercase hex digits of `v` at `p`.
+void WriteHex64(char* p, uint64_t v) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  for (int shift = 60; shift >= 0; shift -= 4) out->push_back(kDigits[(v >> shift) & 0xf]);
+  for (int i = 15; i >= 0; --i, v >>= 4) p[i] = kDigits[v & 0xf];
+}
+
+void AppendHex64(std::string* out, uint64_t v) {
+  char buf[16];
+  WriteHex64(buf, v);
+  out->append(buf, sizeof buf);
 }
 
 std::string_view Trim(std::string_view s) {
@@ -61,14 +70,15 @@ Result<RemoteContext> ParseTraceparent(std::string_view header) {
 }
 
 std::string FormatTraceparent(const TraceId& trace, SpanId span, bool sampled) {
-  std::string out = "00-";
-  out.reserve(55);
-  AppendHex64(&out, trace.hi);
-  AppendHex64(&out, trace.lo);
-  out.push_back('-');
-  AppendHex64(&out, span);
-  out.append(sampled ? "-01" : "-00");
-  return out;
+  // 00-<32 hex>-<16 hex>-<2 hex>: written in place, one allocation.
+  char buf[55];
+  std::memcpy(buf, "00-", 3);
+  WriteHex64(buf + 3, trace.hi);
+  WriteHex64(buf + 19, trace.lo);
+  buf[35] = '-';
+  WriteHex64(buf + 36, span);
+  std::memcpy(buf + 52, sampled ? "-01" : "-00", 3);
+  return std::string(buf, sizeof buf);
 }
 
 std::string SanitizeTracestate(std::string_view header) {

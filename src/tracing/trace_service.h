@@ -1,17 +1,20 @@
 // TraceService: tracing's service beside the server (docs/observability.md):
 // decides which requests are traced (Triton's rate and count; a request
 // whose W3C parent context is sampled always is, one whose parent is not
-// sampled never is), starts their root spans, and hands ended spans to the
-// SpanExporter, which sends them to the collector over OTLP/HTTP. A traced
-// request's spans gather in a buffer of its own (the sink its TraceParents
-// carry: one uncontended lock per span) and reach the exporter together when
-// the request is done with them (the last holder of its context lets go: one
-// lock of the exporter's queue per request, not per span); a few of them a
-// second are also kept for the web console (recent()).
+// sampled never is), starts their root spans, and hands their spans to the
+// SpanExporter, which sends them to the collector over OTLP/HTTP.
 //
-// Thread-safety: thread-safe. Ownership: shared (spans hold it as their
-// sink); Stop sends what is queued and ends the exporter's thread, later
-// spans are dropped and counted.
+// A traced request's spans are recorded into a trace buffer of its own (one
+// allocation per request): each span is encoded there as it ends (OTLP's
+// protobuf or JSON fragment; one uncontended lock per span), the contexts
+// handed out under it (TraceParent) live in it too, and when the last holder
+// of its contexts lets go the encoded bytes are copied into the exporter's
+// batch (one lock of the exporter per request). A few requests a second also
+// keep their span records for the web console (recent()).
+//
+// Thread-safety: thread-safe. Ownership: shared (trace buffers hold it);
+// Stop sends what is queued and ends the exporter's thread, later spans are
+// dropped and counted.
 #pragma once
 
 #include <atomic>
@@ -27,25 +30,22 @@
 
 namespace inferd::tracing {
 
-class TraceService final : public SpanSink, public std::enable_shared_from_this<TraceService> {
+class TraceService final : public std::enable_shared_from_this<TraceService> {
  public:
   // Sends to the collector at config.url (INVALID_ARGUMENT for a bad url).
   // `clock` is not owned and must outlive the service.
   static Result<std::shared_ptr<TraceService>> Create(const TraceConfig& config, Clock* clock);
-  // With another way to send batches (tests).
+  // With another way to send batches (tests): `send` gets fragments in the
+  // config's encoding (otlp_encoder.h; WrapOtlp* makes them a body).
   static std::shared_ptr<TraceService> CreateWithSender(const TraceConfig& config, SpanExporter::Send send,
                                                         Clock* clock);
-  ~TraceService() override;
+  ~TraceService();
 
   // A request arrives with these W3C headers ("" = absent): its root span
   // (kind SERVER, named `name`), active when the request is traced. An
   // unreadable traceparent counts as absent.
   Span StartRequest(std::string_view traceparent, std::string_view tracestate, std::string name, int64_t start_unix_ns);
 
-  // A span recorded outside a request's buffer (one at a time).
-  void Record(SpanRecord span) override;
-  // A request's spans, when its buffer lets go of them.
-  void RecordAll(std::vector<SpanRecord> spans);
   bool Flush(std::chrono::milliseconds timeout) { return exporter_->Flush(timeout); }
   void Stop() { exporter_->Stop(); }
 
@@ -62,9 +62,15 @@ class TraceService final : public SpanSink, public std::enable_shared_from_this<
   const RecentTraces& recent() const { return recent_; }
 
  private:
+  friend class TraceBuffer;
   TraceService(const TraceConfig& config, SpanExporter::Send send, Clock* clock);
   // The rate's and count's decision for a request without a sampled parent.
   bool SampleByRate();
+  // A request's trace buffer let go of its spans.
+  void Export(std::string_view encoded, size_t count) {
+    recorded_.fetch_add(count, std::memory_order_relaxed);
+    exporter_->Add(encoded, count);
+  }
 
   const TraceConfig config_;
   std::unique_ptr<SpanExporter> exporter_;

@@ -167,12 +167,12 @@ SpanRecord SampleSpan() {
   s.kind = SpanKind::kServer;
   s.start_unix_ns = 1'700'000'000'000'000'001;
   s.end_unix_ns = 1'700'000'000'000'500'000;
-  s.attributes = {{"triton.model_name", std::string("mlp")},
-                  {"triton.model_version", int64_t{-3}},
-                  {"ratio", 0.25},
-                  {"ok", true},
-                  {"bad.utf8", std::string("a\xff\xc3")}};
-  s.events = {{"COMPUTE_START", 1'700'000'000'000'100'000}};
+  s.attributes.push_back({"triton.model_name", std::string("mlp")});
+  s.attributes.push_back({"triton.model_version", int64_t{-3}});
+  s.attributes.push_back({"ratio", 0.25});
+  s.attributes.push_back({"ok", true});
+  s.attributes.push_back({"bad.utf8", std::string("a\xff\xc3")});
+  s.events.push_back({"COMPUTE_START", 1'700'000'000'000'100'000});
   s.status = SpanStatus::kError;
   s.status_message = "model \"mlp\" failed";
   return s;
@@ -222,6 +222,37 @@ TEST(OtlpEncoder, ProtobufReadsBackWithOtlpsMessages) {
   EXPECT_FALSE(r.has_status());
 }
 
+TEST(OtlpEncoder, FragmentsMakeTheSameBodyAndCarryTheDroppedCounts) {
+  OtlpResource res;
+  SpanRecord a = SampleSpan(), b = SampleSpan();
+  b.dropped_attributes = 3;
+  b.dropped_events = 1;
+  std::string pb, js;
+  AppendOtlpProtobufSpan(&pb, a);
+  AppendOtlpProtobufSpan(&pb, b);
+  AppendOtlpJsonSpan(&js, a);
+  AppendOtlpJsonSpan(&js, b);
+  EXPECT_EQ(WrapOtlpProtobuf(res, pb), EncodeOtlpProtobuf(res, {a, b}));
+  EXPECT_EQ(WrapOtlpJson(res, js), EncodeOtlpJson(res, {a, b}));
+  otlp::ExportTraceServiceRequest req;
+  ASSERT_TRUE(req.ParseFromString(WrapOtlpProtobuf(res, pb)));
+  const auto& spans = req.resource_spans(0).scope_spans(0).spans();
+  ASSERT_EQ(spans.size(), 2);
+  EXPECT_EQ(spans[0].dropped_attributes_count(), 0u);
+  EXPECT_EQ(spans[1].dropped_attributes_count(), 3u);
+  EXPECT_EQ(spans[1].dropped_events_count(), 1u);
+  rapidjson::Document d;
+  const std::string body = WrapOtlpJson(res, js);
+  d.Parse(body.data(), body.size());
+  ASSERT_FALSE(d.HasParseError()) << body;
+  EXPECT_EQ(d["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["droppedAttributesCount"].GetInt(), 3);
+  // No spans: a valid empty body either way.
+  ASSERT_TRUE(req.ParseFromString(WrapOtlpProtobuf(res, "")));
+  EXPECT_EQ(req.resource_spans(0).scope_spans(0).spans_size(), 0);
+  d.Parse(WrapOtlpJson(res, "").c_str());
+  EXPECT_FALSE(d.HasParseError());
+}
+
 TEST(OtlpEncoder, JsonIsOtlpsJsonForm) {
   OtlpResource res;
   res.attributes = {{"service.name", "inferd"}};
@@ -249,22 +280,30 @@ TEST(OtlpEncoder, JsonIsOtlpsJsonForm) {
 
 struct Collected {
   std::mutex mu;
-  std::vector<size_t> batches;
+  std::vector<size_t> batches;    // spans in each
+  std::vector<otlp::Span> spans;  // every span sent, decoded
   Status answer = Status::OK();
 };
 
 SpanExporter::Send Collect(std::shared_ptr<Collected> c) {
-  return [c](const std::vector<SpanRecord>& batch) {
+  return [c](std::string_view spans, size_t count) {
     std::lock_guard<std::mutex> g(c->mu);
-    c->batches.push_back(batch.size());
+    c->batches.push_back(count);
+    otlp::ExportTraceServiceRequest req;
+    EXPECT_TRUE(req.ParseFromString(WrapOtlpProtobuf(OtlpResource(), spans)));
+    EXPECT_EQ(req.resource_spans(0).scope_spans(0).spans_size(), static_cast<int>(count));
+    for (const auto& s : req.resource_spans(0).scope_spans(0).spans()) c->spans.push_back(s);
     return c->answer;
   };
 }
 
-SpanRecord Named(std::string name) {
+// A span named `name`, encoded as a request's trace buffer does.
+std::string Named(std::string name) {
   SpanRecord s;
   s.name = std::move(name);
-  return s;
+  std::string out;
+  AppendOtlpProtobufSpan(&out, s);
+  return out;
 }
 
 TEST(SpanExporter, SendsFullBatchesAtOnceAndTheRestOnTheSchedule) {
@@ -275,7 +314,7 @@ TEST(SpanExporter, SendsFullBatchesAtOnceAndTheRestOnTheSchedule) {
   o.max_export_batch_size = 4;
   o.schedule_delay = std::chrono::seconds(5);
   SpanExporter e(o, Collect(c), &clock);
-  for (int i = 0; i < 6; ++i) e.Add(Named("s"));
+  for (int i = 0; i < 6; ++i) e.Add(Named("s"), 1);
   // The thread sends the full batch without the clock moving; the 2 left wait for the schedule.
   clock.AwaitWaitCalls(1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -312,20 +351,20 @@ TEST(SpanExporter, DropsAndCountsWhenTheQueueIsFullOrTheCollectorFails) {
   // A sender that blocks until released: the queue fills behind it.
   std::mutex gate;
   gate.lock();
-  auto send = [&gate, c](const std::vector<SpanRecord>& batch) {
+  auto send = [&gate, c](std::string_view, size_t count) {
     std::lock_guard<std::mutex> g(gate);
     std::lock_guard<std::mutex> g2(c->mu);
-    c->batches.push_back(batch.size());
+    c->batches.push_back(count);
     return c->answer;
   };
   SpanExporter e(o, send, &clock);
-  for (int i = 0; i < 3; ++i) e.Add(Named("a"));  // a full batch: taken by the thread, which blocks in send
+  for (int i = 0; i < 3; ++i) e.Add(Named("a"), 1);  // a full batch: taken by the thread, which blocks in send
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   // Once the thread took the batch the queue is empty again: fill it, and one more is dropped.
   int added = 0;
   while (e.counters().dropped_queue_full == 0) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline);
-    e.Add(Named("b"));
+    e.Add(Named("b"), 1);
     ++added;
   }
   gate.unlock();
@@ -344,9 +383,9 @@ TEST(SpanExporter, StopSendsWhatIsQueued) {
   o.max_export_batch_size = 10;
   o.schedule_delay = std::chrono::hours(1);
   auto e = std::make_unique<SpanExporter>(o, Collect(c), &clock);
-  for (int i = 0; i < 25; ++i) e->Add(Named("s"));
+  for (int i = 0; i < 25; ++i) e->Add(Named("s"), 1);
   e->Stop();
-  e->Add(Named("late"));  // after the stop: dropped, counted
+  e->Add(Named("late"), 1);  // after the stop: dropped, counted
   EXPECT_EQ(e->counters().exported, 25u);
   EXPECT_EQ(e->counters().dropped_queue_full, 1u);
   e.reset();
@@ -393,7 +432,7 @@ TEST(TraceService, FollowsTheCallersDecision) {
   EXPECT_EQ(t->counters().invalid_traceparent, 1u);
   // The span records its parent and the tracestate, and reaches the exporter when it ends.
   auto child = s.AsParent();
-  Span compute(child.get(), "compute", SpanKind::kInternal, 5);
+  Span compute(child, "compute", SpanKind::kInternal, 5);
   compute.End(9);
   s.End(10, Status::Internal("boom"));
   s.End(11);  // once only
@@ -406,6 +445,66 @@ TEST(TraceService, FollowsTheCallersDecision) {
   EXPECT_EQ(t->counters().exporter.exported, 2u);
   std::lock_guard<std::mutex> g(c->mu);
   EXPECT_EQ(c->batches, std::vector<size_t>{2});
+  ASSERT_EQ(c->spans.size(), 2u);
+  const otlp::Span& sent_compute = c->spans[0];
+  const otlp::Span& sent_root = c->spans[1];
+  EXPECT_EQ(sent_compute.name(), "compute");
+  EXPECT_EQ(sent_root.name(), "InferRequest");
+  EXPECT_EQ(sent_root.parent_span_id(), std::string("\x00\xf0\x67\xaa\x0b\xa9\x02\xb7", 8));
+  EXPECT_EQ(sent_root.trace_state(), "k=v");
+  EXPECT_EQ(sent_compute.parent_span_id(), sent_root.span_id());
+  EXPECT_EQ(sent_compute.trace_id(), sent_root.trace_id());
+  EXPECT_EQ(sent_root.status().code(), otlp::Status::STATUS_CODE_ERROR);
+  EXPECT_EQ(sent_root.status().message(), "boom");
+}
+
+TEST(TraceService, ARequestWithManyContextsKeepsThemAllAndItsSpansTogether) {
+  FakeClock clock;
+  auto c = std::make_shared<Collected>();
+  auto t = Service({"mode=opentelemetry", "rate=1", "opentelemetry,protocol=http/protobuf"}, &clock, c);
+  {
+    Span root = t->StartRequest("", "", "InferRequest", 1);
+    ASSERT_TRUE(root.active());
+    // A chain deeper than the buffer's contexts held in place (an ensemble's steps): the rest are allocated.
+    std::vector<Span> chain;
+    std::shared_ptr<const TraceParent> parent = root.AsParent();
+    for (int i = 0; i < 10; ++i) {
+      chain.emplace_back(parent, "step", SpanKind::kInternal, 2 + i);
+      parent = chain.back().AsParent();
+      ASSERT_NE(parent, nullptr);
+      EXPECT_EQ(parent->trace_id, root.trace_id());
+      EXPECT_EQ(parent->span_id, chain.back().id());
+    }
+    // Attributes beyond the limit are dropped and counted, a key set again is replaced.
+    for (size_t i = 0; i < SpanRecord::kMaxAttributes + 2; ++i) root.SetAttribute("k", int64_t(i));
+    static const char* kKeys[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k2", "l", "m", "n"};
+    for (const char* k : kKeys) root.SetAttribute(k, true);
+    while (!chain.empty()) {
+      chain.back().End(50);
+      chain.pop_back();
+    }
+    root.End(60);
+    ASSERT_TRUE(t->Flush(std::chrono::seconds(10)));
+    EXPECT_EQ(t->counters().spans_recorded, 0u);  // `parent` still holds the request's buffer
+  }
+  ASSERT_TRUE(t->Flush(std::chrono::seconds(10)));
+  std::lock_guard<std::mutex> g(c->mu);
+  EXPECT_EQ(c->batches, std::vector<size_t>{11});
+  ASSERT_EQ(c->spans.size(), 11u);
+  const otlp::Span& root = c->spans.back();
+  EXPECT_EQ(root.name(), "InferRequest");
+  EXPECT_EQ(root.attributes_size(), static_cast<int>(SpanRecord::kMaxAttributes));
+  EXPECT_EQ(root.attributes(0).value().int_value(), static_cast<int64_t>(SpanRecord::kMaxAttributes + 1));
+  EXPECT_EQ(root.dropped_attributes_count(), 14u - (SpanRecord::kMaxAttributes - 1));
+  // Each step is the child of the one before it, the first the root's.
+  std::string parent = root.span_id();
+  std::vector<const otlp::Span*> by_start;
+  for (size_t i = 0; i < 10; ++i) by_start.push_back(&c->spans[9 - i]);  // the outermost step ended last
+  for (const otlp::Span* step : by_start) {
+    EXPECT_EQ(step->parent_span_id(), parent);
+    EXPECT_EQ(step->trace_id(), root.trace_id());
+    parent = step->span_id();
+  }
 }
 
 TEST(Span, InactiveSpansDoNothing) {
@@ -415,7 +514,7 @@ TEST(Span, InactiveSpansDoNothing) {
   none.End(2);
   EXPECT_FALSE(none.active());
   EXPECT_EQ(none.AsParent(), nullptr);
-  Span child(nullptr, "x", SpanKind::kInternal, 1);
+  Span child(std::shared_ptr<const TraceParent>(), "x", SpanKind::kInternal, 1);
   EXPECT_FALSE(child.active());
 }
 

@@ -254,6 +254,44 @@ class Tracing(unittest.TestCase):
         self.assertNotIn("secret", text)  # neither tokens nor query strings are logged
         self.assertGreaterEqual(C.metric(SERVER.metrics(), 'inferd_access_log_lines_total{outcome="written"}'), 2)
 
+    def test_otlp_json_carries_the_same_spans_and_whole_requests_per_export(self):
+        receiver = otlp_receiver.Receiver(RECEIVER.pb)
+        repo = C.served_repository("suite_tracing_json", ["mlp"])
+        # Small batches: several exports, each with whole requests (4 spans each), in OTLP's JSON form.
+        server = ic.Server(C.ARGS.inferd, repo, "--trace-config", "mode=opentelemetry", "--trace-config", "rate=1",
+                           "--trace-config", "opentelemetry,url=" + receiver.url,
+                           "--trace-config", "opentelemetry,protocol=http/json",
+                           "--trace-config", "opentelemetry,bsp_schedule_delay=20",
+                           "--trace-config", "opentelemetry,bsp_max_export_batch_size=6")
+        try:
+            x = np.random.default_rng(5).standard_normal((1, 8)).astype(np.float32)
+            ids = []
+            conn = server.conn()
+            for _ in range(5):
+                st, hdrs, data = server.request("POST", "/v2/models/mlp/infer",
+                                                json.dumps(ic.v2_json_request({"x": x})).encode(), conn=conn)
+                self.assertEqual(st, 200, data)
+                ids.append(traceparent_of(hdrs))
+            for trace_id, span_id in ids:
+                spans = receiver.trace(trace_id, complete({"InferRequest": 1, "mlp": 1, "queue": 1, "compute": 1}))
+                root = one(self, spans, "InferRequest")
+                self.assertEqual(root["span_id"], span_id)
+                self.assertEqual(root["attributes"]["url.path"], "/v2/models/mlp/infer")
+                model = one(self, spans, "mlp")
+                self.assert_model_span(model, root, "mlp")
+                self.assert_executed(spans, model)
+            self.assertGreater(receiver.bodies["json"], 0)
+            self.assertEqual(receiver.bodies["protobuf"], 0)
+            # Counted once the collector's answer is read, just after it took the last body.
+            C.wait_until(self, "20 spans counted as exported",
+                         lambda: C.metric(server.metrics(), "inferd_trace_spans_exported_total") == 20)
+            text = server.metrics()
+            # A batch closes at 6 spans or more, whole requests only: 5 requests go in at most 5 exports of 4 or 8.
+            self.assertLessEqual(C.metric(text, 'inferd_trace_exports_total{result="ok"}'), 5)
+        finally:
+            server.stop()
+            receiver.stop()
+
     def test_a_collector_that_is_gone_costs_no_request_and_drops_are_counted(self):
         gone = otlp_receiver.Receiver(RECEIVER.pb)
         url = gone.url

@@ -32,8 +32,8 @@ std::shared_ptr<ObservedCall> ObserveCall(const ServiceContext& ctx, const grpc:
   const tracing::RequestObserver& observer = *ctx.observer;
   auto o = std::make_shared<ObservedCall>();
   o->observer = &observer;
-  o->request = observer.Start(/*inference=*/true, Metadata(c, "traceparent"), Metadata(c, "tracestate"),
-                              std::chrono::steady_clock::now());
+  observer.Start(o->request, /*inference=*/true, Metadata(c, "traceparent"), Metadata(c, "tracestate"),
+                 std::chrono::steady_clock::now());
   tracing::AccessRecord& r = o->record;
   r.protocol = "grpc";
   r.method = method;

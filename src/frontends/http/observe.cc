@@ -74,8 +74,8 @@ void ObserveRequest(const tracing::RequestObserver& observer, Request&& req, Res
   const std::string* traceparent = req.Header("traceparent");
   const std::string* tracestate = req.Header("tracestate");
   auto state = std::make_shared<Observed>();
-  state->request = observer.Start(IsInferenceRoute(req, parts), traceparent ? *traceparent : std::string_view(),
-                                  tracestate ? *tracestate : std::string_view(), req.received);
+  observer.Start(state->request, IsInferenceRoute(req, parts), traceparent ? *traceparent : std::string_view(),
+                 tracestate ? *tracestate : std::string_view(), req.received);
   req.trace = state->request.context;
   tracing::AccessRecord& rec = state->record;
   rec.protocol = "http";
@@ -94,7 +94,7 @@ void ObserveRequest(const tracing::RequestObserver& observer, Request&& req, Res
       if (!state->request.traceparent.empty()) {
         // A peer's answer relayed (cluster mode) carries the peer's: this node's span is the client's parent.
         std::erase_if(r.headers, [](const auto& h) { return EqualsLower(h.first, "traceparent"); });
-        r.headers.emplace_back("traceparent", state->request.traceparent);
+        r.headers.emplace_back("traceparent", std::move(state->request.traceparent));  // needed once
       }
     }
     state->record.bytes_out += r.body.size();

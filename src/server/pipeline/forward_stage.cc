@@ -37,7 +37,7 @@ class ForwardStage final : public RequestStage {
     // Traced: a "forward" span (kind CLIENT) from here to the answer relayed, the peer's spans under it.
     std::shared_ptr<Span> span;
     if (r.trace) {
-      span = std::make_shared<Span>(r.trace.get(), "forward", SpanKind::kClient, UnixNanosNow());
+      span = std::make_shared<Span>(r.trace, "forward", SpanKind::kClient, UnixNanosNow());
       span->SetAttribute("triton.model_name", model);
       wire = WithTraceparent(*wire, *span);
       sink.final = [span, final = std::move(sink.final)](Result<InferResponse> answer) {

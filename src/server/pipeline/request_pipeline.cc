@@ -16,7 +16,8 @@ void RequestPipeline::Run(std::unique_ptr<RequestContext> ctx) const {
 namespace {
 
 // A traced stage's span, from `start_ns` to now; `answered`: the stage took the request and answered it.
-void RecordStageSpan(const TraceParent* parent, const RequestStage& stage, int64_t start_ns, bool answered) {
+void RecordStageSpan(const std::shared_ptr<const TraceParent>& parent, const RequestStage& stage, int64_t start_ns,
+                     bool answered) {
   Span span(parent, stage.name(), SpanKind::kInternal, start_ns);
   if (answered) span.SetAttribute("inferd.answered", true);
   span.End(UnixNanosNow());
@@ -26,7 +27,7 @@ void RecordStageSpan(const TraceParent* parent, const RequestStage& stage, int64
 
 void RequestPipeline::Continue(std::unique_ptr<RequestContext> ctx) const {
   if (ctx->held_since_ns != 0) {  // a traced request back from the stage that held it
-    RecordStageSpan(ctx->request->trace.get(), *stages_[ctx->next_stage - 1], ctx->held_since_ns, false);
+    RecordStageSpan(ctx->request->trace, *stages_[ctx->next_stage - 1], ctx->held_since_ns, false);
     ctx->held_since_ns = 0;
   }
   while (ctx->next_stage < stages_.size()) {
@@ -42,7 +43,7 @@ void RequestPipeline::Continue(std::unique_ptr<RequestContext> ctx) const {
     const RequestStage::Verdict v = stage.Process(ctx, *this);
     if (ctx == nullptr) return;  // held: its span ends when it comes back (Continue)
     ctx->held_since_ns = 0;
-    RecordStageSpan(trace.get(), stage, start, v == RequestStage::Verdict::kTaken);
+    RecordStageSpan(trace, stage, start, v == RequestStage::Verdict::kTaken);
     if (v == RequestStage::Verdict::kTaken) return;
   }
   // Only reached when the last stage let a request go on: a wiring bug.

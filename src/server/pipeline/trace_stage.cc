@@ -17,7 +17,7 @@ class TraceStage final : public RequestStage {
     InferRequest& request = *ctx->request;
     if (!request.trace) return Verdict::kContinue;
     const int64_t start = UnixNanos(ctx->arrival);
-    auto span = std::make_shared<Span>(request.trace.get(), request.model_name, SpanKind::kInternal, start);
+    auto span = std::make_shared<Span>(request.trace, request.model_name, SpanKind::kInternal, start);
     span->SetAttribute("triton.model_name", request.model_name);
     int64_t version = 0;
     const std::string& v = request.model_version;
