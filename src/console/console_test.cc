@@ -149,11 +149,14 @@ TEST(RecentTracesTest, KeepsTheNewestWithinTheirShareOfEachSecond) {
     r.span_id = id;
     return std::vector<SpanRecord>{r};
   };
-  recent.Offer(spans(1), 1'000'000'000);
-  recent.Offer(spans(2), 1'100'000'000);
-  recent.Offer(spans(3), 1'200'000'000);  // a third in the same second: not kept
-  recent.Offer(spans(4), 2'000'000'000);
-  recent.Offer(spans(5), 2'000'000'001);
+  auto offer = [&spans](tracing::RecentTraces& r, SpanId id, int64_t now) {
+    if (r.Claim(now)) r.Keep(spans(id));
+  };
+  offer(recent, 1, 1'000'000'000);
+  offer(recent, 2, 1'100'000'000);
+  EXPECT_FALSE(recent.Claim(1'200'000'000));  // a third in the same second: not kept
+  offer(recent, 4, 2'000'000'000);
+  offer(recent, 5, 2'000'000'001);
   auto got = recent.Snapshot(10);
   ASSERT_EQ(got.size(), 3u);  // capacity 3: 1 went
   EXPECT_EQ(got[0].span_id, 5u);
@@ -161,7 +164,8 @@ TEST(RecentTracesTest, KeepsTheNewestWithinTheirShareOfEachSecond) {
   EXPECT_EQ(got[2].span_id, 2u);
   EXPECT_EQ(recent.Snapshot(1).size(), 1u);
   tracing::RecentTraces none(0, 10);
-  none.Offer(spans(1), 0);
+  EXPECT_FALSE(none.Claim(0));
+  none.Keep(spans(1));
   EXPECT_TRUE(none.Snapshot(10).empty());
 }
 

@@ -67,14 +67,12 @@ class BoundedList {
   T* add() { return size_ == N ? nullptr : &items_[size_++]; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  static constexpr size_t capacity() { return N; }
   T& operator[](size_t i) { return items_[i]; }
   const T& operator[](size_t i) const { return items_[i]; }
   T* begin() { return items_.data(); }
   T* end() { return items_.data() + size_; }
   const T* begin() const { return items_.data(); }
   const T* end() const { return items_.data() + size_; }
-  const T& back() const { return items_[size_ - 1]; }
 
  private:
   std::array<T, N> items_{};

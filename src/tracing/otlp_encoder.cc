@@ -153,12 +153,8 @@ class SpanPlan {
       if (const auto* str = std::get_if<std::string>(&a.value)) {
         values_[i] = Text(*str);
         any = LenField(1, values_[i].size());
-      } else if (std::holds_alternative<bool>(a.value)) {
-        any = 2;
-      } else if (const auto* n = std::get_if<int64_t>(&a.value)) {
-        any = 1 + VarintSize(static_cast<uint64_t>(*n));
       } else {
-        any = 9;
+        any = AnyValueSize(a.value);
       }
       any_size_[i] = static_cast<uint32_t>(any);
       kv_size_[i] = static_cast<uint32_t>(LenField(1, keys_[i].size()) + LenField(2, any));
@@ -205,18 +201,10 @@ class SpanPlan {
       w.Len(9, kv_size_[i]);
       w.Raw(1, keys_[i]);
       w.Len(2, any_size_[i]);
-      if (std::holds_alternative<std::string>(v)) {
-        w.Raw(1, values_[i]);
-      } else if (const auto* b = std::get_if<bool>(&v)) {
-        w.UInt(2, *b ? 1 : 0);
-      } else if (const auto* n = std::get_if<int64_t>(&v)) {
-        w.UInt(3, static_cast<uint64_t>(*n));
-      } else {
-        uint64_t bits;
-        const double d = std::get<double>(v);
-        std::memcpy(&bits, &d, sizeof bits);
-        w.Fixed64(4, bits);
-      }
+      if (std::holds_alternative<std::string>(v))
+        w.Raw(1, values_[i]);  // the cleaned text, checked once above
+      else
+        w.AnyValue(v);
     }
     if (s.dropped_attributes != 0) w.UInt(10, s.dropped_attributes);
     for (size_t i = 0; i < s.events.size(); ++i) {

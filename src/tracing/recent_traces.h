@@ -29,10 +29,6 @@ class RecentTraces {
   bool Claim(int64_t now_unix_ns);
   // A claimed request's spans.
   void Keep(std::vector<SpanRecord> spans);
-  // Claim, then Keep a copy.
-  void Offer(const std::vector<SpanRecord>& spans, int64_t now_unix_ns) {
-    if (!spans.empty() && Claim(now_unix_ns)) Keep(spans);
-  }
   // The spans of the newest `max_requests` requests, newest request first.
   std::vector<SpanRecord> Snapshot(size_t max_requests) const;
   size_t capacity() const { return capacity_; }

@@ -25,7 +25,7 @@ void SpanExporter::Add(std::string_view spans, size_t count) {
     }
     // The first spans start the schedule's timer; a full batch goes at once.
     wake = full_.empty() && filling_.spans == 0;
-    if (filling_.spans == 0 && !spare_.empty() && filling_.bytes.capacity() < spare_.back().capacity()) {
+    if (filling_.bytes.empty() && !spare_.empty()) {  // a new batch: into a sent one's buffer
       filling_.bytes.swap(spare_.back());
       spare_.pop_back();
     }
