@@ -133,7 +133,7 @@ void Span::End(int64_t end_unix_ns, const Status& status) {
     record_.status = SpanStatus::kError;
     record_.status_message = status.message();
   }
-  parent_->sink->Record(record_);
+  parent_->sink->Record(std::move(record_));
   parent_.reset();
 }
 

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -54,9 +55,34 @@ enum class SpanStatus : uint8_t { kUnset = 0, kOk = 1, kError = 2 };
 
 // At most N items held in place (no allocation); push_back beyond N is
 // refused (false) and the caller counts the drop (OTLP's dropped_*_count).
+// Only the slots in use are constructed (and so touched): a span's record
+// crosses threads, and its unused slots would be memory moved for nothing.
 template <typename T, size_t N>
 class BoundedList {
  public:
+  BoundedList() = default;
+  BoundedList(const BoundedList& o) {
+    for (const T& v : o) new (Slot(size_++)) T(v);
+  }
+  BoundedList(BoundedList&& o) noexcept {
+    for (T& v : o) new (Slot(size_++)) T(std::move(v));
+  }
+  BoundedList& operator=(const BoundedList& o) {
+    if (this != &o) {
+      clear();
+      for (const T& v : o) new (Slot(size_++)) T(v);
+    }
+    return *this;
+  }
+  BoundedList& operator=(BoundedList&& o) noexcept {
+    if (this != &o) {
+      clear();
+      for (T& v : o) new (Slot(size_++)) T(std::move(v));
+    }
+    return *this;
+  }
+  ~BoundedList() { clear(); }
+
   bool push_back(T v) {
     T* slot = add();
     if (slot == nullptr) return false;
@@ -64,19 +90,25 @@ class BoundedList {
     return true;
   }
   // The next slot (default-constructed), or null when full.
-  T* add() { return size_ == N ? nullptr : &items_[size_++]; }
+  T* add() { return size_ == N ? nullptr : new (Slot(size_++)) T(); }
+  void clear() {
+    for (T& v : *this) v.~T();
+    size_ = 0;
+  }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T& operator[](size_t i) { return items_[i]; }
-  const T& operator[](size_t i) const { return items_[i]; }
-  T* begin() { return items_.data(); }
-  T* end() { return items_.data() + size_; }
-  const T* begin() const { return items_.data(); }
-  const T* end() const { return items_.data() + size_; }
+  T& operator[](size_t i) { return begin()[i]; }
+  const T& operator[](size_t i) const { return begin()[i]; }
+  T* begin() { return std::launder(reinterpret_cast<T*>(storage_)); }
+  T* end() { return begin() + size_; }
+  const T* begin() const { return std::launder(reinterpret_cast<const T*>(storage_)); }
+  const T* end() const { return begin() + size_; }
 
  private:
-  std::array<T, N> items_{};
+  void* Slot(size_t i) { return storage_ + i * sizeof(T); }
+
   size_t size_ = 0;
+  alignas(T) unsigned char storage_[N * sizeof(T)];
 };
 
 // One ended span, as exported. The limits hold what inferd's own spans
@@ -107,12 +139,12 @@ struct SpanRecord {
 struct TraceParent;
 
 // Where a trace's ended spans go (tracing/trace_service.h: a request's trace
-// buffer, encoding them for the exporter; tests: a recording sink). Record
-// copies what it keeps and never blocks.
+// buffer, which encodes them for the exporter when the request is done;
+// tests: a recording sink). Record takes the span's record and never blocks.
 class SpanSink {
  public:
   virtual ~SpanSink() = default;
-  virtual void Record(const SpanRecord& span) = 0;
+  virtual void Record(SpanRecord&& span) = 0;
   // The context of spans under span `span_id` of `from`'s trace, sharing
   // `from`'s ownership of the sink. This one allocates a small block; a
   // request's trace buffer hands out contexts it holds in place.

@@ -405,10 +405,13 @@ void ExecuteBatch(ModelInstance& instance, const ModelSpec& spec, std::vector<st
       }
       stats->AddPending(-1);
     }
-    if (p.request->trace) {
-      TraceExecution(p, {start, infer_start, infer_end, end, total_rows, batch.size(), instance_index});
-    }
     p.callback(std::move(results[i]));
+  }
+  // The batch's answers go first; its traced requests' spans are recorded after them (off their latency).
+  for (const auto& p : batch) {
+    if (p->request->trace) {
+      TraceExecution(*p, {start, infer_start, infer_end, end, total_rows, batch.size(), instance_index});
+    }
   }
 }
 

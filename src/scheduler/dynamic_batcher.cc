@@ -106,9 +106,13 @@ void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {
       const TimePoint started = clock.Now();
       ExecuteBatch(*instance, spec_, d.batch, options_.stats.get(), clock, static_cast<int>(index));
       const Duration took = clock.Now() - started;
+      // The requests (their tensors, callbacks and trace buffers) go before the lock is taken again: their
+      // release is work that a request arriving meanwhile must not wait for.
+      const int64_t padded_length = d.padded_length;
+      d = BatchQueue::Decision();
       lock.Lock();
       if (rows > 0) {
-        queue_.RecordExecution(rows, d.padded_length, took);
+        queue_.RecordExecution(rows, padded_length, took);
         PublishEstimates();
       }
       continue;

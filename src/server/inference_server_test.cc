@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 
 #include "backends/identity/identity_backend.h"
 #include "server/server_options.h"
@@ -332,17 +334,25 @@ TEST_F(InferenceServerTest, ABodyDecodesByTheInputsOfTheVersionThatServes) {
 // Spans of traced requests, as the TraceService would get them.
 class RecordingSink final : public SpanSink {
  public:
-  void Record(const SpanRecord& span) override {
+  void Record(SpanRecord&& span) override {
     std::lock_guard<std::mutex> g(mu_);
-    spans_.push_back(span);
+    spans_.push_back(std::move(span));
+    cv_.notify_all();
   }
   std::vector<SpanRecord> spans() {
     std::lock_guard<std::mutex> g(mu_);
     return spans_;
   }
+  // The spans once there are `n` (a request's spans may end just after its answer), or after 10 s.
+  std::vector<SpanRecord> WaitFor(size_t n) {
+    std::unique_lock<std::mutex> g(mu_);
+    cv_.wait_for(g, std::chrono::seconds(10), [&] { return spans_.size() >= n; });
+    return spans_;
+  }
 
  private:
   std::mutex mu_;
+  std::condition_variable cv_;
   std::vector<SpanRecord> spans_;
 };
 
@@ -373,7 +383,7 @@ TEST_F(InferenceServerTest, ATracedRequestRecordsItsModelQueueComputeAndStageSpa
   traced->trace = root;
   traced->id = "req-1";
   ASSERT_TRUE(Infer(std::move(traced)).ok());
-  auto spans = sink->spans();
+  auto spans = sink->WaitFor(3);
   ASSERT_EQ(spans.size(), 3u);
   const SpanRecord* model = Find(spans, "echo");
   const SpanRecord* queue = Find(spans, "queue");
@@ -405,7 +415,7 @@ TEST_F(InferenceServerTest, ATracedRequestRecordsItsModelQueueComputeAndStageSpa
     r->trace = root;
     ASSERT_TRUE(Infer(std::move(r)).ok());
   }
-  spans = sink->spans();
+  spans = sink->WaitFor(3u + 4u + 2u);
   std::vector<const SpanRecord*> cache;
   for (const auto& s : spans)
     if (s.name == "cache") cache.push_back(&s);
@@ -418,7 +428,8 @@ TEST_F(InferenceServerTest, ATracedRequestRecordsItsModelQueueComputeAndStageSpa
   auto bad = Req("echo", F32("x", {1, 3}, {1, 2, 3}));
   bad->trace = root;
   EXPECT_FALSE(Infer(std::move(bad)).ok());
-  spans = sink->spans();
+  spans = sink->WaitFor(3u + 4u + 2u + 1u);
+  ASSERT_EQ(spans.size(), 3u + 4u + 2u + 1u);
   EXPECT_EQ(spans.back().name, "echo");
   EXPECT_EQ(spans.back().status, SpanStatus::kError);
   EXPECT_NE(spans.back().status_message.find("shape"), std::string::npos);

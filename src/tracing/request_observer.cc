@@ -6,19 +6,32 @@ namespace inferd::tracing {
 
 void RequestObserver::Start(ObservedRequest& r, bool inference, std::string_view traceparent,
                             std::string_view tracestate, TimePoint start) const {
+  Start(r, Decide(inference, traceparent, tracestate), start);
+}
+
+TraceService::Decision RequestObserver::Decide(bool inference, std::string_view traceparent,
+                                               std::string_view tracestate) const {
+  if (!traces_ || !inference) return {};
+  return traces_->Decide(traceparent, tracestate);
+}
+
+void RequestObserver::Start(ObservedRequest& r, TraceService::Decision&& d, TimePoint start) const {
   r.start = start;
   r.start_unix_ns = UnixNanos(start);
-  if (traces_ && inference) {
-    r.root = traces_->StartRequest(traceparent, tracestate, "InferRequest", r.start_unix_ns);
-    if (r.root.active()) {
-      r.context = r.root.AsParent();
-      r.traceparent = FormatTraceparent(r.root.trace_id(), r.root.id(), true);
-    }
+  if (!d.traced()) return;
+  r.root = traces_->StartRequest(std::move(d), "InferRequest", r.start_unix_ns);
+  if (r.root.active()) {
+    r.context = r.root.AsParent();
+    r.traceparent = FormatTraceparent(r.root.trace_id(), r.root.id(), true);
   }
 }
 
 void RequestObserver::Finish(ObservedRequest& request, AccessRecord&& record, const Status& error) const {
-  const TimePoint end = std::chrono::steady_clock::now();
+  Finish(request, std::move(record), error, std::chrono::steady_clock::now());
+}
+
+void RequestObserver::Finish(ObservedRequest& request, AccessRecord&& record, const Status& error,
+                             TimePoint end) const {
   const int64_t end_unix_ns = request.start_unix_ns + (end - request.start).count();
   if (request.root.active()) {
     Span& s = request.root;

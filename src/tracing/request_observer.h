@@ -46,11 +46,19 @@ class RequestObserver {
   // Fills `r` (a fresh one, where it will stay: a span is moved at a cost).
   void Start(ObservedRequest& r, bool inference, std::string_view traceparent, std::string_view tracestate,
              TimePoint start) const;
+  // Start in two halves, for a front end that lets a request pass unobserved
+  // when Observes says so (tracing on, no access log, the request not
+  // traced: most requests at Triton's default rate of one in 1,000).
+  TraceService::Decision Decide(bool inference, std::string_view traceparent, std::string_view tracestate) const;
+  bool Observes(const TraceService::Decision& d) const { return log_ != nullptr || d.traced(); }
+  void Start(ObservedRequest& r, TraceService::Decision&& d, TimePoint start) const;
   // The request was answered. `record` carries what the front end knows
   // (protocol, method, target, model, version, status, bytes, client, request
   // id); time, latency and the trace id are filled in here. `error`: the
   // answer's status when it failed (the span's status).
   void Finish(ObservedRequest& request, AccessRecord&& record, const Status& error) const;
+  // The same, for a request answered at `end` (a front end that hands the answer over first).
+  void Finish(ObservedRequest& request, AccessRecord&& record, const Status& error, TimePoint end) const;
 
  private:
   std::shared_ptr<TraceService> traces_;

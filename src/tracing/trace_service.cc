@@ -1,5 +1,8 @@
 #include "tracing/trace_service.h"
 
+#include <algorithm>
+#include <new>
+
 #include "core/mutex.h"
 #include "tracing/otlp_encoder.h"
 #include "tracing/otlp_http.h"
@@ -7,21 +10,46 @@
 
 namespace inferd::tracing {
 
-// One traced request's spans (encoded as they end) and contexts, until the
-// last holder of its contexts lets go.
+// One traced request's spans and contexts, until the last holder of its
+// contexts lets go: then its spans are encoded, all at once, and handed to
+// the exporter. (A span that ends only moves its record here: a batch's
+// answers go out before any of its spans is encoded.)
 class TraceBuffer final : public SpanSink {
  public:
-  // Contexts held in place; a request that hands out more (a long ensemble) allocates the rest.
+  // Contexts and span records held in place; a request that hands out or records more (a long ensemble)
+  // allocates the rest.
   static constexpr size_t kContexts = 6;
+  static constexpr size_t kRecords = 6;
 
-  TraceBuffer(std::shared_ptr<TraceService> service, bool keep_records) : service_(std::move(service)) {
-    encoded_.reserve(json() ? 2048 : 1024);
-    if (keep_records) kept_ = std::make_unique<std::vector<SpanRecord>>();
-  }
+  TraceBuffer(std::shared_ptr<TraceService> service, bool keep_records)
+      : service_(std::move(service)), keep_(keep_records) {}
   ~TraceBuffer() override {
+    const size_t used = std::min(used_.load(std::memory_order_relaxed), kContexts);
+    for (size_t i = 0; i < used; ++i) Context(i)->~TraceParent();
     MutexLock l(&mu_);
-    if (count_ != 0) service_->Export(encoded_, count_);
-    if (kept_ && !kept_->empty()) service_->recent_.Keep(std::move(*kept_));
+    const size_t count = records_.size() + more_.size();
+    if (count == 0) return;
+    // The thread's own scratch (hot in its cache, no allocation once grown); a huge trace's room is let go.
+    thread_local std::string encoded;
+    encoded.clear();
+    const bool json = service_->config_.encoding == TraceConfig::Encoding::kJson;
+    auto encode = [&](const SpanRecord& span) {
+      if (json)
+        AppendOtlpJsonSpan(&encoded, span);
+      else
+        AppendOtlpProtobufSpan(&encoded, span);
+    };
+    for (const SpanRecord& span : records_) encode(span);
+    for (const SpanRecord& span : more_) encode(span);
+    service_->Export(encoded, count);
+    if (encoded.capacity() > (64 << 10)) std::string().swap(encoded);
+    if (keep_) {
+      std::vector<SpanRecord> kept;
+      kept.reserve(count);
+      for (SpanRecord& span : records_) kept.push_back(std::move(span));
+      for (SpanRecord& span : more_) kept.push_back(std::move(span));
+      service_->recent_.Keep(std::move(kept));
+    }
   }
 
   // The request's own context: spans under it are children of `parent` (0: the root span is a root).
@@ -30,14 +58,12 @@ class TraceBuffer final : public SpanSink {
     return self->InPlace(self, trace, parent, std::move(trace_state));
   }
 
-  void Record(const SpanRecord& span) override {
+  void Record(SpanRecord&& span) override {
     MutexLock l(&mu_);
-    if (json())
-      AppendOtlpJsonSpan(&encoded_, span);
+    if (SpanRecord* slot = records_.add())
+      *slot = std::move(span);
     else
-      AppendOtlpProtobufSpan(&encoded_, span);
-    ++count_;
-    if (kept_) kept_->push_back(span);
+      more_.push_back(std::move(span));
   }
 
   std::shared_ptr<const TraceParent> Child(const std::shared_ptr<const TraceParent>& from, SpanId span_id) override {
@@ -46,8 +72,6 @@ class TraceBuffer final : public SpanSink {
   }
 
  private:
-  bool json() const { return service_->config_.encoding == TraceConfig::Encoding::kJson; }
-
   // A context in this buffer, owned by `owner`'s owners (the buffer's, through any of its contexts); null when
   // the buffer's are all taken.
   template <typename Owner>
@@ -55,17 +79,22 @@ class TraceBuffer final : public SpanSink {
                                              std::string trace_state) {
     const size_t i = used_.fetch_add(1, std::memory_order_relaxed);
     if (i >= kContexts) return nullptr;
-    contexts_[i] = TraceParent{this, trace, span, std::move(trace_state)};
-    return std::shared_ptr<const TraceParent>(owner, &contexts_[i]);
+    TraceParent* c = new (Context(i)) TraceParent{this, trace, span, std::move(trace_state)};
+    return std::shared_ptr<const TraceParent>(owner, c);
+  }
+  TraceParent* Context(size_t i) {
+    return std::launder(reinterpret_cast<TraceParent*>(contexts_ + i * sizeof(TraceParent)));
   }
 
   const std::shared_ptr<TraceService> service_;
   std::atomic<size_t> used_{0};
-  std::array<TraceParent, kContexts> contexts_;  // each written once, before it is handed out
+  // Built one by one as handed out (the first `used_`, at most kContexts): a request uses two or three, and
+  // the buffer's memory crosses threads with the request (untouched slots cost nothing).
+  alignas(TraceParent) unsigned char contexts_[kContexts * sizeof(TraceParent)];
+  const bool keep_;  // the console keeps this request's spans
   Mutex mu_;
-  std::string encoded_ TSA_GUARDED_BY(mu_);
-  size_t count_ TSA_GUARDED_BY(mu_) = 0;
-  std::unique_ptr<std::vector<SpanRecord>> kept_ TSA_GUARDED_BY(mu_);  // null unless kept for the console
+  BoundedList<SpanRecord, kRecords> records_ TSA_GUARDED_BY(mu_);
+  std::vector<SpanRecord> more_ TSA_GUARDED_BY(mu_);
 };
 
 namespace {
@@ -119,31 +148,31 @@ bool TraceService::SampleByRate() {
   return false;
 }
 
-Span TraceService::StartRequest(std::string_view traceparent, std::string_view tracestate, std::string name,
-                                int64_t start_unix_ns) {
-  if (!config_.enabled) return Span();
-  TraceId trace;
-  SpanId parent = 0;
-  std::string state;
+TraceService::Decision TraceService::Decide(std::string_view traceparent, std::string_view tracestate) {
+  Decision d;
+  if (!config_.enabled) return d;
   if (!traceparent.empty()) {
     auto remote = ParseTraceparent(traceparent);
     if (remote.ok()) {
-      if (!remote->sampled) return Span();  // the caller decided: not recorded
+      if (!remote->sampled) return d;  // the caller decided: not recorded
       propagated_.fetch_add(1, std::memory_order_relaxed);
-      trace = remote->trace_id;
-      parent = remote->parent_id;
-      state = SanitizeTracestate(tracestate);
-    } else {
-      invalid_.fetch_add(1, std::memory_order_relaxed);
+      d.trace = remote->trace_id;
+      d.parent = remote->parent_id;
+      d.state = SanitizeTracestate(tracestate);
+      return d;
     }
+    invalid_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (!trace.valid()) {
-    if (!SampleByRate()) return Span();
-    by_rate_.fetch_add(1, std::memory_order_relaxed);
-    trace = NewTraceId();
-  }
+  if (!SampleByRate()) return d;
+  by_rate_.fetch_add(1, std::memory_order_relaxed);
+  d.trace = NewTraceId();
+  return d;
+}
+
+Span TraceService::StartRequest(Decision&& d, std::string name, int64_t start_unix_ns) {
+  if (!d.traced()) return Span();
   auto buffer = std::make_shared<TraceBuffer>(shared_from_this(), recent_.Claim(start_unix_ns));
-  return Span(TraceBuffer::Root(buffer, trace, parent, std::move(state)), std::move(name), SpanKind::kServer,
+  return Span(TraceBuffer::Root(buffer, d.trace, d.parent, std::move(d.state)), std::move(name), SpanKind::kServer,
               start_unix_ns);
 }
 

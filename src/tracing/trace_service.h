@@ -5,12 +5,17 @@
 // SpanExporter, which sends them to the collector over OTLP/HTTP.
 //
 // A traced request's spans are recorded into a trace buffer of its own (one
-// allocation per request): each span is encoded there as it ends (OTLP's
-// protobuf or JSON fragment; one uncontended lock per span), the contexts
-// handed out under it (TraceParent) live in it too, and when the last holder
-// of its contexts lets go the encoded bytes are copied into the exporter's
-// batch (one lock of the exporter per request). A few requests a second also
-// keep their span records for the web console (recent()).
+// allocation per request): a span that ends moves its record there (one
+// uncontended lock per span), the contexts handed out under it (TraceParent)
+// live in it too, and when the last holder of its contexts lets go (the
+// request is done: after its answer went out) its spans are encoded, all at
+// once (OTLP's protobuf or JSON fragments, into the thread's own scratch),
+// and copied into the exporter's batch (one lock of the exporter per
+// request). A few requests a second also keep their span records for the web
+// console (recent()).
+//
+// An untraced request costs nothing here when no access log is kept: front
+// ends ask RequestObserver::Decide first and let it pass unobserved.
 //
 // Thread-safety: thread-safe. Ownership: shared (trace buffers hold it);
 // Stop sends what is queued and ends the exporter's thread, later spans are
@@ -41,10 +46,23 @@ class TraceService final : public std::enable_shared_from_this<TraceService> {
                                                         Clock* clock);
   ~TraceService();
 
-  // A request arrives with these W3C headers ("" = absent): its root span
-  // (kind SERVER, named `name`), active when the request is traced. An
-  // unreadable traceparent counts as absent.
-  Span StartRequest(std::string_view traceparent, std::string_view tracestate, std::string name, int64_t start_unix_ns);
+  // Whether a request that arrives with these W3C headers ("" = absent) is
+  // traced, and under which trace. An unreadable traceparent counts as
+  // absent. Each call is one request for the rate and the count.
+  struct Decision {
+    TraceId trace;      // invalid: not traced
+    SpanId parent = 0;  // the client's span (0: none)
+    std::string state;  // its tracestate, sanitized
+    bool traced() const { return trace.valid(); }
+  };
+  Decision Decide(std::string_view traceparent, std::string_view tracestate);
+  // The request's root span (kind SERVER, named `name`), active when the decision traced it.
+  Span StartRequest(Decision&& decision, std::string name, int64_t start_unix_ns);
+  // Both at once.
+  Span StartRequest(std::string_view traceparent, std::string_view tracestate, std::string name,
+                    int64_t start_unix_ns) {
+    return StartRequest(Decide(traceparent, tracestate), std::move(name), start_unix_ns);
+  }
 
   bool Flush(std::chrono::milliseconds timeout) { return exporter_->Flush(timeout); }
   void Stop() { exporter_->Stop(); }

@@ -11,6 +11,7 @@
 #include "tracing/access_log.h"
 #include "tracing/otlp_encoder.h"
 #include "tracing/otlp_http.h"
+#include "tracing/request_observer.h"
 #include "tracing/span_exporter.h"
 #include "tracing/trace_config.h"
 #include "tracing/trace_context.h"
@@ -508,6 +509,73 @@ TEST(TraceService, ARequestWithManyContextsKeepsThemAllAndItsSpansTogether) {
     EXPECT_EQ(step->trace_id(), root.trace_id());
     parent = step->span_id();
   }
+}
+
+TEST(RequestObserver, LetsAnUntracedRequestPassUnobservedUnlessALogWantsIt) {
+  FakeClock clock;
+  auto c = std::make_shared<Collected>();
+  auto t = Service({"mode=opentelemetry", "rate=2"}, &clock, c);
+  const RequestObserver tracing_only(t, nullptr);
+  // One request in two is traced; the other is not observed at all (no span, no state, no log line).
+  auto first = tracing_only.Decide(/*inference=*/true, "", "");
+  auto second = tracing_only.Decide(/*inference=*/true, "", "");
+  EXPECT_TRUE(first.traced());
+  EXPECT_TRUE(tracing_only.Observes(first));
+  EXPECT_FALSE(second.traced());
+  EXPECT_FALSE(tracing_only.Observes(second));
+  // Routes that run no model are never traced (and use none of the rate).
+  EXPECT_FALSE(tracing_only.Decide(/*inference=*/false, "", "").traced());
+  EXPECT_TRUE(tracing_only.Decide(/*inference=*/true, "", "").traced());
+  // A caller's sampled context is followed whatever the rate.
+  auto remote = tracing_only.Decide(true, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "");
+  ASSERT_TRUE(remote.traced());
+  ObservedRequest r;
+  tracing_only.Start(r, std::move(remote), std::chrono::steady_clock::time_point(std::chrono::seconds(5)));
+  ASSERT_TRUE(r.root.active());
+  EXPECT_EQ(HexTraceId(r.root.trace_id()), "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(r.traceparent.substr(0, 36), "00-4bf92f3577b34da6a3ce929d0e0e4736-");
+  ASSERT_NE(r.context, nullptr);
+  // With an access log every request is observed (its line is decided at the end).
+  testing::TempDir dir;
+  AccessLogOptions o;
+  o.path = dir.path() + "/access.log";
+  auto log = AccessLog::Open(o);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  const RequestObserver logging(nullptr, std::shared_ptr<AccessLog>(std::move(*log)));
+  auto untraced = logging.Decide(true, "", "");
+  EXPECT_FALSE(untraced.traced());
+  EXPECT_TRUE(logging.Observes(untraced));
+}
+
+TEST(BoundedList, HoldsUpToItsLimitAndCopiesAndMovesWhatItHolds) {
+  BoundedList<std::string, 3> a;
+  EXPECT_TRUE(a.empty());
+  const std::string long_text(100, 'x');  // beyond the inline buffer: a real allocation to copy and free
+  EXPECT_TRUE(a.push_back("one"));
+  EXPECT_TRUE(a.push_back(long_text));
+  std::string* third = a.add();
+  ASSERT_NE(third, nullptr);
+  EXPECT_TRUE(third->empty());  // a new slot is default-constructed
+  *third = "three";
+  EXPECT_FALSE(a.push_back("four"));  // full: refused
+  EXPECT_EQ(a.add(), nullptr);
+  ASSERT_EQ(a.size(), 3u);
+  BoundedList<std::string, 3> copy(a);
+  EXPECT_EQ(std::vector<std::string>(copy.begin(), copy.end()), (std::vector<std::string>{"one", long_text, "three"}));
+  BoundedList<std::string, 3> moved(std::move(copy));
+  ASSERT_EQ(moved.size(), 3u);
+  EXPECT_EQ(moved[1], long_text);
+  BoundedList<std::string, 3> assigned;
+  assigned.push_back("old");
+  assigned = a;
+  EXPECT_EQ(assigned.size(), 3u);
+  EXPECT_EQ(assigned[0], "one");
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned[2], "three");
+  assigned.clear();
+  EXPECT_TRUE(assigned.empty());
+  EXPECT_TRUE(assigned.push_back("again"));
+  EXPECT_EQ(a[1], long_text);  // the original is untouched by its copies
 }
 
 TEST(Span, InactiveSpansDoNothing) {

@@ -30,10 +30,12 @@ std::shared_ptr<ObservedCall> ObserveCall(const ServiceContext& ctx, const grpc:
                                           std::string model, std::string version, std::string id) {
   if (ctx.observer == nullptr || !ctx.observer->active()) return nullptr;
   const tracing::RequestObserver& observer = *ctx.observer;
+  const auto start = std::chrono::steady_clock::now();
+  auto decision = observer.Decide(/*inference=*/true, Metadata(c, "traceparent"), Metadata(c, "tracestate"));
+  if (!observer.Observes(decision)) return nullptr;  // not traced, no log: the call goes unobserved
   auto o = std::make_shared<ObservedCall>();
   o->observer = &observer;
-  observer.Start(o->request, /*inference=*/true, Metadata(c, "traceparent"), Metadata(c, "tracestate"),
-                 std::chrono::steady_clock::now());
+  observer.Start(o->request, std::move(decision), start);
   tracing::AccessRecord& r = o->record;
   r.protocol = "grpc";
   r.method = method;

@@ -73,9 +73,11 @@ void ObserveRequest(const tracing::RequestObserver& observer, Request&& req, Res
   const PathParts parts(req.path);
   const std::string* traceparent = req.Header("traceparent");
   const std::string* tracestate = req.Header("tracestate");
+  auto decision = observer.Decide(IsInferenceRoute(req, parts), traceparent ? *traceparent : std::string_view(),
+                                  tracestate ? *tracestate : std::string_view());
+  if (!observer.Observes(decision)) return route(std::move(req), std::move(respond));  // not traced, no log
   auto state = std::make_shared<Observed>();
-  observer.Start(state->request, IsInferenceRoute(req, parts), traceparent ? *traceparent : std::string_view(),
-                 tracestate ? *tracestate : std::string_view(), req.received);
+  observer.Start(state->request, std::move(decision), req.received);
   req.trace = state->request.context;
   tracing::AccessRecord& rec = state->record;
   rec.protocol = "http";
@@ -98,14 +100,14 @@ void ObserveRequest(const tracing::RequestObserver& observer, Request&& req, Res
       }
     }
     state->record.bytes_out += r.body.size();
-    if (!r.more) {
-      const int status = state->record.status;
-      state->record.failed = status >= 400;
-      const Status error =
-          state->record.failed ? Status(StatusCode::kInternal, "HTTP " + std::to_string(status)) : Status::OK();
-      observer.Finish(state->request, std::move(state->record), error);
-    }
-    respond(std::move(r));
+    if (r.more) return respond(std::move(r));
+    const TimePoint end = std::chrono::steady_clock::now();
+    respond(std::move(r));  // the answer goes first; the span and log line after it (off its latency)
+    const int status = state->record.status;
+    state->record.failed = status >= 400;
+    const Status error =
+        state->record.failed ? Status(StatusCode::kInternal, "HTTP " + std::to_string(status)) : Status::OK();
+    observer.Finish(state->request, std::move(state->record), error, end);
   });
 }
 

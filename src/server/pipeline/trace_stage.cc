@@ -31,9 +31,10 @@ class TraceStage final : public RequestStage {
     request.trace = span->AsParent();
     ctx->sink.final = [span, final = std::move(ctx->sink.final)](Result<InferResponse> r) {
       const int64_t end = UnixNanosNow();
-      span->AddEvent("REQUEST_END", end);
-      span->End(end, r.status());
+      const Status status = r.ok() ? Status::OK() : r.status();
       final(std::move(r));
+      span->AddEvent("REQUEST_END", end);
+      span->End(end, status);
     };
     return Verdict::kContinue;
   }
