@@ -149,8 +149,10 @@ class Rollout(unittest.TestCase):
             self.assertIn(why, out.stdout)
         load = Load(self.server)
         try:
-            # Its p99 is checked against a loose bound: on a loaded 2-core box the p99 of 1 ms requests is noise.
-            self.rollout("2", ', "checks": {"max_p99_ratio": 5}')
+            # Its p99 is checked against a bound it cannot miss by chance: on a loaded 2-core box (CI runs the
+            # suites two at a time) the p99 of 1 ms requests is noise, and once rolled back a version 5 times
+            # slower. Version 5's rollback above is the p99 check's test; this one's is promotion.
+            self.rollout("2", ', "checks": {"max_p99_ratio": 1000}')
             js = self.wait_end()
         finally:
             load.stop()
