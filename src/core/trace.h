@@ -113,10 +113,9 @@ class BoundedList {
 
 // One ended span, as exported. The limits hold what inferd's own spans
 // set (a request's root span: 8 attributes; compute: 4 events) and no more:
-// every slot is built and torn down with the span, and a traced request's
-// records are what it touches most (measured: 12 and 6 slots cost 2 us of
-// CPU a tiny_mlp request more than 8 and 4; docs/benchmarks.md). A span that
-// sets more drops them and counts them.
+// a traced request's records are what it touches most, and a record's size
+// is memory that crosses threads with it (docs/benchmarks.md, "Tracing").
+// A span that sets more drops them and counts them.
 struct SpanRecord {
   static constexpr size_t kMaxAttributes = 8;
   static constexpr size_t kMaxEvents = 4;
