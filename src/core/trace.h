@@ -21,6 +21,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -62,22 +63,25 @@ class BoundedList {
  public:
   BoundedList() = default;
   BoundedList(const BoundedList& o) {
-    for (const T& v : o) new (Slot(size_++)) T(v);
+    try {
+      Append(o);
+    } catch (...) {  // a copy that failed (out of memory): the items copied go too
+      clear();
+      throw;
+    }
   }
-  BoundedList(BoundedList&& o) noexcept {
-    for (T& v : o) new (Slot(size_++)) T(std::move(v));
-  }
+  BoundedList(BoundedList&& o) noexcept(std::is_nothrow_move_constructible_v<T>) { Append(std::move(o)); }
   BoundedList& operator=(const BoundedList& o) {
     if (this != &o) {
       clear();
-      for (const T& v : o) new (Slot(size_++)) T(v);
+      Append(o);
     }
     return *this;
   }
-  BoundedList& operator=(BoundedList&& o) noexcept {
+  BoundedList& operator=(BoundedList&& o) noexcept(std::is_nothrow_move_constructible_v<T>) {
     if (this != &o) {
       clear();
-      for (T& v : o) new (Slot(size_++)) T(std::move(v));
+      Append(std::move(o));
     }
     return *this;
   }
@@ -90,7 +94,12 @@ class BoundedList {
     return true;
   }
   // The next slot (default-constructed), or null when full.
-  T* add() { return size_ == N ? nullptr : new (Slot(size_++)) T(); }
+  T* add() {
+    if (size_ == N) return nullptr;
+    T* slot = new (Slot(size_)) T();
+    ++size_;  // counted once built: a constructor that throws leaves no slot to destroy
+    return slot;
+  }
   void clear() {
     for (T& v : *this) v.~T();
     size_ = 0;
@@ -106,6 +115,19 @@ class BoundedList {
 
  private:
   void* Slot(size_t i) { return storage_ + i * sizeof(T); }
+  // `o`'s items after these, each counted once built (both lists hold at most N).
+  void Append(const BoundedList& o) {
+    for (const T& v : o) {
+      new (Slot(size_)) T(v);
+      ++size_;
+    }
+  }
+  void Append(BoundedList&& o) {
+    for (T& v : o) {
+      new (Slot(size_)) T(std::move(v));
+      ++size_;
+    }
+  }
 
   size_t size_ = 0;
   alignas(T) unsigned char storage_[N * sizeof(T)];

@@ -22,7 +22,8 @@ struct OtlpResource {
 };
 
 // One span as a fragment of a body's only ScopeSpans, appended to `out`
-// (what a request's trace buffer does as each span ends). Protobuf: the
+// (what a request's trace buffer does with its spans when the request is
+// done). Protobuf: the
 // field `spans` (tag, length, the Span message); fragments concatenate. JSON:
 // a comma and the span's object; WrapOtlpJson drops the first comma.
 void AppendOtlpProtobufSpan(std::string* out, const SpanRecord& span);

@@ -4,11 +4,6 @@
 
 namespace inferd::tracing {
 
-void RequestObserver::Start(ObservedRequest& r, bool inference, std::string_view traceparent,
-                            std::string_view tracestate, TimePoint start) const {
-  Start(r, Decide(inference, traceparent, tracestate), start);
-}
-
 TraceService::Decision RequestObserver::Decide(bool inference, std::string_view traceparent,
                                                std::string_view tracestate) const {
   if (!traces_ || !inference) return {};
@@ -20,10 +15,8 @@ void RequestObserver::Start(ObservedRequest& r, TraceService::Decision&& d, Time
   r.start_unix_ns = UnixNanos(start);
   if (!d.traced()) return;
   r.root = traces_->StartRequest(std::move(d), "InferRequest", r.start_unix_ns);
-  if (r.root.active()) {
-    r.context = r.root.AsParent();
-    r.traceparent = FormatTraceparent(r.root.trace_id(), r.root.id(), true);
-  }
+  r.context = r.root.AsParent();
+  r.traceparent = FormatTraceparent(r.root.trace_id(), r.root.id(), true);
 }
 
 void RequestObserver::Finish(ObservedRequest& request, AccessRecord&& record, const Status& error) const {

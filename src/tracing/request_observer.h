@@ -41,16 +41,16 @@ class RequestObserver {
   TraceService* traces() const { return traces_.get(); }
   AccessLog* access_log() const { return log_.get(); }
 
-  // A request arrived (`start`: when it began to be read). `inference`: it
-  // runs a model, so it may be traced; other requests are only logged.
-  // Fills `r` (a fresh one, where it will stay: a span is moved at a cost).
-  void Start(ObservedRequest& r, bool inference, std::string_view traceparent, std::string_view tracestate,
-             TimePoint start) const;
-  // Start in two halves, for a front end that lets a request pass unobserved
-  // when Observes says so (tracing on, no access log, the request not
-  // traced: most requests at Triton's default rate of one in 1,000).
+  // A request arrived: whether it is traced (`inference`: it runs a model,
+  // so it may be; other requests are only logged), and whether it is to be
+  // observed at all. Front ends let a request that Observes refuses pass
+  // untouched (tracing on, no access log, the request not traced: most
+  // requests at Triton's default rate of one in 1,000).
   TraceService::Decision Decide(bool inference, std::string_view traceparent, std::string_view tracestate) const;
   bool Observes(const TraceService::Decision& d) const { return log_ != nullptr || d.traced(); }
+  // An observed request's start (`start`: when it began to be read), with
+  // Decide's decision. Fills `r` (a fresh one, where it will stay: a span is
+  // moved at a cost).
   void Start(ObservedRequest& r, TraceService::Decision&& d, TimePoint start) const;
   // The request was answered. `record` carries what the front end knows
   // (protocol, method, target, model, version, status, bytes, client, request

@@ -58,11 +58,6 @@ class TraceService final : public std::enable_shared_from_this<TraceService> {
   Decision Decide(std::string_view traceparent, std::string_view tracestate);
   // The request's root span (kind SERVER, named `name`), active when the decision traced it.
   Span StartRequest(Decision&& decision, std::string name, int64_t start_unix_ns);
-  // Both at once.
-  Span StartRequest(std::string_view traceparent, std::string_view tracestate, std::string name,
-                    int64_t start_unix_ns) {
-    return StartRequest(Decide(traceparent, tracestate), std::move(name), start_unix_ns);
-  }
 
   bool Flush(std::chrono::milliseconds timeout) { return exporter_->Flush(timeout); }
   void Stop() { exporter_->Stop(); }

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "gtest/gtest.h"
 #include "otlp_trace.pb.h"
@@ -416,7 +417,7 @@ TEST(TraceService, TracesOneRequestInRateUpToCount) {
   auto c = std::make_shared<Collected>();
   auto t = Service({"mode=opentelemetry", "rate=3", "count=2"}, &clock, c);
   std::vector<bool> traced;
-  for (int i = 0; i < 12; ++i) traced.push_back(t->StartRequest("", "", "InferRequest", 1).active());
+  for (int i = 0; i < 12; ++i) traced.push_back(t->StartRequest(t->Decide("", ""), "InferRequest", 1).active());
   EXPECT_EQ(traced,
             (std::vector<bool>{true, false, false, true, false, false, false, false, false, false, false, false}));
   EXPECT_EQ(t->counters().traces_by_rate, 2u);
@@ -426,12 +427,14 @@ TEST(TraceService, FollowsTheCallersDecision) {
   FakeClock clock;
   auto c = std::make_shared<Collected>();
   auto t = Service({"mode=opentelemetry", "rate=0"}, &clock, c);
-  EXPECT_FALSE(t->StartRequest("", "", "InferRequest", 1).active());  // rate 0: nothing of its own
-  Span s = t->StartRequest("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "k=v", "InferRequest", 1);
+  EXPECT_FALSE(t->StartRequest(t->Decide("", ""), "InferRequest", 1).active());  // rate 0: nothing of its own
+  Span s =
+      t->StartRequest(t->Decide("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "k=v"), "InferRequest", 1);
   ASSERT_TRUE(s.active());
   EXPECT_EQ(HexTraceId(s.trace_id()), "4bf92f3577b34da6a3ce929d0e0e4736");
-  EXPECT_FALSE(t->StartRequest("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", "", "r", 1).active());
-  EXPECT_FALSE(t->StartRequest("garbage", "", "r", 1).active());
+  EXPECT_FALSE(
+      t->StartRequest(t->Decide("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", ""), "r", 1).active());
+  EXPECT_FALSE(t->StartRequest(t->Decide("garbage", ""), "r", 1).active());
   EXPECT_EQ(t->counters().traces_propagated, 1u);
   EXPECT_EQ(t->counters().invalid_traceparent, 1u);
   // The span records its parent and the tracestate, and reaches the exporter when it ends.
@@ -467,7 +470,7 @@ TEST(TraceService, ARequestWithManyContextsKeepsThemAllAndItsSpansTogether) {
   auto c = std::make_shared<Collected>();
   auto t = Service({"mode=opentelemetry", "rate=1", "opentelemetry,protocol=http/protobuf"}, &clock, c);
   {
-    Span root = t->StartRequest("", "", "InferRequest", 1);
+    Span root = t->StartRequest(t->Decide("", ""), "InferRequest", 1);
     ASSERT_TRUE(root.active());
     // A chain deeper than the buffer's contexts held in place (an ensemble's steps): the rest are allocated.
     std::vector<Span> chain;
@@ -576,6 +579,40 @@ TEST(BoundedList, HoldsUpToItsLimitAndCopiesAndMovesWhatItHolds) {
   EXPECT_TRUE(assigned.empty());
   EXPECT_TRUE(assigned.push_back("again"));
   EXPECT_EQ(a[1], long_text);  // the original is untouched by its copies
+}
+
+// Counts its live instances; copying the one marked `fails` throws (an allocation that failed, say).
+struct Counted {
+  static inline int live = 0;
+  bool fails = false;
+  Counted() { ++live; }
+  explicit Counted(bool f) : fails(f) { ++live; }
+  Counted(const Counted& o) : fails(o.fails) {
+    if (fails) throw std::runtime_error("copy failed");
+    ++live;
+  }
+  Counted& operator=(const Counted&) = default;
+  ~Counted() { --live; }
+};
+
+TEST(BoundedList, ACopyThatThrowsLeavesNothingBuiltBehind) {
+  {
+    BoundedList<Counted, 4> a;
+    a.add();
+    a.add();
+    a.add()->fails = true;
+    ASSERT_EQ(Counted::live, 3);
+    // The third copy throws: the two made before it are destroyed, and nothing more (no slot counted unbuilt).
+    using List = BoundedList<Counted, 4>;
+    EXPECT_THROW(List{a}, std::runtime_error);
+    EXPECT_EQ(Counted::live, 3);
+    BoundedList<Counted, 4> b;
+    b.add();
+    EXPECT_THROW(b = a, std::runtime_error);
+    EXPECT_EQ(b.size(), 2u);  // assignment: what was copied stays, counted
+    EXPECT_EQ(Counted::live, 5);
+  }
+  EXPECT_EQ(Counted::live, 0);
 }
 
 TEST(Span, InactiveSpansDoNothing) {

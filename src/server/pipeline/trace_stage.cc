@@ -31,7 +31,7 @@ class TraceStage final : public RequestStage {
     request.trace = span->AsParent();
     ctx->sink.final = [span, final = std::move(ctx->sink.final)](Result<InferResponse> r) {
       const int64_t end = UnixNanosNow();
-      const Status status = r.ok() ? Status::OK() : r.status();
+      const Status status = r.status();
       final(std::move(r));
       span->AddEvent("REQUEST_END", end);
       span->End(end, status);
