@@ -84,26 +84,57 @@ std::shared_ptr<const TraceParent> MakeTraceParent(std::shared_ptr<SpanSink> sin
   return std::shared_ptr<const TraceParent>(block, &block->parent);
 }
 
+SpanRecord* SpanSink::Open() { return new SpanRecord(); }
+
+void SpanSink::Close(SpanRecord* record) {
+  std::unique_ptr<SpanRecord> owned(record);
+  Record(std::move(*owned));
+}
+
+void SpanSink::Abandon(SpanRecord* record) { delete record; }
+
 Span::Span(std::shared_ptr<const TraceParent> parent, std::string name, SpanKind kind, int64_t start_unix_ns) {
   if (parent == nullptr || parent->sink == nullptr) return;
-  record_.trace_id = parent->trace_id;
-  record_.parent_span_id = parent->span_id;
-  record_.trace_state = parent->trace_state;
-  record_.span_id = NewSpanId();
-  record_.name = std::move(name);
-  record_.kind = kind;
-  record_.start_unix_ns = start_unix_ns;
+  SpanRecord* r = parent->sink->Open();
+  r->trace_id = parent->trace_id;
+  r->parent_span_id = parent->span_id;
+  r->trace_state = parent->trace_state;
+  r->span_id = NewSpanId();
+  r->name = std::move(name);
+  r->kind = kind;
+  r->start_unix_ns = start_unix_ns;
+  record_ = r;
   parent_ = std::move(parent);
 }
 
+Span& Span::operator=(Span&& o) noexcept {
+  if (this != &o) {
+    Abandon();
+    parent_ = std::move(o.parent_);
+    record_ = std::exchange(o.record_, nullptr);
+  }
+  return *this;
+}
+
+void Span::Abandon() noexcept {
+  if (record_ == nullptr) return;
+  parent_->sink->Abandon(std::exchange(record_, nullptr));
+  parent_.reset();
+}
+
+const TraceId& Span::trace_id() const {
+  static constexpr TraceId kNone;
+  return record_ ? record_->trace_id : kNone;
+}
+
 SpanValue* Span::AttributeSlot(std::string_view key) {
-  if (!parent_) return nullptr;
-  for (auto& a : record_.attributes) {
+  if (!record_) return nullptr;
+  for (auto& a : record_->attributes) {
     if (a.key == key) return &a.value;
   }
-  SpanAttribute* a = record_.attributes.add();
+  SpanAttribute* a = record_->attributes.add();
   if (a == nullptr) {
-    ++record_.dropped_attributes;
+    ++record_->dropped_attributes;
     return nullptr;
   }
   a->key = key;
@@ -111,10 +142,10 @@ SpanValue* Span::AttributeSlot(std::string_view key) {
 }
 
 void Span::AddEvent(std::string_view name, int64_t unix_ns) {
-  if (!parent_) return;
-  SpanEvent* e = record_.events.add();
+  if (!record_) return;
+  SpanEvent* e = record_->events.add();
   if (e == nullptr) {
-    ++record_.dropped_events;
+    ++record_->dropped_events;
     return;
   }
   e->name = name;
@@ -122,18 +153,18 @@ void Span::AddEvent(std::string_view name, int64_t unix_ns) {
 }
 
 std::shared_ptr<const TraceParent> Span::AsParent() const {
-  if (!parent_) return nullptr;
-  return parent_->sink->Child(parent_, record_.span_id);
+  if (!record_) return nullptr;
+  return parent_->sink->Child(parent_, record_->span_id);
 }
 
 void Span::End(int64_t end_unix_ns, const Status& status) {
-  if (!parent_) return;
-  record_.end_unix_ns = std::max(end_unix_ns, record_.start_unix_ns);
+  if (!record_) return;
+  record_->end_unix_ns = std::max(end_unix_ns, record_->start_unix_ns);
   if (!status.ok()) {
-    record_.status = SpanStatus::kError;
-    record_.status_message = status.message();
+    record_->status = SpanStatus::kError;
+    record_->status_message = status.message();
   }
-  parent_->sink->Record(std::move(record_));
+  parent_->sink->Close(std::exchange(record_, nullptr));
   parent_.reset();
 }
 

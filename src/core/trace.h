@@ -5,8 +5,8 @@
 //
 // An untraced request carries a null TraceParent: tracing off costs the
 // request path one pointer test where a span would start. Tracing on, a span
-// is recorded without allocating (its attributes and events are held in the
-// span; only string values longer than std::string's inline buffer allocate),
+// is recorded without allocating: its record (attributes and events held in
+// place; only string values longer than std::string's inline buffer allocate)
 // and a request's contexts live in its trace's buffer (tracing/trace_service).
 // The exporter, the sampler and the wire formats live in tracing/.
 //
@@ -159,13 +159,24 @@ struct SpanRecord {
 
 struct TraceParent;
 
-// Where a trace's ended spans go (tracing/trace_service.h: a request's trace
-// buffer, which encodes them for the exporter when the request is done;
-// tests: a recording sink). Record takes the span's record and never blocks.
+// Where a trace's spans are recorded (tracing/trace_service.h: a request's
+// trace buffer, which encodes them for the exporter when the request is
+// done; tests: a recording sink). None of its calls blocks.
+//
+// A span being recorded writes its record where Open put it, and hands it
+// back once: Close when it ended, Abandon when it went unended. By default
+// the record is the span's own (on the heap) and Close passes it to Record;
+// a sink that keeps records in place (a request's trace buffer) hands out its
+// own room instead, so that an ended span's record is never moved.
 class SpanSink {
  public:
   virtual ~SpanSink() = default;
+  // An ended span's record (the default Close's target).
   virtual void Record(SpanRecord&& span) = 0;
+  // Room for a new span's record (default-constructed), held until Close or Abandon.
+  virtual SpanRecord* Open();
+  virtual void Close(SpanRecord* record);
+  virtual void Abandon(SpanRecord* record);
   // The context of spans under span `span_id` of `from`'s trace, sharing
   // `from`'s ownership of the sink. This one allocates a small block; a
   // request's trace buffer hands out contexts it holds in place.
@@ -197,18 +208,21 @@ int64_t UnixNanos(TimePoint steady);
 int64_t UnixNanosNow();
 
 // A span being recorded. Default-constructed: inactive, every call a no-op.
+// Its record is kept by its sink (SpanSink::Open): a span is two pointers,
+// cheap to move. One that goes without End is not recorded.
 class Span {
  public:
   Span() = default;
   // A child of `parent` (null: an inactive span); holds the parent (and so
   // the sink) until it ends.
   Span(std::shared_ptr<const TraceParent> parent, std::string name, SpanKind kind, int64_t start_unix_ns);
-  Span(Span&&) = default;
-  Span& operator=(Span&&) = default;
+  Span(Span&& o) noexcept : parent_(std::move(o.parent_)), record_(std::exchange(o.record_, nullptr)) {}
+  Span& operator=(Span&& o) noexcept;
+  ~Span() { Abandon(); }
 
-  bool active() const { return parent_ != nullptr; }
-  SpanId id() const { return record_.span_id; }
-  const TraceId& trace_id() const { return record_.trace_id; }
+  bool active() const { return record_ != nullptr; }
+  SpanId id() const { return record_ ? record_->span_id : 0; }
+  const TraceId& trace_id() const;
 
   // `key` and `name`: string literals (kept as views). Setting a key again
   // replaces its value. `value`: a string, int64_t, double or bool, stored
@@ -229,9 +243,11 @@ class Span {
   // Where `key`'s value goes: its slot, a new one, or null (inactive, or
   // the attributes are full: the drop is counted).
   SpanValue* AttributeSlot(std::string_view key);
+  // Hands an unended span's record back to its sink.
+  void Abandon() noexcept;
 
-  std::shared_ptr<const TraceParent> parent_;
-  SpanRecord record_;
+  std::shared_ptr<const TraceParent> parent_;  // null when inactive
+  SpanRecord* record_ = nullptr;               // held by parent_'s sink while active
 };
 
 }  // namespace inferd

@@ -24,17 +24,30 @@ enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kFixed32 = 5 };
 size_t VarintSize(uint64_t v) { return (static_cast<size_t>(std::bit_width(v | 1)) + 6) / 7; }
 size_t TagSize(uint32_t field) { return VarintSize(static_cast<uint64_t>(field) << 3); }
 size_t LenField(uint32_t field, size_t len) { return TagSize(field) + VarintSize(len) + len; }
-// Eight bytes at a time: the high bit of any byte set means non-ASCII.
+// Eight bytes at a time: the high bit of any byte set means non-ASCII. The
+// last word overlaps the one before it (no byte-by-byte tail for the usual
+// keys and names of 8 to 30 bytes); shorter text is read as two overlapping
+// halves.
 bool Ascii(std::string_view s) {
   const char* p = s.data();
-  size_t n = s.size();
+  const size_t n = s.size();
   uint64_t any = 0;
-  for (; n >= 8; p += 8, n -= 8) {
+  if (n >= 8) {
     uint64_t w;
-    std::memcpy(&w, p, sizeof w);
+    for (size_t i = 0; i + 8 < n; i += 8) {
+      std::memcpy(&w, p + i, sizeof w);
+      any |= w;
+    }
+    std::memcpy(&w, p + n - 8, sizeof w);
     any |= w;
+  } else if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, p, sizeof a);
+    std::memcpy(&b, p + n - 4, sizeof b);
+    any = a | b;
+  } else {
+    for (size_t i = 0; i < n; ++i) any |= static_cast<unsigned char>(p[i]);
   }
-  for (; n > 0; ++p, --n) any |= static_cast<unsigned char>(*p);
   return (any & 0x8080808080808080ull) == 0;
 }
 size_t CleanSize(std::string_view s) { return Ascii(s) ? s.size() : llm::SanitizeUtf8(s).size(); }

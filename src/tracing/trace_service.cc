@@ -1,7 +1,11 @@
 #include "tracing/trace_service.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <memory>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include "core/mutex.h"
 #include "tracing/otlp_encoder.h"
@@ -11,9 +15,11 @@
 namespace inferd::tracing {
 
 // One traced request's spans and contexts, until the last holder of its
-// contexts lets go: then its spans are encoded, all at once, and handed to
-// the exporter. (A span that ends only moves its record here: a batch's
-// answers go out before any of its spans is encoded.)
+// contexts lets go: then its ended spans are encoded, all at once, and handed
+// to the exporter. A span writes its record in place here from its start (no
+// record is moved), and its end only marks it ended (and when, among the
+// others: spans go out in the order they ended, as an SDK's would): a batch's
+// answers go out before any of its spans is encoded.
 class TraceBuffer final : public SpanSink {
  public:
   // Contexts and span records held in place; a request that hands out or records more (a long ensemble)
@@ -24,32 +30,15 @@ class TraceBuffer final : public SpanSink {
   TraceBuffer(std::shared_ptr<TraceService> service, bool keep_records)
       : service_(std::move(service)), keep_(keep_records) {}
   ~TraceBuffer() override {
-    const size_t used = std::min(used_.load(std::memory_order_relaxed), kContexts);
-    for (size_t i = 0; i < used; ++i) Context(i)->~TraceParent();
-    MutexLock l(&mu_);
-    const size_t count = records_.size() + more_.size();
-    if (count == 0) return;
-    // The thread's own scratch (hot in its cache, no allocation once grown); a huge trace's room is let go.
-    thread_local std::string encoded;
-    encoded.clear();
-    const bool json = service_->config_.encoding == TraceConfig::Encoding::kJson;
-    auto encode = [&](const SpanRecord& span) {
-      if (json)
-        AppendOtlpJsonSpan(&encoded, span);
-      else
-        AppendOtlpProtobufSpan(&encoded, span);
-    };
-    for (const SpanRecord& span : records_) encode(span);
-    for (const SpanRecord& span : more_) encode(span);
-    service_->Export(encoded, count);
-    if (encoded.capacity() > (64 << 10)) std::string().swap(encoded);
-    if (keep_) {
-      std::vector<SpanRecord> kept;
-      kept.reserve(count);
-      for (SpanRecord& span : records_) kept.push_back(std::move(span));
-      for (SpanRecord& span : more_) kept.push_back(std::move(span));
-      service_->recent_.Keep(std::move(kept));
+    const size_t contexts = std::min(used_.load(std::memory_order_relaxed), kContexts);
+    for (size_t i = 0; i < contexts; ++i) Context(i)->~TraceParent();
+    // Every span has let go of its record (each holds a context): the slots' ended_ ranks are all written.
+    const size_t slots = std::min(opened_.load(std::memory_order_relaxed), kRecords);
+    {
+      MutexLock l(&mu_);
+      if (ends_.load(std::memory_order_relaxed) > 0) Export(slots);
     }
+    for (size_t i = 0; i < slots; ++i) Slot(i)->~SpanRecord();
   }
 
   // The request's own context: spans under it are children of `parent` (0: the root span is a root).
@@ -58,12 +47,29 @@ class TraceBuffer final : public SpanSink {
     return self->InPlace(self, trace, parent, std::move(trace_state));
   }
 
-  void Record(SpanRecord&& span) override {
+  SpanRecord* Open() override {
+    const size_t i = opened_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= kRecords) return new SpanRecord();
+    return new (records_ + i * sizeof(SpanRecord)) SpanRecord();
+  }
+  // A slot's record stays where it is (marked ended, or destroyed with the buffer); one of the rest is kept.
+  void Close(SpanRecord* record) override {
+    const uint32_t rank = ends_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (const size_t i = SlotOf(record); i < kRecords) {
+      ended_[i] = rank;  // each slot's rank is written by its span's holder alone
+      return;
+    }
+    std::unique_ptr<SpanRecord> owned(record);
     MutexLock l(&mu_);
-    if (SpanRecord* slot = records_.add())
-      *slot = std::move(span);
-    else
-      more_.push_back(std::move(span));
+    more_.emplace_back(rank, std::move(owned));
+  }
+  void Abandon(SpanRecord* record) override {
+    if (SlotOf(record) == kRecords) delete record;
+  }
+  void Record(SpanRecord&& span) override {
+    SpanRecord* r = Open();
+    *r = std::move(span);
+    Close(r);
   }
 
   std::shared_ptr<const TraceParent> Child(const std::shared_ptr<const TraceParent>& from, SpanId span_id) override {
@@ -85,6 +91,43 @@ class TraceBuffer final : public SpanSink {
   TraceParent* Context(size_t i) {
     return std::launder(reinterpret_cast<TraceParent*>(contexts_ + i * sizeof(TraceParent)));
   }
+  SpanRecord* Slot(size_t i) { return std::launder(reinterpret_cast<SpanRecord*>(records_ + i * sizeof(SpanRecord))); }
+  // Which slot holds `record` (kRecords: none, it is on the heap).
+  size_t SlotOf(const SpanRecord* record) const {
+    const auto at = reinterpret_cast<uintptr_t>(record), first = reinterpret_cast<uintptr_t>(records_);
+    if (at < first || at >= first + sizeof(records_)) return kRecords;
+    return (at - first) / sizeof(SpanRecord);
+  }
+  // The ended spans (of the first `slots` and more_), in the order they ended, encoded into the thread's own
+  // scratch (hot in its cache, no allocation once grown; a huge trace's room is let go), to the exporter; and to
+  // the console when it keeps this request.
+  void Export(size_t slots) TSA_REQUIRES(mu_) {
+    thread_local std::vector<std::pair<uint32_t, SpanRecord*>> ended;
+    ended.clear();
+    for (size_t i = 0; i < slots; ++i) {
+      if (ended_[i] != 0) ended.emplace_back(ended_[i], Slot(i));
+    }
+    for (const auto& [rank, span] : more_) ended.emplace_back(rank, span.get());
+    std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    thread_local std::string encoded;
+    encoded.clear();
+    const bool json = service_->config_.encoding == TraceConfig::Encoding::kJson;
+    for (const auto& [rank, span] : ended) {
+      if (json)
+        AppendOtlpJsonSpan(&encoded, *span);
+      else
+        AppendOtlpProtobufSpan(&encoded, *span);
+    }
+    service_->Export(encoded, ended.size());
+    if (encoded.capacity() > (64 << 10)) std::string().swap(encoded);
+    if (keep_) {
+      std::vector<SpanRecord> kept;
+      kept.reserve(ended.size());
+      for (const auto& [rank, span] : ended) kept.push_back(std::move(*span));
+      service_->recent_.Keep(std::move(kept));
+    }
+    if (ended.capacity() > 64) std::vector<std::pair<uint32_t, SpanRecord*>>().swap(ended);
+  }
 
   const std::shared_ptr<TraceService> service_;
   std::atomic<size_t> used_{0};
@@ -92,9 +135,14 @@ class TraceBuffer final : public SpanSink {
   // the buffer's memory crosses threads with the request (untouched slots cost nothing).
   alignas(TraceParent) unsigned char contexts_[kContexts * sizeof(TraceParent)];
   const bool keep_;  // the console keeps this request's spans
+  // Span records, likewise built as opened (the first `opened_`, at most kRecords); ended_[i]: when slot i's
+  // span ended (its rank among the ends, from 1; 0: not ended).
+  std::atomic<size_t> opened_{0};
+  std::atomic<uint32_t> ends_{0};
+  uint32_t ended_[kRecords] = {};
+  alignas(SpanRecord) unsigned char records_[kRecords * sizeof(SpanRecord)];
   Mutex mu_;
-  BoundedList<SpanRecord, kRecords> records_ TSA_GUARDED_BY(mu_);
-  std::vector<SpanRecord> more_ TSA_GUARDED_BY(mu_);
+  std::vector<std::pair<uint32_t, std::unique_ptr<SpanRecord>>> more_ TSA_GUARDED_BY(mu_);  // beyond the slots, ranked
 };
 
 namespace {

@@ -5,13 +5,13 @@
 // SpanExporter, which sends them to the collector over OTLP/HTTP.
 //
 // A traced request's spans are recorded into a trace buffer of its own (one
-// allocation per request): a span that ends moves its record there (one
-// uncontended lock per span), the contexts handed out under it (TraceParent)
-// live in it too, and when the last holder of its contexts lets go (the
-// request is done: after its answer went out) its spans are encoded, all at
-// once (OTLP's protobuf or JSON fragments, into the thread's own scratch),
-// and copied into the exporter's batch (one lock of the exporter per
-// request). A few requests a second also keep their span records for the web
+// allocation per request): a span writes its record there from its start and
+// its end only marks it ended (no lock, no copy), the contexts handed out
+// under it (TraceParent) live in it too, and when the last holder of its
+// contexts lets go (the request is done: after its answer went out) its spans
+// are encoded, all at once (OTLP's protobuf or JSON fragments, into the
+// thread's own scratch), and copied into the exporter's batch (one lock of
+// the exporter per request). A few requests a second also keep their span records for the web
 // console (recent()).
 //
 // An untraced request costs nothing here when no access log is kept: front

@@ -224,6 +224,27 @@ TEST(OtlpEncoder, ProtobufReadsBackWithOtlpsMessages) {
   EXPECT_FALSE(r.has_status());
 }
 
+TEST(OtlpEncoder, FindsANonAsciiByteAtAnyPlaceInTextOfAnyLength) {
+  // The ASCII test reads words, halves and bytes by length: one byte 0xff anywhere must still be cleaned.
+  for (size_t n = 1; n <= 40; ++n) {
+    for (size_t at = 0; at < n; ++at) {
+      SpanRecord s = SampleSpan();
+      s.attributes.clear();
+      std::string text(n, 'a');
+      text[at] = '\xff';
+      s.attributes.push_back({"t", text});
+      s.name = text;
+      otlp::ExportTraceServiceRequest req;
+      ASSERT_TRUE(req.ParseFromString(EncodeOtlpProtobuf({}, {s}))) << n << " " << at;
+      std::string want = text;
+      want.replace(at, 1, "\xef\xbf\xbd");
+      const auto& sent = req.resource_spans(0).scope_spans(0).spans(0);
+      EXPECT_EQ(sent.attributes(0).value().string_value(), want) << n << " " << at;
+      EXPECT_EQ(sent.name(), want) << n << " " << at;
+    }
+  }
+}
+
 TEST(OtlpEncoder, FragmentsMakeOneBodyAndCarryTheDroppedCounts) {
   OtlpResource res;
   SpanRecord a = SampleSpan(), b = SampleSpan();
@@ -512,6 +533,41 @@ TEST(TraceService, ARequestWithManyContextsKeepsThemAllAndItsSpansTogether) {
     EXPECT_EQ(step->trace_id(), root.trace_id());
     parent = step->span_id();
   }
+}
+
+TEST(TraceService, ExportsEndedSpansInTheOrderTheyEndedAndNeverOneThatDidNotEnd) {
+  FakeClock clock;
+  auto c = std::make_shared<Collected>();
+  auto t = Service({"mode=opentelemetry", "rate=1"}, &clock, c);
+  {
+    Span root = t->StartRequest(t->Decide("", ""), "InferRequest", 1);
+    std::shared_ptr<const TraceParent> ctx = root.AsParent();
+    { Span lost(ctx, "lost", SpanKind::kInternal, 2); }  // goes without End: not recorded
+    Span a(ctx, "moved", SpanKind::kInternal, 3);
+    Span b = std::move(a);  // the record moves with the span
+    EXPECT_FALSE(a.active());
+    Span d(ctx, "replaced", SpanKind::kInternal, 4);
+    d = Span(ctx, "kept", SpanKind::kInternal, 5);  // the span it replaces goes unended
+    // More spans than the buffer holds in place (the rest on the heap), one of them ending, the others not.
+    std::vector<Span> many;
+    for (int i = 0; i < 8; ++i) many.emplace_back(ctx, "many", SpanKind::kInternal, 6);
+    many[6].SetAttribute("i", int64_t{6});
+    many[6].End(7);
+    d.End(8);
+    b.End(9);
+    a.End(10);  // inactive: nothing
+    b.End(11);  // once only
+    root.End(12);
+  }
+  ASSERT_TRUE(t->Flush(std::chrono::seconds(10)));
+  std::lock_guard<std::mutex> g(c->mu);
+  std::vector<std::string> names;
+  for (const otlp::Span& s : c->spans) names.push_back(s.name());
+  EXPECT_EQ(names, (std::vector<std::string>{"many", "kept", "moved", "InferRequest"}));
+  ASSERT_EQ(c->spans.size(), 4u);
+  EXPECT_EQ(c->spans[0].attributes(0).value().int_value(), 6);
+  EXPECT_EQ(c->spans[2].end_time_unix_nano(), 9u);
+  EXPECT_EQ(t->counters().spans_recorded, 4u);
 }
 
 TEST(RequestObserver, LetsAnUntracedRequestPassUnobservedUnlessALogWantsIt) {

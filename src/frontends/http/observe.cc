@@ -86,7 +86,7 @@ void ObserveRequest(const tracing::RequestObserver& observer, Request&& req, Res
   rec.model = ModelOfPath(parts);
   rec.client = req.client;
   rec.bytes_in = req.body ? req.body->size() : 0;
-  route(std::move(req), [state, &observer, respond = std::move(respond)](Response r) {
+  route(std::move(req), [state, &observer, respond = std::move(respond)](Response&& r) {
     if (!state->started) {
       state->started = true;
       state->record.status = r.status;

@@ -29,7 +29,7 @@ class TraceStage final : public RequestStage {
     if (!request.id.empty()) span->SetAttribute("triton.request_id", request.id);
     span->AddEvent("REQUEST_START", start);
     request.trace = span->AsParent();
-    ctx->sink.final = [span, final = std::move(ctx->sink.final)](Result<InferResponse> r) {
+    ctx->sink.final = [span, final = std::move(ctx->sink.final)](Result<InferResponse>&& r) {
       const int64_t end = UnixNanosNow();
       const Status status = r.status();
       final(std::move(r));
