@@ -68,6 +68,8 @@ Status ValidateRolloutSpec(const RolloutSpec& s) {
     return Status::InvalidArgument("rollout: 'max_error_rate_increase' must be in 0..1");
   if (!(c.max_p99_ratio >= 1) || !std::isfinite(c.max_p99_ratio))
     return Status::InvalidArgument("rollout: 'max_p99_ratio' must be a number >= 1");
+  if (!(c.min_p99_increase_ms >= 0) || !std::isfinite(c.min_p99_increase_ms))
+    return Status::InvalidArgument("rollout: 'min_p99_increase_ms' must be a number >= 0");
   if (!(c.min_agreement >= 0 && c.min_agreement <= 1))
     return Status::InvalidArgument("rollout: 'min_agreement' must be in 0..1");
   return Status::OK();
@@ -112,11 +114,12 @@ RolloutState JudgeInterval(RolloutState state, const IntervalStats& canary, cons
   // requests of its own (high canary shares; 100%: none), the step's p99 is
   // not judged; the lower steps judged it with both measured.
   if (stable.requests >= state.spec.min_requests && stable.p99_us > 0) {
-    if (canary.p99_us > stable.p99_us * c.max_p99_ratio) {
-      return End(std::move(state), RolloutPhase::kRolledBack,
-                 Fmt("p99 %.0f us vs stable %.0f us in the same interval (max x%.2f)", canary.p99_us, stable.p99_us,
-                     c.max_p99_ratio),
-                 now);
+    if (canary.p99_us > stable.p99_us * c.max_p99_ratio &&
+        canary.p99_us - stable.p99_us > c.min_p99_increase_ms * 1000) {
+      std::string why = Fmt("p99 %.0f us vs stable %.0f us in the same interval (max x%.2f", canary.p99_us,
+                            stable.p99_us, c.max_p99_ratio);
+      if (c.min_p99_increase_ms > 0) why += Fmt(" or +%.1f ms", c.min_p99_increase_ms);
+      return End(std::move(state), RolloutPhase::kRolledBack, why + ")", now);
     }
   } else {
     state.events.push_back({now, "p99 not compared: stable had " + std::to_string(stable.requests) + " of " +

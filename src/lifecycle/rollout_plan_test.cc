@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace inferd {
 namespace {
 
@@ -103,6 +105,28 @@ TEST(RolloutPlan, LatencyIsComparedWithinTheSameIntervalOnly) {
   EXPECT_NE(s.reason.find("p99 2700 us vs stable 900 us in the same interval"), std::string::npos) << s.reason;
 }
 
+// With a floor, a canary fails the p99 check only when slower by both the ratio and the floor.
+TEST(RolloutPlan, AP99FloorLetsASmallAbsoluteIncreasePass) {
+  RolloutSpec spec = Spec();
+  spec.checks.min_p99_increase_ms = 5;
+  TimePoint t{};
+  RolloutState s = StartRollout(spec, t);
+  // 3x stable but only 2 ms more: passes.
+  s = JudgeInterval(s, IntervalStats{1000, 0, 3000, std::nullopt}, IntervalStats{1000, 0, 1000, std::nullopt},
+                    t + seconds(10));
+  EXPECT_EQ(s.phase, RolloutPhase::kRunning) << s.reason;
+  EXPECT_EQ(s.canary_percent(), 25u);
+  // 6 ms more but only x1.2: passes.
+  s = JudgeInterval(s, IntervalStats{1000, 0, 36000, std::nullopt}, IntervalStats{1000, 0, 30000, std::nullopt},
+                    t + seconds(20));
+  EXPECT_EQ(s.phase, RolloutPhase::kRunning) << s.reason;
+  // 7x and 6 ms more: rolled back, the floor in the reason.
+  s = JudgeInterval(s, IntervalStats{1000, 0, 7000, std::nullopt}, IntervalStats{1000, 0, 1000, std::nullopt},
+                    t + seconds(30));
+  EXPECT_EQ(s.phase, RolloutPhase::kRolledBack);
+  EXPECT_EQ(s.reason, "p99 7000 us vs stable 1000 us in the same interval (max x1.50 or +5.0 ms)");
+}
+
 TEST(RolloutPlan, AnAbortEndsARunningRolloutOnly) {
   TimePoint t{};
   RolloutState s = AbortRollout(StartRollout(Spec(), t), "version 4 was removed from the repository", t);
@@ -124,6 +148,8 @@ TEST(RolloutPlan, SpecsAreValidated) {
   EXPECT_FALSE(bad([](RolloutSpec& s) { s.interval = seconds(-1); }).ok());
   EXPECT_FALSE(bad([](RolloutSpec& s) { s.version.clear(); }).ok());
   EXPECT_FALSE(bad([](RolloutSpec& s) { s.checks.max_p99_ratio = 0.5; }).ok());
+  EXPECT_FALSE(bad([](RolloutSpec& s) { s.checks.min_p99_increase_ms = -1; }).ok());
+  EXPECT_FALSE(bad([](RolloutSpec& s) { s.checks.min_p99_increase_ms = std::nan(""); }).ok());
   EXPECT_FALSE(bad([](RolloutSpec& s) { s.checks.min_agreement = 2; }).ok());
 }
 

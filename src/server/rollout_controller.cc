@@ -69,6 +69,8 @@ void WriteRequest(Writer& w, const RolloutSpec& s, double shadow_percent) {
   w.Double(s.checks.max_error_rate_increase);
   w.Key("max_p99_ratio");
   w.Double(s.checks.max_p99_ratio);
+  w.Key("min_p99_increase_ms");
+  w.Double(s.checks.min_p99_increase_ms);
   w.Key("min_agreement");
   w.Double(s.checks.min_agreement);
   w.EndObject();
@@ -132,10 +134,13 @@ Result<RolloutRequest> ParseRolloutRequestJson(std::string_view json) {
           r.spec.checks.max_error_rate_increase = d;
         else if (ck == "max_p99_ratio")
           r.spec.checks.max_p99_ratio = d;
+        else if (ck == "min_p99_increase_ms")
+          r.spec.checks.min_p99_increase_ms = d;
         else if (ck == "min_agreement")
           r.spec.checks.min_agreement = d;
         else
-          return Bad("checks." + ck, "is not a check (max_error_rate_increase, max_p99_ratio, min_agreement)");
+          return Bad("checks." + ck,
+                     "is not a check (max_error_rate_increase, max_p99_ratio, min_p99_increase_ms, min_agreement)");
       }
     } else {
       return Bad(key, "is not a field");

@@ -212,6 +212,7 @@ class Tracing(unittest.TestCase):
         spans = RECEIVER.trace(trace_id, complete({"InferRequest": 1, "tiny_chat": 1, "generate": 1, "decode": 1}))
         root = one(self, spans, "InferRequest")
         self.assertEqual(root["attributes"]["url.path"], "/v1/chat/completions")
+        self.assertEqual(root["attributes"]["triton.model_name"], "tiny_chat")  # named in the body
         model = one(self, spans, "tiny_chat")
         self.assert_model_span(model, root, "tiny_chat")
         gen = one(self, spans, "generate")
@@ -224,6 +225,14 @@ class Tracing(unittest.TestCase):
         for phase in ("queue", "prefill", "decode"):
             self.assert_child(one(self, spans, phase), gen)
         self.assertLessEqual(one(self, spans, "prefill")["end"], one(self, spans, "decode")["start"] + TOLERANCE_NS)
+        # The access log's line names the model the body named, and the version that answered.
+
+        def mine():
+            with open(ACCESS_LOG) as f:
+                return [json.loads(line) for line in f if trace_id in line]
+        C.wait_until(self, "the call's access-log line", lambda: mine())
+        self.assertEqual((mine()[0]["model"], mine()[0]["version"], mine()[0]["target"]),
+                         ("tiny_chat", "1", "/v1/chat/completions"))
 
     def test_the_access_log_has_a_line_per_request_with_its_trace(self):
         x = np.ones((1, 8), np.float32)

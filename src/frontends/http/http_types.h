@@ -54,6 +54,9 @@ struct Response {
   // (`more` false) ends it. A response whose first part is its last is sent
   // whole, with Content-Length.
   bool more = false;
+  // The model that answered, when the path does not name it (OpenAI's routes name it in the body): for the access
+  // log and the request's span (frontends/http/observe.cc reads it off the first part). Never sent.
+  std::string model;
 };
 
 // Answers a request: zero or more parts with `more` set, then exactly one

@@ -90,6 +90,7 @@ void ObserveRequest(const tracing::RequestObserver& observer, Request&& req, Res
     if (!state->started) {
       state->started = true;
       state->record.status = r.status;
+      if (state->record.model.empty()) state->record.model = std::move(r.model);  // OpenAI's: named in the body
       for (const auto& [name, value] : r.headers) {
         if (EqualsLower(name, "inferd-model-version")) state->record.version = value;
       }

@@ -60,21 +60,31 @@ struct Call {
   std::vector<openai::Choice> choices TSA_GUARDED_BY(mu);
   std::optional<Status> error TSA_GUARDED_BY(mu);
   openai::Usage usage TSA_GUARDED_BY(mu);
+  bool named TSA_GUARDED_BY(mu) = false;  // the first part sent said which model answered
+
+  // Every part goes out here: the first names the model for the access log and the request's span.
+  void Send(Response r) TSA_REQUIRES(mu) {
+    if (!named) {
+      named = true;
+      r.model = model;
+    }
+    respond(std::move(r));
+  }
 
   bool Part(int index, const InferResponse& part) {
     MutexLock l(&mu);
     if (answered || error) return false;
     if (part.relayed) {  // a peer's stream (one choice: the peer answers every choice itself)
-      respond(RelayedResponse(*part.relayed, /*more=*/true));
+      Send(RelayedResponse(*part.relayed, /*more=*/true));
       started = true;
       return !(cancellation && cancellation->cancelled());
     }
     openai::Choice c = openai::ChoiceFrom(part);
     c.finish_reason.clear();
-    respond(WithModelVersion(ServerSentEvent(openai::EncodeChunk(endpoint, id, created, model, index, first[index], c,
-                                                                 logprobs, include_usage),
-                                             /*more=*/true),
-                             part.model_version));
+    Send(WithModelVersion(ServerSentEvent(openai::EncodeChunk(endpoint, id, created, model, index, first[index], c,
+                                                              logprobs, include_usage),
+                                          /*more=*/true),
+                          part.model_version));
     first[index] = false;
     started = true;
     return !(cancellation && cancellation->cancelled());
@@ -86,7 +96,7 @@ struct Call {
     if (answered) return;
     if (r.ok() && r->relayed) {
       answered = true;
-      return respond(RelayedResponse(*r->relayed, /*more=*/false));
+      return Send(RelayedResponse(*r->relayed, /*more=*/false));
     }
     if (!r.ok() && r.status().code() == StatusCode::kNotFound) {  // the model is unknown: OpenAI's wording
       r = Status::NotFound("The model `" + model + "` does not exist.");
@@ -96,11 +106,11 @@ struct Call {
       if (first_error) error = r.status();
       if (!started) {  // nothing sent yet: an ordinary HTTP error answers the call
         answered = true;
-        return respond(OpenAiError(r.status()));
+        return Send(OpenAiError(r.status()));
       }
       // In a stream: the first error as an event, then [DONE] once every choice has ended.
-      if (first_error) respond(ServerSentEvent(openai::EncodeError(r.status()), /*more=*/true));
-      if (remaining == 0) respond(ServerSentEvent("[DONE]", false));
+      if (first_error) Send(ServerSentEvent(openai::EncodeError(r.status()), /*more=*/true));
+      if (remaining == 0) Send(ServerSentEvent("[DONE]", false));
       return;
     }
     openai::Choice c = openai::ChoiceFrom(*r);
@@ -111,12 +121,12 @@ struct Call {
       choices[index] = std::move(c);
       if (remaining > 0) return;
       answered = true;
-      return respond(WithModelVersion(
+      return Send(WithModelVersion(
           JsonResponse(200, openai::EncodeResponse(endpoint, id, created, model, choices, logprobs, usage)),
           r->model_version));
     }
     if (!error) {
-      respond(WithModelVersion(
+      Send(WithModelVersion(
           ServerSentEvent(
               openai::EncodeChunk(endpoint, id, created, model, index, first[index], c, logprobs, include_usage), true),
           r->model_version));
@@ -125,8 +135,8 @@ struct Call {
     }
     if (remaining > 0) return;
     if (include_usage && !error)
-      respond(ServerSentEvent(openai::EncodeUsageChunk(endpoint, id, created, model, usage), true));
-    respond(ServerSentEvent("[DONE]", false));
+      Send(ServerSentEvent(openai::EncodeUsageChunk(endpoint, id, created, model, usage), true));
+    Send(ServerSentEvent("[DONE]", false));
   }
 };
 
