@@ -256,6 +256,21 @@ class Tracing(unittest.TestCase):
         self.assertGreater(mine["bytes_out"], 0)
         self.assertRegex(mine["client"], r"^127\.0\.0\.1:\d+$")
         self.assertRegex(mine["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+        # A gRPC stream: a line per request, one that could not be decoded too (INVALID_ARGUMENT, 3).
+        import grpc
+        s = C.stubs()
+        good = gc_request(s, x)
+        bad = gc_request(s, x)
+        bad.id = "undecodable"
+        bad.inputs[0].datatype = "BOGUS"
+        with grpc.insecure_channel("127.0.0.1:%d" % SERVER.grpc_port) as ch:
+            answers = list(s.pb_grpc.GRPCInferenceServiceStub(ch).ModelStreamInfer(iter([good, bad]), timeout=60))
+        self.assertEqual(sorted(bool(a.error_message) for a in answers), [False, True], answers)
+        C.wait_until(self, "the stream's access-log lines", lambda: sum(
+            l.get("method") == "ModelStreamInfer" for l in lines()) >= 2)
+        stream = [l for l in lines() if l.get("method") == "ModelStreamInfer"]
+        self.assertEqual(sorted((l["status"], l["model"], l.get("request_id", "")) for l in stream),
+                         [(0, "mlp", ""), (3, "mlp", "undecodable")], stream)
         missing = next(l for l in lines() if l.get("status") == 404)
         self.assertEqual(missing["target"], "/v2/models/no_such_model/infer")  # never the query string
         with open(ACCESS_LOG) as f:

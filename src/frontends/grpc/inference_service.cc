@@ -194,6 +194,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     auto wire = GrpcWireForm(*ctx_, call_, incoming_, kModelStreamInferMethod, &forwarded_by);
     auto decoded = DecodeInferRequest(&incoming_);
     if (!decoded.ok()) {
+      // Logged (and traced, when sampled) like a request that fails later.
+      if (auto observed = ObserveCall(*ctx_, call_, "ModelStreamInfer", nullptr, incoming_.model_name(),
+                                      incoming_.model_version(), incoming_.id())) {
+        FinishObserved(*observed, nullptr, ToGrpcStatus(decoded.status()), nullptr, std::string());
+      }
       auto resp = ErrorResponse(decoded.status(), incoming_.model_name(), incoming_.model_version(), incoming_.id());
       if (mark_final) MarkFinal(&resp);
       Push(std::move(resp), false);
