@@ -190,11 +190,12 @@ Result<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body) {
     return Bad("logit_bias", "is not supported by this server");
   }
   if (const Value* rf = in.Get("response_format")) {
-    auto t = rf->IsObject() ? rf->FindMember("type") : rf->MemberEnd();
-    if (!rf->IsObject() || t == rf->MemberEnd() || !t->value.IsString() ||
-        std::string_view(t->value.GetString()) != "text") {
-      return Bad("response_format", "other than {\"type\": \"text\"} is not supported by this server");
-    }
+    // Only an object has members to look at (rapidjson asserts otherwise).
+    const bool text = rf->IsObject() && [rf] {
+      auto t = rf->FindMember("type");
+      return t != rf->MemberEnd() && t->value.IsString() && std::string_view(t->value.GetString()) == "text";
+    }();
+    if (!text) return Bad("response_format", "other than {\"type\": \"text\"} is not supported by this server");
   }
   // The scheduler's own checks (ranges), early, so every choice is valid.
   INFERD_RETURN_IF_ERROR(llm::ParseGenerationRequest(*req).status());
