@@ -13,6 +13,7 @@ PACKAGES=(
   ccache                                  # make: one compiler cache per build type (Makefile CCACHE_ROOT)
   libtorch-dev libopenblas-dev            # libtorch + a real BLAS (without it: reference BLAS, ~10x slower matmul)
   libboost-dev libboost-system-dev        # Boost.Beast / Asio (HTTP)
+  libssl-dev openssl                      # tokens' SHA-256 (auth/); TLS (the openssl CLI makes the tests' certificates)
   libprotobuf-dev protobuf-compiler       # config.pbtxt (protobuf text format), gRPC messages
   libgrpc++-dev protobuf-compiler-grpc    # the KServe v2 gRPC front end (grpc_cpp_plugin, grpc_python_plugin)
   rapidjson-dev zlib1g-dev libspdlog-dev libcli11-dev
