@@ -8,6 +8,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "core/percent_decoding.h"
+
 namespace inferd::auth {
 namespace {
 
@@ -18,13 +20,6 @@ Status Bad(size_t index, std::string_view name, std::string_view what) {
   if (!name.empty()) m.append(" (").append(name).append(")");
   m.append(" ").append(what);
   return Status::InvalidArgument(std::move(m));
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 bool ValidName(std::string_view n) {
@@ -136,7 +131,7 @@ Result<TokenEntry> ParseEntry(const Value& v, size_t i) {
     if (!sha->IsString() || sha->GetStringLength() != 64) return Bad(i, e.name, "'sha256' must be 64 hex digits");
     const std::string_view hex = Str(*sha);
     for (size_t b = 0; b < 32; ++b) {
-      const int hi = HexValue(hex[2 * b]), lo = HexValue(hex[2 * b + 1]);
+      const int hi = HexDigitValue(hex[2 * b]), lo = HexDigitValue(hex[2 * b + 1]);
       if (hi < 0 || lo < 0) return Bad(i, e.name, "'sha256' must be 64 hex digits");
       e.digest[b] = static_cast<uint8_t>(hi * 16 + lo);
     }

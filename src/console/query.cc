@@ -1,14 +1,10 @@
 #include "console/query.h"
 
+#include "core/percent_decoding.h"
+
 namespace inferd::console {
 
 std::string QueryValue(std::string_view query, std::string_view key) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
   while (!query.empty()) {
     const size_t amp = query.find('&');
     const std::string_view pair = query.substr(0, amp);
@@ -17,17 +13,7 @@ std::string QueryValue(std::string_view query, std::string_view key) {
     if (pair.substr(0, eq) != key) continue;
     if (eq == std::string_view::npos) return std::string();
     std::string v;
-    const std::string_view raw = pair.substr(eq + 1);
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '+') {
-        v.push_back(' ');
-      } else if (raw[i] == '%' && i + 2 < raw.size() && hex(raw[i + 1]) >= 0 && hex(raw[i + 2]) >= 0) {
-        v.push_back(static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2])));
-        i += 2;
-      } else {
-        v.push_back(raw[i]);
-      }
-    }
+    AppendPercentDecoded(&v, pair.substr(eq + 1), /*plus_is_space=*/true);
     return v;
   }
   return std::string();

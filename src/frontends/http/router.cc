@@ -1,29 +1,20 @@
 #include "frontends/http/router.h"
 
+#include "core/percent_decoding.h"
+
 namespace inferd::http {
 
 std::vector<std::string> SplitPath(const std::string& path) {
   std::vector<std::string> parts;
-  std::string cur;
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < path.size(); ++i) {
-    const char c = path[i];
-    if (c == '/') {
-      if (!cur.empty()) parts.push_back(std::move(cur));
-      cur.clear();
-    } else if (c == '%' && i + 2 < path.size() && hex(path[i + 1]) >= 0 && hex(path[i + 2]) >= 0) {
-      cur.push_back(static_cast<char>(hex(path[i + 1]) * 16 + hex(path[i + 2])));
-      i += 2;
-    } else {
-      cur.push_back(c);
+  std::string_view rest(path);
+  while (!rest.empty()) {
+    const size_t slash = rest.find('/');
+    if (const std::string_view segment = rest.substr(0, slash); !segment.empty()) {
+      AppendPercentDecoded(&parts.emplace_back(), segment, /*plus_is_space=*/false);  // "%2F" stays in its segment
     }
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
   }
-  if (!cur.empty()) parts.push_back(std::move(cur));
   return parts;
 }
 
