@@ -4,9 +4,12 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <unordered_map>
+#include <utility>
 
 #include "core/percent_decoding.h"
 
@@ -14,6 +17,13 @@ namespace inferd::auth {
 namespace {
 
 using Value = rapidjson::Value;
+
+// Every scope and its name in the file.
+constexpr std::pair<Scope, std::string_view> kScopes[] = {{Scope::kInfer, "infer"},
+                                                          {Scope::kRead, "read"},
+                                                          {Scope::kModels, "models"},
+                                                          {Scope::kJobs, "jobs"},
+                                                          {Scope::kCluster, "cluster"}};
 
 Status Bad(size_t index, std::string_view name, std::string_view what) {
   std::string m = "tokens[" + std::to_string(index) + "]";
@@ -52,14 +62,11 @@ Result<uint32_t> ParseScopes(const Value& v, size_t i, std::string_view name) {
       scopes |= kAllScopes;
       continue;
     }
-    bool known = false;
-    for (Scope scope : {Scope::kInfer, Scope::kRead, Scope::kModels, Scope::kJobs, Scope::kCluster}) {
-      if (text == ScopeName(scope)) {
-        scopes |= static_cast<uint32_t>(scope);
-        known = true;
-      }
-    }
-    if (!known) {
+    const auto* known =
+        std::find_if(std::begin(kScopes), std::end(kScopes), [&](const auto& entry) { return entry.second == text; });
+    if (known != std::end(kScopes)) {
+      scopes |= static_cast<uint32_t>(known->first);
+    } else {
       return Bad(
           i, name,
           "'scopes': unknown scope '" + std::string(text.substr(0, 32)) + "' (infer, read, models, jobs, cluster, *)");
@@ -91,6 +98,7 @@ Result<TokenEntry> ParseEntry(const Value& v, size_t i) {
   const Value* token = nullptr;
   const Value* sha = nullptr;
   const Value* scopes = nullptr;
+  const Value* models = nullptr;
   for (const auto& m : v.GetObject()) {
     const std::string_view key = Str(m.name);
     if (key == "name") {
@@ -105,7 +113,7 @@ Result<TokenEntry> ParseEntry(const Value& v, size_t i) {
     } else if (key == "scopes") {
       scopes = &m.value;
     } else if (key == "models") {
-      // Read below, once the name is known.
+      models = &m.value;
     } else if (key == "requests_per_second") {
       if (!m.value.IsNumber() || !(m.value.GetDouble() > 0) || !std::isfinite(m.value.GetDouble())) {
         return Bad(i, "", "'requests_per_second' must be a number > 0");
@@ -140,8 +148,8 @@ Result<TokenEntry> ParseEntry(const Value& v, size_t i) {
   auto s = ParseScopes(*scopes, i, e.name);
   if (!s.ok()) return s.status();
   e.scopes = *s;
-  if (auto m = v.FindMember("models"); m != v.MemberEnd()) {
-    if (Status st = ParseModels(m->value, i, e.name, &e); !st.ok()) return st;
+  if (models != nullptr) {
+    if (Status st = ParseModels(*models, i, e.name, &e); !st.ok()) return st;
   }
   return e;
 }
@@ -149,17 +157,8 @@ Result<TokenEntry> ParseEntry(const Value& v, size_t i) {
 }  // namespace
 
 std::string_view ScopeName(Scope scope) {
-  switch (scope) {
-    case Scope::kInfer:
-      return "infer";
-    case Scope::kRead:
-      return "read";
-    case Scope::kModels:
-      return "models";
-    case Scope::kJobs:
-      return "jobs";
-    case Scope::kCluster:
-      return "cluster";
+  for (const auto& [s, name] : kScopes) {
+    if (s == scope) return name;
   }
   return "?";
 }

@@ -39,6 +39,7 @@ TEST(TokenSet, MatchesEachTokenToItsEntryWithItsScopesAndModels) {
   ASSERT_NE(ops, nullptr);
   EXPECT_EQ(ops->name, "ops");
   EXPECT_EQ(ops->scopes, kAllScopes);
+  EXPECT_EQ(ScopeName(Scope::kModels), "models");  // what a refusal will name
   EXPECT_TRUE(ops->AllowsModel("anything"));
   const TokenEntry* app = set->Match(kApp);
   ASSERT_NE(app, nullptr);

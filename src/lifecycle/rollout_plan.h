@@ -24,10 +24,10 @@ namespace inferd {
 struct RolloutChecks {
   // The canary's error rate may exceed stable's by at most this much (0.01 = one point).
   double max_error_rate_increase = 0.01;
-  // The canary's p99 may be at most this multiple of stable's, unless it is
-  // within min_p99_increase_ms of stable's: it fails only when over both (a
-  // 1 ms model's p99 on a busy box moves by multiples, not by many ms).
+  // The canary's p99 may be at most this multiple of stable's...
   double max_p99_ratio = 1.5;
+  // ...or at most this much above it: the check fails only when over both (a
+  // 1 ms model's p99 on a busy box moves by multiples, not by many ms). 0: the ratio alone.
   double min_p99_increase_ms = 0;
   // With shadowing: the least share of mirrored requests whose outputs agree.
   double min_agreement = 0.99;

@@ -23,9 +23,9 @@ struct OtlpResource {
 
 // One span as a fragment of a body's only ScopeSpans, appended to `out`
 // (what a request's trace buffer does with its spans when the request is
-// done). Protobuf: the
-// field `spans` (tag, length, the Span message); fragments concatenate. JSON:
-// a comma and the span's object; WrapOtlpJson drops the first comma.
+// done). Protobuf: the field `spans` (tag, length, the Span message);
+// fragments concatenate. JSON: a comma and the span's object; WrapOtlpJson
+// drops the first comma.
 void AppendOtlpProtobufSpan(std::string* out, const SpanRecord& span);
 void AppendOtlpJsonSpan(std::string* out, const SpanRecord& span);
 // The body around fragments of the same encoding (any number, concatenated).

@@ -49,8 +49,7 @@ class RequestObserver {
   TraceService::Decision Decide(bool inference, std::string_view traceparent, std::string_view tracestate) const;
   bool Observes(const TraceService::Decision& d) const { return log_ != nullptr || d.traced(); }
   // An observed request's start (`start`: when it began to be read), with
-  // Decide's decision. Fills `r` (a fresh one, where it will stay: a span is
-  // moved at a cost).
+  // Decide's decision. Fills `r` (a fresh one).
   void Start(ObservedRequest& r, TraceService::Decision&& d, TimePoint start) const;
   // The request was answered. `record` carries what the front end knows
   // (protocol, method, target, model, version, status, bytes, client, request

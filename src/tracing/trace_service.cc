@@ -1,6 +1,7 @@
 #include "tracing/trace_service.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -14,6 +15,47 @@
 
 namespace inferd::tracing {
 
+namespace {
+
+// The console's share of the traced requests: a page of the last ones needs no more.
+constexpr uint32_t kRecentTracesPerSecond = 10;
+
+// Up to N items built in place as they are claimed, from any thread (one
+// atomic add each); a claim beyond N gets null and the caller places the item
+// elsewhere. Only claimed slots are built (and so touched): the memory crosses
+// threads with the request. Destroys what it built.
+template <typename T, size_t N>
+class ClaimedSlots {
+ public:
+  ClaimedSlots() = default;
+  ClaimedSlots(const ClaimedSlots&) = delete;
+  ClaimedSlots& operator=(const ClaimedSlots&) = delete;
+  ~ClaimedSlots() {
+    for (size_t i = 0; i < size(); ++i) at(i)->~T();
+  }
+
+  template <typename... Args>
+  T* Claim(Args&&... args) {
+    const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= N) return nullptr;
+    return new (storage_ + i * sizeof(T)) T{std::forward<Args>(args)...};
+  }
+  // The slots claimed (read once every claimer is done: the owner's destructor).
+  size_t size() const { return std::min(next_.load(std::memory_order_relaxed), N); }
+  T* at(size_t i) { return std::launder(reinterpret_cast<T*>(storage_ + i * sizeof(T))); }
+  // Which slot holds `item` (N: none).
+  size_t IndexOf(const T* item) const {
+    const auto p = reinterpret_cast<uintptr_t>(item), first = reinterpret_cast<uintptr_t>(storage_);
+    return p < first || p >= first + sizeof(storage_) ? N : (p - first) / sizeof(T);
+  }
+
+ private:
+  std::atomic<size_t> next_{0};
+  alignas(T) unsigned char storage_[N * sizeof(T)];
+};
+
+}  // namespace
+
 // One traced request's spans and contexts, until the last holder of its
 // contexts lets go: then its ended spans are encoded, all at once, and handed
 // to the exporter. A span writes its record in place here from its start (no
@@ -22,23 +64,17 @@ namespace inferd::tracing {
 // answers go out before any of its spans is encoded.
 class TraceBuffer final : public SpanSink {
  public:
-  // Contexts and span records held in place; a request that hands out or records more (a long ensemble)
-  // allocates the rest.
+  // Contexts and span records held in place (a request uses two or three contexts and four records); a request
+  // that hands out or records more (a long ensemble) allocates the rest.
   static constexpr size_t kContexts = 6;
   static constexpr size_t kRecords = 6;
 
   TraceBuffer(std::shared_ptr<TraceService> service, bool keep_records)
       : service_(std::move(service)), keep_(keep_records) {}
+  // Every span has let go of its record (each holds a context): the slots' ended_ ranks are all written.
   ~TraceBuffer() override {
-    const size_t contexts = std::min(used_.load(std::memory_order_relaxed), kContexts);
-    for (size_t i = 0; i < contexts; ++i) Context(i)->~TraceParent();
-    // Every span has let go of its record (each holds a context): the slots' ended_ ranks are all written.
-    const size_t slots = std::min(opened_.load(std::memory_order_relaxed), kRecords);
-    {
-      MutexLock l(&mu_);
-      if (ends_.load(std::memory_order_relaxed) > 0) Export(slots);
-    }
-    for (size_t i = 0; i < slots; ++i) Slot(i)->~SpanRecord();
+    MutexLock l(&mu_);
+    if (ends_.load(std::memory_order_relaxed) > 0) Export();
   }
 
   // The request's own context: spans under it are children of `parent` (0: the root span is a root).
@@ -48,14 +84,13 @@ class TraceBuffer final : public SpanSink {
   }
 
   SpanRecord* Open() override {
-    const size_t i = opened_.fetch_add(1, std::memory_order_relaxed);
-    if (i >= kRecords) return new SpanRecord();
-    return new (records_ + i * sizeof(SpanRecord)) SpanRecord();
+    SpanRecord* slot = records_.Claim();
+    return slot ? slot : new SpanRecord();
   }
   // A slot's record stays where it is (marked ended, or destroyed with the buffer); one of the rest is kept.
   void Close(SpanRecord* record) override {
     const uint32_t rank = ends_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (const size_t i = SlotOf(record); i < kRecords) {
+    if (const size_t i = records_.IndexOf(record); i < kRecords) {
       ended_[i] = rank;  // each slot's rank is written by its span's holder alone
       return;
     }
@@ -64,7 +99,7 @@ class TraceBuffer final : public SpanSink {
     more_.emplace_back(rank, std::move(owned));
   }
   void Abandon(SpanRecord* record) override {
-    if (SlotOf(record) == kRecords) delete record;
+    if (records_.IndexOf(record) == kRecords) delete record;
   }
   void Record(SpanRecord&& span) override {
     SpanRecord* r = Open();
@@ -83,29 +118,17 @@ class TraceBuffer final : public SpanSink {
   template <typename Owner>
   std::shared_ptr<const TraceParent> InPlace(const std::shared_ptr<Owner>& owner, TraceId trace, SpanId span,
                                              std::string trace_state) {
-    const size_t i = used_.fetch_add(1, std::memory_order_relaxed);
-    if (i >= kContexts) return nullptr;
-    TraceParent* c = new (Context(i)) TraceParent{this, trace, span, std::move(trace_state)};
-    return std::shared_ptr<const TraceParent>(owner, c);
+    TraceParent* c = contexts_.Claim(this, trace, span, std::move(trace_state));
+    return c ? std::shared_ptr<const TraceParent>(owner, c) : nullptr;
   }
-  TraceParent* Context(size_t i) {
-    return std::launder(reinterpret_cast<TraceParent*>(contexts_ + i * sizeof(TraceParent)));
-  }
-  SpanRecord* Slot(size_t i) { return std::launder(reinterpret_cast<SpanRecord*>(records_ + i * sizeof(SpanRecord))); }
-  // Which slot holds `record` (kRecords: none, it is on the heap).
-  size_t SlotOf(const SpanRecord* record) const {
-    const auto at = reinterpret_cast<uintptr_t>(record), first = reinterpret_cast<uintptr_t>(records_);
-    if (at < first || at >= first + sizeof(records_)) return kRecords;
-    return (at - first) / sizeof(SpanRecord);
-  }
-  // The ended spans (of the first `slots` and more_), in the order they ended, encoded into the thread's own
-  // scratch (hot in its cache, no allocation once grown; a huge trace's room is let go), to the exporter; and to
-  // the console when it keeps this request.
-  void Export(size_t slots) TSA_REQUIRES(mu_) {
+  // The ended spans, in the order they ended, encoded into the thread's own scratch (hot in its cache, no
+  // allocation once grown; a huge trace's room is let go), to the exporter; and to the console when it keeps
+  // this request.
+  void Export() TSA_REQUIRES(mu_) {
     thread_local std::vector<std::pair<uint32_t, SpanRecord*>> ended;
     ended.clear();
-    for (size_t i = 0; i < slots; ++i) {
-      if (ended_[i] != 0) ended.emplace_back(ended_[i], Slot(i));
+    for (size_t i = 0; i < records_.size(); ++i) {
+      if (ended_[i] != 0) ended.emplace_back(ended_[i], records_.at(i));
     }
     for (const auto& [rank, span] : more_) ended.emplace_back(rank, span.get());
     std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -130,27 +153,15 @@ class TraceBuffer final : public SpanSink {
   }
 
   const std::shared_ptr<TraceService> service_;
-  std::atomic<size_t> used_{0};
-  // Built one by one as handed out (the first `used_`, at most kContexts): a request uses two or three, and
-  // the buffer's memory crosses threads with the request (untouched slots cost nothing).
-  alignas(TraceParent) unsigned char contexts_[kContexts * sizeof(TraceParent)];
   const bool keep_;  // the console keeps this request's spans
-  // Span records, likewise built as opened (the first `opened_`, at most kRecords); ended_[i]: when slot i's
-  // span ended (its rank among the ends, from 1; 0: not ended).
-  std::atomic<size_t> opened_{0};
+  ClaimedSlots<TraceParent, kContexts> contexts_;
+  ClaimedSlots<SpanRecord, kRecords> records_;
+  // ended_[i]: when record slot i's span ended (its rank among the ends, from 1; 0: not ended).
   std::atomic<uint32_t> ends_{0};
   uint32_t ended_[kRecords] = {};
-  alignas(SpanRecord) unsigned char records_[kRecords * sizeof(SpanRecord)];
   Mutex mu_;
   std::vector<std::pair<uint32_t, std::unique_ptr<SpanRecord>>> more_ TSA_GUARDED_BY(mu_);  // beyond the slots, ranked
 };
-
-namespace {
-
-// The console's share of the traced requests: a page of the last ones needs no more.
-constexpr uint32_t kRecentTracesPerSecond = 10;
-
-}  // namespace
 
 Result<std::shared_ptr<TraceService>> TraceService::Create(const TraceConfig& config, Clock* clock) {
   auto address = ParseCollectorUrl(config.url);

@@ -11,8 +11,8 @@
 // contexts lets go (the request is done: after its answer went out) its spans
 // are encoded, all at once (OTLP's protobuf or JSON fragments, into the
 // thread's own scratch), and copied into the exporter's batch (one lock of
-// the exporter per request). A few requests a second also keep their span records for the web
-// console (recent()).
+// the exporter per request). A few requests a second also keep their span
+// records for the web console (recent()).
 //
 // An untraced request costs nothing here when no access log is kept: front
 // ends ask RequestObserver::Decide first and let it pass unobserved.
