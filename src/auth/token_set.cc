@@ -1,6 +1,7 @@
 #include "auth/token_set.h"
 
-#include <openssl/evp.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
@@ -165,8 +166,7 @@ std::string_view ScopeName(Scope scope) {
 
 Digest Sha256(std::string_view text) {
   Digest d{};
-  unsigned int size = 0;
-  EVP_Digest(text.data(), text.size(), d.data(), &size, EVP_sha256(), nullptr);
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d.data());
   return d;
 }
 
@@ -212,20 +212,41 @@ Result<TokenSet> TokenSet::Parse(std::string_view json) {
     }
     set.tokens_.push_back(std::move(*e));
   }
+  set.Index();
   return set;
+}
+
+namespace {
+uint64_t Prefix(const Digest& d) {
+  uint64_t p = 0;
+  for (size_t b = 0; b < 8; ++b) p = (p << 8) | d[b];
+  return p;
+}
+}  // namespace
+
+TokenSet TokenSet::Of(std::vector<TokenEntry> entries) {
+  TokenSet s;
+  s.tokens_ = std::move(entries);
+  s.Index();
+  return s;
+}
+
+void TokenSet::Index() {
+  index_.clear();
+  index_.reserve(tokens_.size());
+  for (size_t i = 0; i < tokens_.size(); ++i) index_.emplace_back(Prefix(tokens_[i].digest), i);
+  std::sort(index_.begin(), index_.end());
 }
 
 const TokenEntry* TokenSet::Match(std::string_view presented) const {
   const Digest d = Sha256(presented);
-  size_t found = tokens_.size();
-  for (size_t i = 0; i < tokens_.size(); ++i) {
-    unsigned diff = 0;
-    for (size_t b = 0; b < d.size(); ++b) diff |= static_cast<unsigned>(d[b] ^ tokens_[i].digest[b]);
-    // Branch-free select: `found` becomes i when every byte agreed.
-    const size_t equal = static_cast<size_t>(diff == 0);
-    found = equal * i + (1 - equal) * found;
+  const uint64_t p = Prefix(d);
+  auto it = std::lower_bound(index_.begin(), index_.end(), std::make_pair(p, size_t{0}));
+  for (; it != index_.end() && it->first == p; ++it) {
+    const TokenEntry& e = tokens_[it->second];
+    if (CRYPTO_memcmp(d.data(), e.digest.data(), d.size()) == 0) return &e;
   }
-  return found < tokens_.size() ? &tokens_[found] : nullptr;
+  return nullptr;
 }
 
 }  // namespace inferd::auth

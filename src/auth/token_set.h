@@ -15,9 +15,12 @@
 // in clear (`token`) or as the SHA-256 of its text (`sha256`, what a file
 // shared with operators should hold); either way only its digest is kept.
 //
-// Matching a presented token hashes it once and compares the digest with
-// every entry's, each in full (no early exit), so the time taken says
-// nothing about how close a guess came or which entry it matched.
+// Matching a presented token hashes it once, finds the entries whose
+// digest starts with the same 8 bytes (an index: one lookup however many
+// tokens there are) and compares each one's whole digest in constant time.
+// The time taken says nothing about the tokens: a guess's digest is not
+// the guesser's to choose, and finding one that shares 8 bytes with a
+// token's takes ~2^64 tries.
 //
 // Thread-safety: immutable after Parse; Match and the accessors are const.
 #pragma once
@@ -26,6 +29,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -60,13 +64,18 @@ class TokenSet {
 
   // INVALID_ARGUMENT naming the entry and field at fault (never echoing a token).
   static Result<TokenSet> Parse(std::string_view json);
+  // A set of `entries` as they are (not checked; the admin token's entry).
+  static TokenSet Of(std::vector<TokenEntry> entries);
 
   // The entry whose token is `presented`, or null.
   const TokenEntry* Match(std::string_view presented) const;
   const std::vector<TokenEntry>& tokens() const { return tokens_; }
 
  private:
+  void Index();
+
   std::vector<TokenEntry> tokens_;
+  std::vector<std::pair<uint64_t, size_t>> index_;  // (a digest's first 8 bytes, its entry), sorted
 };
 
 }  // namespace inferd::auth

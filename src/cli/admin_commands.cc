@@ -16,7 +16,7 @@
 #include "cli/commands.h"
 #include "core/byte_size.h"
 #include "lifecycle/traffic_policy.h"
-#include "server/authorizer.h"
+#include "auth/access_policy.h"
 
 namespace inferd::cli {
 namespace {
@@ -32,7 +32,7 @@ struct AdminFlags {
 std::optional<std::string> Call(const AdminFlags& f, const std::string& method, const std::string& path,
                                 const std::string& body = "") {
   const std::string& url = f.url;
-  auto token = ReadToken(f.token_file, f.token_env, f.token_env.empty() ? nullptr : std::getenv(f.token_env.c_str()));
+  auto token = auth::ReadToken(f.token_file, f.token_env, f.token_env.empty() ? nullptr : std::getenv(f.token_env.c_str()));
   if (!token.ok()) {
     std::cerr << "inferd: " << token.status().message() << "\n";
     return std::nullopt;

@@ -16,6 +16,7 @@
 #include "backends/backend.h"
 #include "cli/commands.h"
 #include "cli/observability_flags.h"
+#include "cli/security_flags.h"
 #include "cluster/cluster_options.h"
 #include "cluster/etcd/etcd_store.h"
 #include "console/console_handler.h"
@@ -27,7 +28,7 @@
 #include "frontends/http/router.h"
 #include "jobs/jobs_config.h"
 #include "lifecycle/control_state_store.h"
-#include "server/authorizer.h"
+#include "server/file_reloader.h"
 #include "server/forwarder.h"
 #include "server/inference_server.h"
 #include "server/server_options.h"
@@ -47,14 +48,20 @@ void OnStopSignal(int sig) {
 }
 
 // Blocks until SIGINT or SIGTERM was taken (by any thread); returns which,
-// or 0 once `done_fd` (when given) is readable. The signals are unblocked only
-// inside ppoll, so this thread takes them there when no other thread can.
-int WaitForStopSignal(const sigset_t& wait_mask, int done_fd = -1) {
+// or 0 once `done_fd` (when given) is readable. SIGHUP calls `on_hangup`
+// (when given: credentials are re-read) and waits on. The signals are
+// unblocked only inside ppoll, so this thread takes them there when no other
+// thread can.
+int WaitForStopSignal(const sigset_t& wait_mask, int done_fd = -1, const std::function<void()>& on_hangup = {}) {
   for (;;) {
     pollfd p[2] = {{g_signal_pipe[0], POLLIN, 0}, {done_fd, POLLIN, 0}};
     (void)ppoll(p, done_fd < 0 ? 1 : 2, nullptr, &wait_mask);  // EINTR when the handler ran here
     unsigned char b = 0;
-    if (read(g_signal_pipe[0], &b, 1) == 1) return b;
+    if (read(g_signal_pipe[0], &b, 1) == 1) {
+      if (b != SIGHUP) return b;
+      if (on_hangup) on_hangup();
+      continue;
+    }
     if (done_fd >= 0 && (p[1].revents & (POLLIN | POLLHUP))) return 0;
   }
 }
@@ -119,8 +126,7 @@ struct ServeFlags {
   std::string jobs_config;
   int max_running_jobs = 2;
   int precomputed_lookup_threads = 2;
-  std::string admin_token_file, admin_token_env;
-  bool auth_all_routes = false;
+  SecurityFlags security;
   std::string log_level = "info";
   int http_spin_us = 100;
   int http_cancel_check_ms = 100;
@@ -191,10 +197,12 @@ int Serve(const ServeFlags& f) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // re-read credentials (docs/security.md)
   sigset_t wait_mask;
   pthread_sigmask(SIG_BLOCK, &signals, &wait_mask);
   sigdelset(&wait_mask, SIGINT);
   sigdelset(&wait_mask, SIGTERM);
+  sigdelset(&wait_mask, SIGHUP);
   if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     spdlog::critical("cannot create the signal pipe: {}", strerror(errno));
     return 1;
@@ -205,6 +213,7 @@ int Serve(const ServeFlags& f) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -265,21 +274,12 @@ int Serve(const ServeFlags& f) {
   so.precomputed_lookup_threads = f.precomputed_lookup_threads;
   so.strict_readiness = f.strict_readiness;
   so.exit_on_error = f.exit_on_error;
-  auto token = ReadToken(f.admin_token_file, f.admin_token_env,
-                         f.admin_token_env.empty() ? nullptr : std::getenv(f.admin_token_env.c_str()));
-  if (!token.ok()) {
-    spdlog::critical("{}", token.status().message());
+  auto access = BuildAccessPolicy(f.security, &clock);
+  if (!access.ok()) {
+    spdlog::critical("{}", access.status().message());
     return 2;
   }
-  if (token->empty() && f.auth_all_routes) {
-    spdlog::critical("--auth-all-routes needs a token (--admin-token-file or --admin-token-env)");
-    return 2;
-  }
-  so.auth.token = std::move(*token);
-  so.auth.all_routes = f.auth_all_routes;
-  if (!so.auth.token.empty()) {
-    spdlog::info("bearer token required for {}", f.auth_all_routes ? "every API route" : "management routes");
-  }
+  so.access = *access;
   so.residency = f.residency == "on-demand" ? Residency::kOnDemand : Residency::kEager;
   if (!f.memory_budget.empty()) {
     auto budget = ParseByteSize(f.memory_budget);
@@ -424,7 +424,27 @@ int Serve(const ServeFlags& f) {
     }
   }
 
-  const int sig = WaitForStopSignal(wait_mask);
+  // Credentials re-read when their files change or on SIGHUP (docs/security.md).
+  std::vector<FileReloader::Source> reloadable;
+  if (*access && !f.security.auth_tokens_file.empty()) {
+    reloadable.push_back({"the tokens file " + f.security.auth_tokens_file,
+                          {f.security.auth_tokens_file},
+                          [policy = *access] { return policy->Reload(); }});
+  }
+  std::unique_ptr<FileReloader> reloader;
+  if (!reloadable.empty()) {
+    reloader = std::make_unique<FileReloader>(std::move(reloadable),
+                                              std::chrono::milliseconds(f.security.reload_check_ms), &clock);
+  }
+  const int sig = WaitForStopSignal(wait_mask, -1, [&reloader] {
+    if (reloader) {
+      spdlog::info("received SIGHUP: re-reading credentials");
+      reloader->ReloadAll();
+    } else {
+      spdlog::info("received SIGHUP: no credentials files to re-read");
+    }
+  });
+  if (reloader) reloader->Stop();
   spdlog::info("received {}, shutting down: no new connections, finishing in-flight requests", strsignal(sig));
   const std::chrono::milliseconds grace(f.shutdown_grace_ms);
   api.StopAccepting();
@@ -591,18 +611,8 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "'timeout' parameter wins); then 503")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 3600.0));
-  cmd->add_option("--admin-token-file", flags->admin_token_file,
-                  "File holding the bearer token that management routes (repository load/unload, index, "
-                  "labels, rollback) require: Authorization: Bearer <token> (HTTP) or authorization metadata "
-                  "(gRPC); 401 / UNAUTHENTICATED without it")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--admin-token-env", flags->admin_token_env,
-                  "Name of an environment variable holding that token (instead of a file; never the token "
-                  "itself on the command line)");
+  AddSecurityFlags(cmd, &flags->security);
   AddObservabilityFlags(cmd, &flags->observability);
-  cmd->add_option("--auth-all-routes", flags->auth_all_routes,
-                  "Require the token on every API route (inference, metadata, health too), not only management")
-      ->capture_default_str();
   cmd->add_option("--exit-on-error", flags->exit_on_error,
                   "Do not start (exit 1) when a model or version of the start-up set fails to load")
       ->capture_default_str();

@@ -80,9 +80,10 @@ http::Response Info(const ConsoleParts& p) {
   out.append(",\"recent_traces\":")
       .append(std::to_string(p.traces != nullptr ? p.traces->recent().capacity() : size_t{0}));
   out.append(",\"cluster\":").append(p.server->admin().clustered() ? "true" : "false");
-  // Whether calls without a token are refused: management ones, or every one (--auth-all-routes).
-  out.append(",\"auth\":{\"management\":").append(p.server->Authorize("", true).ok() ? "false" : "true");
-  out.append(",\"all_routes\":").append(p.server->Authorize("", false).ok() ? "false" : "true").append("}}");
+  // Whether calls without a token are refused: management ones; metadata and inference too (a tokens file,
+  // or --auth-all-routes).
+  out.append(",\"auth\":{\"management\":").append(p.server->Protects(auth::Need::kModels) ? "true" : "false");
+  out.append(",\"all_routes\":").append(p.server->Protects(auth::Need::kRead) ? "true" : "false").append("}}");
   http::Response r;
   r.body = std::move(out);
   r.headers.emplace_back("Cache-Control", "no-store");
@@ -124,8 +125,12 @@ bool Route(const ConsoleParts& p, const http::Request& req, http::Response* out)
   }
   if (rest.substr(0, 5) == "/api/") {
     const std::string_view api = rest.substr(5);
-    const bool management = api == "traces";
-    if (Status st = p.server->Authorize(Authorization(req), management); !st.ok()) {
+    // Info says how to authenticate (health's rule); traces show other callers' requests (the management
+    // scope); the charts are statistics (read).
+    const auth::Need need = api == "info"     ? auth::Need::kHealth
+                            : api == "traces" ? auth::Need::kModels
+                                              : auth::Need::kRead;
+    if (Status st = p.server->Authorize(Authorization(req), need); !st.ok()) {
       *out = http::ErrorResponse(st);
     } else if (api == "info") {
       *out = Info(p);

@@ -192,13 +192,13 @@ TEST(QueryValueTest, DecodesAndFindsTheKey) {
 
 class ConsoleHandlerTest : public ::testing::Test {
  protected:
-  void Start(AuthOptions auth) {
+  void Start(auth::AccessOptions auth) {
     root_ = fs::temp_directory_path() / ("inferd_console_test_" + std::to_string(::getpid()));
     fs::remove_all(root_);
     fs::create_directories(root_);
     ServerOptions o;
     o.model_repository = root_.string();
-    o.auth = std::move(auth);
+    if (!auth.admin_token.empty()) o.access = std::move(*auth::AccessPolicy::Create(std::move(auth), &clock_));
     server_ = std::make_unique<InferenceServer>(o, &backends_, &clock_);
     ASSERT_TRUE(server_->Start().ok());
     live_ = std::make_unique<LiveStats>(LiveOptions{}, nullptr);
@@ -296,7 +296,7 @@ TEST_F(ConsoleHandlerTest, InfoLiveAndTracesAnswerJson) {
 }
 
 TEST_F(ConsoleHandlerTest, TheTokenGuardsDataNotTheFiles) {
-  Start(AuthOptions{"s3cret", false});
+  Start(auth::AccessOptions{"s3cret", "", false});
   EXPECT_EQ(Call("GET", "/console/").status, 200);
   EXPECT_EQ(Call("GET", "/console/api/info").status, 200);  // read like statistics: open without --auth-all-routes
   auto info = Parse(Call("GET", "/console/api/info").body);
@@ -309,7 +309,7 @@ TEST_F(ConsoleHandlerTest, TheTokenGuardsDataNotTheFiles) {
 }
 
 TEST_F(ConsoleHandlerTest, WithAuthAllRoutesEveryCallButTheFilesNeedsTheToken) {
-  Start(AuthOptions{"s3cret", true});
+  Start(auth::AccessOptions{"s3cret", "", true});
   EXPECT_EQ(Call("GET", "/console/app.js").status, 200);
   EXPECT_EQ(Call("GET", "/console/api/info").status, 401);
   EXPECT_EQ(Call("GET", "/console/api/live").status, 401);

@@ -30,6 +30,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "UNAUTHENTICATED";
     case StatusCode::kPermissionDenied:
       return "PERMISSION_DENIED";
+    case StatusCode::kRateLimited:
+      return "RESOURCE_EXHAUSTED";  // gRPC's code for it
   }
   return "UNKNOWN";
 }

@@ -29,6 +29,7 @@ enum class StatusCode {
   kCancelled,         // the client gave up (cancelled the call or its deadline passed) (HTTP 400 like Triton)
   kUnauthenticated,   // a protected route without the right credentials (HTTP 401)
   kPermissionDenied,  // authenticated, but the target is not allowed (a job's path outside the allowed dirs) (HTTP 403)
+  kRateLimited,       // over a request rate: retry later (HTTP 429; gRPC RESOURCE_EXHAUSTED)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -51,6 +52,7 @@ class [[nodiscard]] Status {
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
   static Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
   static Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
+  static Status RateLimited(std::string m) { return {StatusCode::kRateLimited, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -69,8 +69,7 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
       repository_(std::make_unique<ModelRepository>(options_->model_repository)),
       routing_(MakeTrafficRoutingPolicy()),
       state_(options_->control_state_dir.empty() ? MakeMemoryStateStore()
-                                                 : MakeDirectoryStateStore(options_->control_state_dir)),
-      authorizer_(options_->auth) {
+                                                 : MakeDirectoryStateStore(options_->control_state_dir)) {
   OpenLookups();
   if (options_->cpu_load == nullptr) own_cpu_load_ = MakeSystemCpuLoad();
   ModelManager::Options mo =
@@ -138,6 +137,7 @@ void InferenceServer::WireServices() {
   ms.memory_budget_bytes = options_->memory_budget_bytes;
   ms.client_cancellations = &client_cancellations_;
   ms.cluster = cluster_.get();
+  ms.access = options_->access.get();
   ms.observer = options_->observer.get();
   exporter_ = std::make_unique<MetricsExporter>(ms);
   PipelineParts parts;
@@ -211,6 +211,16 @@ void InferenceServer::Shutdown() {
   manager_->Shutdown();                  // waiting requests answered, accepted ones finish
   live_ = false;
 }
+
+Status InferenceServer::Authorize(std::string_view authorization, auth::Need need, std::string_view model) const {
+  return options_->access ? options_->access->Check(authorization, need, model) : Status::OK();
+}
+
+Status InferenceServer::AuthorizeModel(std::string_view authorization, auth::Need need, std::string_view model) const {
+  return options_->access ? options_->access->CheckModel(authorization, need, model) : Status::OK();
+}
+
+bool InferenceServer::Protects(auth::Need need) const { return options_->access && options_->access->Protects(need); }
 
 bool InferenceServer::IsReady() const {
   if (!started_.load() || stopping_.load()) return false;

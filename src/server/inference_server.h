@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "auth/access_policy.h"
 #include "core/clock.h"
 #include "core/infer_request.h"
 #include "core/request_submitter.h"
@@ -36,7 +37,6 @@
 #include "manager/on_demand_loader.h"
 #include "server/admin_executor.h"
 #include "server/admin_service.h"
-#include "server/authorizer.h"
 #include "server/metrics_exporter.h"
 #include "server/server_types.h"
 
@@ -123,10 +123,13 @@ class InferenceServer final : public RequestSubmitter {
                       std::function<void(const Status&)> here, InferCallback relayed);
 
   // Whether a call with this `Authorization` value ("Bearer <token>", or ""
-  // when absent) may use a management route (`management`) or another one.
-  Status Authorize(std::string_view authorization, bool management) const {
-    return authorizer_.Check(authorization, management);
-  }
+  // when absent) may use a route that needs `need`, naming `model` ("" when
+  // it names none): auth/access_policy.h.
+  Status Authorize(std::string_view authorization, auth::Need need, std::string_view model = {}) const;
+  // The model a call that passed Authorize names in its body (OpenAI's).
+  Status AuthorizeModel(std::string_view authorization, auth::Need need, std::string_view model) const;
+  // Whether calls that need `need` must carry a token.
+  bool Protects(auth::Need need) const;
 
   // A front end learned that a client went away before its answer (HTTP
   // connection closed, gRPC call or stream cancelled, deadline passed); its
@@ -206,7 +209,6 @@ class InferenceServer final : public RequestSubmitter {
   std::unique_ptr<features::FeatureFetcher> features_;
   // Cluster mode (--cluster): membership and status; null on a single node.
   std::unique_ptr<ClusterService> cluster_;
-  const Authorizer authorizer_;
   // The parts above, seen from management calls and from the metrics exporter.
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<MetricsExporter> exporter_;

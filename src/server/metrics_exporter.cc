@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "auth/access_policy.h"
 #include "features/feature_fetcher.h"
 #include "jobs/job_manager.h"
 #include "manager/model_manager.h"
@@ -389,6 +390,18 @@ void MetricsExporter::WriteLifecycleSeries(PrometheusWriter& w) const {
   w.Sample("inferd_client_cancellations_total", {},
            static_cast<double>(s_.client_cancellations->load(std::memory_order_relaxed)));
   if (s_.cluster) s_.cluster->WriteMetrics(w);
+  if (s_.access) {
+    const auth::AccessPolicy::Counters c = s_.access->counters();
+    w.Family("inferd_auth_refusals_total", "counter",
+             "Calls refused by the access policy: no or an unknown token (unauthenticated), a token without the "
+             "route's scope or model (permission_denied), over its request rate (rate_limited)");
+    w.Sample("inferd_auth_refusals_total", {{"reason", "unauthenticated"}}, static_cast<double>(c.unauthenticated));
+    w.Sample("inferd_auth_refusals_total", {{"reason", "permission_denied"}}, static_cast<double>(c.permission_denied));
+    w.Sample("inferd_auth_refusals_total", {{"reason", "rate_limited"}}, static_cast<double>(c.rate_limited));
+    w.Family("inferd_auth_token_reloads_total", "counter", "Re-reads of the tokens file, by result");
+    w.Sample("inferd_auth_token_reloads_total", {{"result", "ok"}}, static_cast<double>(c.reloads));
+    w.Sample("inferd_auth_token_reloads_total", {{"result", "failed"}}, static_cast<double>(c.reload_failures));
+  }
   if (s_.observer) tracing::WriteTraceMetrics(w, *s_.observer);
   if (s_.hybrid) s_.hybrid->WriteMetrics(w);
   if (s_.features) s_.features->WriteMetrics(w);

@@ -30,6 +30,9 @@ class ModelManager;
 class ModelVersion;
 class ResponseCache;
 class RolloutService;
+namespace auth {
+class AccessPolicy;
+}
 namespace features {
 class FeatureFetcher;
 }
@@ -52,6 +55,7 @@ class MetricsExporter {
     uint64_t memory_budget_bytes = 0;
     const std::atomic<uint64_t>* client_cancellations = nullptr;
     const ClusterService* cluster = nullptr;             // null: no cluster series
+    const auth::AccessPolicy* access = nullptr;          // null: no auth series
     const tracing::RequestObserver* observer = nullptr;  // tracing and the access log
   };
   explicit MetricsExporter(Sources sources) : s_(sources) {}

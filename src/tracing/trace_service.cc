@@ -20,6 +20,9 @@ namespace {
 // The console's share of the traced requests: a page of the last ones needs no more.
 constexpr uint32_t kRecentTracesPerSecond = 10;
 
+}  // namespace
+
+// (Not in the anonymous namespace: TraceBuffer, TraceService's friend, holds two.)
 // Up to N items built in place as they are claimed, from any thread (one
 // atomic add each); a claim beyond N gets null and the caller places the item
 // elsewhere. Only claimed slots are built (and so touched): the memory crosses
@@ -53,8 +56,6 @@ class ClaimedSlots {
   std::atomic<size_t> next_{0};
   alignas(T) unsigned char storage_[N * sizeof(T)];
 };
-
-}  // namespace
 
 // One traced request's spans and contexts, until the last holder of its
 // contexts lets go: then its ended spans are encoded, all at once, and handed

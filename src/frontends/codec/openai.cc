@@ -411,6 +411,8 @@ std::string_view ErrorType(const Status& s) {
       return "authentication_error";
     case StatusCode::kPermissionDenied:
       return "permission_error";
+    case StatusCode::kRateLimited:
+      return "rate_limit_exceeded";
     case StatusCode::kUnavailable:
     case StatusCode::kDeadlineExceeded:
       return "server_overloaded";

@@ -49,16 +49,20 @@ grpc::Status ToGrpcStatus(const Status& st) {
     case StatusCode::kPermissionDenied:
       code = grpc::StatusCode::PERMISSION_DENIED;
       break;
+    case StatusCode::kRateLimited:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      break;
   }
   return grpc::Status(code, st.message());
 }
 
-Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c, bool management) {
+Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c, auth::Need need,
+                     std::string_view model) {
   const auto& md = c->client_metadata();
   auto it = md.find("authorization");
   const std::string_view value =
       it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
-  return ctx.server->Authorize(value, management);
+  return ctx.server->Authorize(value, need, model);
 }
 
 bool DrainRegistry::Add(Drainable* d) {

@@ -92,7 +92,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<HealthCheckResponse>,
 grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* c, const HealthCheckRequest* req,
                                                HealthCheckResponse* resp) {
   auto* reactor = c->DefaultReactor();
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) {
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kHealth); !st.ok()) {
     reactor->Finish(ToGrpcStatus(st));
     return reactor;
   }
@@ -107,7 +107,7 @@ grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* c, c
 
 grpc::ServerWriteReactor<HealthCheckResponse>* HealthService::Watch(grpc::CallbackServerContext* c,
                                                                     const HealthCheckRequest* req) {
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) {
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kHealth); !st.ok()) {
     return new RefusedStream<grpc::ServerWriteReactor<HealthCheckResponse>>(st);
   }
   return new WatchReactor(ctx_, req->service());

@@ -191,8 +191,10 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
     const bool raw = incoming_.raw_input_contents_size() > 0;
     const bool mark_final = WantsFinalFlag(incoming_);
     std::string forwarded_by;
-    auto wire = GrpcWireForm(*ctx_, call_, incoming_, kModelStreamInferMethod, &forwarded_by);
-    auto decoded = DecodeInferRequest(&incoming_);
+    // Each request of the stream is authorized for its model (and counted against its token's rate).
+    Status allowed = AuthorizeCall(*ctx_, call_, auth::Need::kInfer, incoming_.model_name());
+    auto wire = allowed.ok() ? GrpcWireForm(*ctx_, call_, incoming_, kModelStreamInferMethod, &forwarded_by) : nullptr;
+    auto decoded = allowed.ok() ? DecodeInferRequest(&incoming_) : Result<std::unique_ptr<InferRequest>>(allowed);
     if (!decoded.ok()) {
       // Logged (and traced, when sampled) like a request that fails later.
       if (auto observed = ObserveCall(*ctx_, call_, "ModelStreamInfer", nullptr, incoming_.model_name(),
@@ -383,7 +385,7 @@ Status FillStatistics(const InferenceServer& server, const inference::ModelStati
 grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* c,
                                                        const inference::ServerLiveRequest*,
                                                        inference::ServerLiveResponse* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kHealth); !st.ok()) return Done(c, st);
   resp->set_live(ctx_->server->IsLive());
   return Done(c, Status::OK());
 }
@@ -391,7 +393,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerContext* c,
                                                         const inference::ServerReadyRequest*,
                                                         inference::ServerReadyResponse* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kHealth); !st.ok()) return Done(c, st);
   resp->set_ready(!ctx_->stopping.load() && ctx_->server->IsReady());
   return Done(c, Status::OK());
 }
@@ -399,7 +401,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerContext* c,
                                                        const inference::ModelReadyRequest* req,
                                                        inference::ModelReadyResponse* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kRead, req->name()); !st.ok()) return Done(c, st);
   // A readiness probe, as in Triton: an unknown model or version is simply
   // not ready (ready=false, OK); clients such as tritonclient raise on errors.
   auto ready = ctx_->server->IsModelReady(req->name(), req->version());
@@ -410,7 +412,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerContext* c,
                                                            const inference::ServerMetadataRequest*,
                                                            inference::ServerMetadataResponse* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kRead); !st.ok()) return Done(c, st);
   const inferd::ServerMetadata md = ctx_->server->GetServerMetadata();
   resp->set_name(md.name);
   resp->set_version(md.version);
@@ -421,7 +423,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerMetadata(grpc::CallbackServerC
 grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerContext* c,
                                                           const inference::ModelMetadataRequest* req,
                                                           inference::ModelMetadataResponse* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kRead, req->name()); !st.ok()) return Done(c, st);
   // An on-demand model loads first, as for ModelInfer; gRPC keeps `req` and
   // `resp` until Finish, which the continuation calls (possibly on a loader
   // thread). A model another node holds is answered there (cluster mode).
@@ -451,7 +453,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
     if (observed) FinishObserved(*observed, c, ToGrpcStatus(st), nullptr, {});
     return Done(c, st);
   };
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return done(st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kInfer, request->model_name()); !st.ok()) return done(st);
   // gRPC owns the request until Finish and reads it no more; decoding moves
   // the raw input buffers out of it (no copy), hence the const_cast.
   auto* req = const_cast<inference::ModelInferRequest*>(request);
@@ -490,7 +492,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
 
 grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* InferenceService::ModelStreamInfer(
     grpc::CallbackServerContext* c) {
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) {
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kInfer); !st.ok()) {
     return new RefusedStream<grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>>(st);
   }
   return new StreamReactor(ctx_, c);
@@ -499,7 +501,7 @@ grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>* InferenceS
 grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* c,
                                                         const inference::ModelConfigRequest* req,
                                                         inference::ModelConfigResponse* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kRead, req->name()); !st.ok()) return Done(c, st);
   auto* reactor = c->DefaultReactor();  // finished by the continuation, as in ModelMetadata
   InferenceServer* server = ctx_->server;
   RouteModelRead(
@@ -521,7 +523,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServerContext* c,
                                                             const inference::ModelStatisticsRequest* req,
                                                             inference::ModelStatisticsResponse* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, false); !st.ok()) return Done(c, st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kRead, req->name()); !st.ok()) return Done(c, st);
   InferenceServer* server = ctx_->server;
   if (req->name().empty()) return Done(c, FillStatistics(*server, *req, resp));  // this node's models
   // One model's: where another node holds it (cluster mode), that node's.
@@ -534,7 +536,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(grpc::CallbackServer
 grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServerContext* c,
                                                             const inference::RepositoryIndexRequest* req,
                                                             inference::RepositoryIndexResponse* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Done(c, st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kModels); !st.ok()) return Done(c, st);
   auto index = ctx_->server->admin().RepositoryIndex(req->ready());
   if (!index.ok()) return Done(c, index.status());
   for (const auto& e : *index) {
@@ -550,7 +552,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(grpc::CallbackServer
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackServerContext* c,
                                                                 const inference::RepositoryModelLoadRequest* req,
                                                                 inference::RepositoryModelLoadResponse*) {
-  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Done(c, st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kModels, req->model_name()); !st.ok()) return Done(c, st);
   auto config = LoadConfigParameter(req->parameters());
   if (!config.ok()) return Done(c, config.status());
   auto* reactor = c->DefaultReactor();
@@ -566,7 +568,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(grpc::CallbackSe
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(grpc::CallbackServerContext* c,
                                                                   const inference::RepositoryModelUnloadRequest* req,
                                                                   inference::RepositoryModelUnloadResponse*) {
-  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Done(c, st);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kModels, req->model_name()); !st.ok()) return Done(c, st);
   auto* reactor = c->DefaultReactor();
   ctx_->server->admin().Run([reactor, server = ctx_->server, name = req->model_name()](bool cancelled) {
     const Status st =

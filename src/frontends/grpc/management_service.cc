@@ -46,13 +46,13 @@ grpc::ServerUnaryReactor* OnAdmin(ServiceContext* ctx, grpc::CallbackServerConte
 
 grpc::ServerUnaryReactor* ManagementService::GetTraffic(grpc::CallbackServerContext* c, const ModelRequest* req,
                                                         JsonAnswer* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kModels, req->model_name()); !st.ok()) return Answer(c, st, resp);
   return Answer(c, TrafficJson(ctx_->server->admin().GetTraffic(req->model_name())), resp);
 }
 
 grpc::ServerUnaryReactor* ManagementService::SetTraffic(grpc::CallbackServerContext* c, const JsonRequest* req,
                                                         JsonAnswer* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kModels, req->model_name()); !st.ok()) return Answer(c, st, resp);
   return OnAdmin(ctx_, c, resp, [server = ctx_->server, model = req->model_name(), json = req->json()] {
     return TrafficJson(server->admin().SetTraffic(model, json));
   });
@@ -60,7 +60,7 @@ grpc::ServerUnaryReactor* ManagementService::SetTraffic(grpc::CallbackServerCont
 
 grpc::ServerUnaryReactor* ManagementService::ClearTraffic(grpc::CallbackServerContext* c, const ModelRequest* req,
                                                           JsonAnswer* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kModels, req->model_name()); !st.ok()) return Answer(c, st, resp);
   return OnAdmin(ctx_, c, resp, [server = ctx_->server, model = req->model_name()] {
     return TrafficJson(server->admin().ClearTraffic(model));
   });
@@ -68,7 +68,7 @@ grpc::ServerUnaryReactor* ManagementService::ClearTraffic(grpc::CallbackServerCo
 
 grpc::ServerUnaryReactor* ManagementService::StartRollout(grpc::CallbackServerContext* c, const JsonRequest* req,
                                                           JsonAnswer* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kModels, req->model_name()); !st.ok()) return Answer(c, st, resp);
   return OnAdmin(ctx_, c, resp, [server = ctx_->server, model = req->model_name(), json = req->json()] {
     return server->admin().StartRollout(model, json);
   });
@@ -76,13 +76,13 @@ grpc::ServerUnaryReactor* ManagementService::StartRollout(grpc::CallbackServerCo
 
 grpc::ServerUnaryReactor* ManagementService::GetRollout(grpc::CallbackServerContext* c, const ModelRequest* req,
                                                         JsonAnswer* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kModels, req->model_name()); !st.ok()) return Answer(c, st, resp);
   return Answer(c, ctx_->server->admin().GetRollout(req->model_name()), resp);
 }
 
 grpc::ServerUnaryReactor* ManagementService::AbortRollout(grpc::CallbackServerContext* c, const ModelRequest* req,
                                                           JsonAnswer* resp) {
-  if (Status st = AuthorizeCall(*ctx_, c, true); !st.ok()) return Answer(c, st, resp);
+  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kModels, req->model_name()); !st.ok()) return Answer(c, st, resp);
   return OnAdmin(ctx_, c, resp,
                  [server = ctx_->server, model = req->model_name()] { return server->admin().AbortRollout(model); });
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/access_policy.h"
 #include "core/infer_request.h"
 #include "core/mutex.h"
 #include "core/status.h"
@@ -54,9 +55,10 @@ class DrainRegistry {
 
 struct ServiceContext;
 
-// The call's `authorization` metadata checked by the server's Authorizer
-// (`management`: a model-repository RPC).
-Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c, bool management);
+// The call's `authorization` metadata checked by the server's access policy
+// for a route that needs `need`, naming `model` ("" none): auth/access_policy.h.
+Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c, auth::Need need,
+                     std::string_view model = {});
 
 // A streaming call refused before it starts (e.g. UNAUTHENTICATED).
 template <typename Base>

@@ -25,6 +25,8 @@ int HttpStatusOf(const Status& st) {
       return 401;
     case StatusCode::kPermissionDenied:
       return 403;
+    case StatusCode::kRateLimited:
+      return 429;
     case StatusCode::kInvalidArgument:
     case StatusCode::kFailedPrecondition:
     case StatusCode::kCancelled:
@@ -45,7 +47,7 @@ Response ErrorResponse(const Status& st) {
   r.status = HttpStatusOf(st);
   if (r.status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
   // 503 is retryable (queue full, a model loading, shutting down, no copy reachable): say when to try again.
-  if (r.status == 503) r.headers.emplace_back("Retry-After", "1");
+  if (r.status == 503 || r.status == 429) r.headers.emplace_back("Retry-After", "1");
   r.body = v2::EncodeError(st.message());
   return r;
 }

@@ -16,17 +16,17 @@
 #include "frontends/http/router.h"
 
 namespace inferd::http {
-namespace {
-
-constexpr const char* kGenerativePlatform = "llm_decoder";
 
 Response OpenAiError(const Status& st) {
-  Response r;
-  r.status = HttpStatusOf(st);
+  Response r = ErrorResponse(st);                           // its status and headers (WWW-Authenticate, Retry-After)
   if (st.code() == StatusCode::kCancelled) r.status = 499;  // the client went away; nobody reads it
   r.body = openai::EncodeError(st);
   return r;
 }
+
+namespace {
+
+constexpr const char* kGenerativePlatform = "llm_decoder";
 
 std::string NewId(openai::Endpoint e) {
   static std::atomic<uint64_t> counter{std::random_device{}()};
@@ -147,6 +147,12 @@ void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint,
   if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
   auto parsed = openai::ParseRequest(endpoint, req.body ? std::string_view(*req.body) : std::string_view());
   if (!parsed.ok()) return respond(OpenAiError(parsed.status()));
+  const std::string* authorization = req.Header("authorization");
+  if (Status st = server->AuthorizeModel(authorization ? *authorization : std::string_view(), auth::Need::kInfer,
+                                         parsed->model);
+      !st.ok()) {
+    return respond(OpenAiError(st));
+  }
   parsed->request->cancellation = req.cancellation;
   parsed->request->generative_api = true;
   if (const std::string* key = req.Header("inferd-sticky-key")) parsed->request->sticky_key = *key;

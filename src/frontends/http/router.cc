@@ -46,16 +46,45 @@ Response JsonResponse(int status, std::string body) {
   return r;
 }
 
+RouteAccess AccessOf(const std::vector<std::string>& parts) {
+  using auth::Need;
+  const size_t n = parts.size();
+  if (n >= 2 && parts[0] == "v2") {
+    if (parts[1] == "health") return {Need::kHealth, ""};
+    if (parts[1] == "jobs") return {Need::kJobs, ""};
+    if (parts[1] == "cluster") return {Need::kCluster, ""};
+    if (parts[1] == "repository") return {Need::kModels, n >= 4 && parts[2] == "models" ? parts[3] : ""};
+    if (parts[1] == "models" && n >= 3 && !(n == 3 && parts[2] == "stats")) {
+      // /v2/models/{m}[/versions/{v} | /labels/{l}][/action]
+      const size_t i = n >= 5 && (parts[3] == "versions" || parts[3] == "labels") ? 5 : 3;
+      const std::string_view action = n == i + 1 ? std::string_view(parts[i]) : std::string_view();
+      const bool infer = action == "infer" || action == "generate" || action == "generate_stream";
+      return {infer ? Need::kInfer : Need::kRead, parts[2]};
+    }
+    return {Need::kRead, ""};
+  }
+  if (n >= 2 && parts[0] == "v1") {
+    if (parts[1] == "chat" || parts[1] == "completions" || parts[1] == "embeddings") return {Need::kInfer, "", true};
+    if (parts[1] == "models" && n == 2) return {Need::kRead, "", true};
+    if (parts[1] == "models" && n >= 3) {
+      // TF Serving: /v1/models/{m}[/...][:verb]; a verb (predict, classify, regress) is an inference.
+      std::string model = parts[2];
+      const size_t colon = parts.back().rfind(':');
+      if (n == 3 && colon != std::string::npos) model.resize(colon);
+      return {colon != std::string::npos ? Need::kInfer : Need::kRead, std::move(model)};
+    }
+  }
+  return {Need::kRead, ""};
+}
+
 Handler MakeApiHandler(InferenceServer* server, const tracing::RequestObserver* observer) {
   Handler route = [server](Request&& req, Responder respond) {
     std::vector<std::string> parts = SplitPath(req.path);
-    // Management routes: the model repository extension (/v2/repository/...), batch jobs (/v2/jobs...) and
-    // the cluster's status (/v2/cluster).
-    const bool management = parts.size() >= 2 && parts[0] == "v2" &&
-                            (parts[1] == "repository" || parts[1] == "jobs" || parts[1] == "cluster");
+    const RouteAccess access = AccessOf(parts);
     const std::string* authorization = req.Header("authorization");
-    if (Status st = server->Authorize(authorization ? *authorization : std::string_view(), management); !st.ok()) {
-      return respond(ErrorResponse(st));
+    if (Status st = server->Authorize(authorization ? *authorization : std::string_view(), access.need, access.model);
+        !st.ok()) {
+      return respond(access.openai ? OpenAiError(st) : ErrorResponse(st));
     }
     if (!parts.empty() && parts[0] == "v2") return HandleV2(server, std::move(req), parts, std::move(respond));
     if (HandleOpenAi(server, std::move(req), parts, respond)) return;

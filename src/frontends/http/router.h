@@ -49,12 +49,25 @@ bool HandleV2Traffic(InferenceServer* server, const Request& req, const std::vec
 // Batch jobs under /v2/jobs; false if not such a path.
 bool HandleV2Jobs(InferenceServer* server, const Request& req, const std::vector<std::string>& parts,
                   const Responder& respond);
+// An error in OpenAI's shape ({"error": {"message", "type", ...}}) with its HTTP status.
+Response OpenAiError(const Status& st);
 // The OpenAI routes; false (and `respond` untouched) if `parts` is not one of them.
 bool HandleOpenAi(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder& respond);
 void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond);
 // POST .../generate (one JSON answer) and .../generate_stream (server-sent events).
 void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,
               Responder respond);
+
+// What a route needs of the caller's token (auth/access_policy.h) and the
+// model its path names ("" for none; the OpenAI routes name theirs in the
+// body and check it there). Unknown paths need `read` (a caller without a
+// token learns nothing of the routes).
+struct RouteAccess {
+  auth::Need need = auth::Need::kRead;
+  std::string model;
+  bool openai = false;  // an OpenAI route: refusals in OpenAI's error shape
+};
+RouteAccess AccessOf(const std::vector<std::string>& parts);
 
 // Splits "/a/b/c" into {"a","b","c"} with %XX decoding.
 std::vector<std::string> SplitPath(const std::string& path);

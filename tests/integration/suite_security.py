@@ -1,0 +1,319 @@
+"""Access control (docs/security.md): scoped tokens from --auth-tokens-file checked route by route over HTTP (KServe
+v2, TF Serving, OpenAI) and gRPC (KServe, health, inferd's management service); 401 / UNAUTHENTICATED without a
+known token, 403 / PERMISSION_DENIED without the route's scope or model, 429 / RESOURCE_EXHAUSTED over a token's
+rate; the file re-read when it changes and on SIGHUP, a broken one refused while the tokens in use stay, and no
+request lost to a reload. Stages: ASan, TSan and release (the tokens are swapped under concurrent checks)."""
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import unittest
+
+import grpc
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common as C  # noqa: E402
+from common import setUpModule, tearDownModule  # noqa: E402,F401
+import inferd_client as ic  # noqa: E402
+
+TOKENS = {
+    "infer": "infer-token-tiny-0123456789",   # infer, models tiny_*
+    "reader": "reader-token-0123456789ab",    # read
+    "models": "models-token-0123456789ab",    # models
+    "jobs": "jobs-token-0123456789abcdef",    # jobs
+    "cluster": "cluster-token-0123456789ab",  # cluster
+    "ops": "ops-token-everything-012345",     # *
+    "slow": "slow-token-one-a-second-0123",   # infer at 1 request/s
+}
+
+
+def tokens_file_text(names=None, extra=()):
+    entries = [
+        {"name": "infer", "token": TOKENS["infer"], "scopes": ["infer"], "models": ["tiny_*"]},
+        {"name": "reader", "token": TOKENS["reader"], "scopes": ["read"]},
+        {"name": "models", "token": TOKENS["models"], "scopes": ["models"]},
+        {"name": "jobs", "token": TOKENS["jobs"], "scopes": ["jobs"]},
+        {"name": "cluster", "token": TOKENS["cluster"], "scopes": ["cluster"]},
+        {"name": "ops", "token": TOKENS["ops"], "scopes": ["*"]},
+        {"name": "slow", "token": TOKENS["slow"], "scopes": ["infer"], "requests_per_second": 1},
+    ]
+    entries = [e for e in entries if names is None or e["name"] in names] + list(extra)
+    return json.dumps({"tokens": entries})
+
+
+def write_atomically(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def bearer(name):
+    return {"Authorization": "Bearer " + TOKENS[name]}
+
+
+def grpc_md(name):
+    return (("authorization", "Bearer " + TOKENS[name]),)
+
+
+X = np.ones((1, 16), np.float32)
+INFER_BODY = json.dumps(ic.v2_json_request({"input": X})).encode()
+PREDICT_BODY = json.dumps({"instances": X.tolist()}).encode()
+CHAT_BODY = json.dumps({"model": "tiny_chat", "messages": [{"role": "user", "content": "hi"}],
+                        "max_tokens": 2}).encode()
+
+
+class Security(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tokens_path = os.path.join(C.ARGS.workdir, "security_tokens.json")
+        write_atomically(cls.tokens_path, tokens_file_text())
+        cls.server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                               "--load-model", "mlp", "--load-model", "tiny_chat", "--auth-tokens-file",
+                               cls.tokens_path, "--credentials-check-interval-ms", "100")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def setUp(self):
+        # Each test starts from the full file (a test may have replaced it).
+        with open(self.tokens_path) as f:
+            if f.read() != tokens_file_text():
+                self.reload(tokens_file_text())
+
+    def reload(self, text):
+        """Replaces the tokens file and waits (bounded) until the server has re-read it."""
+        before = self.reload_count("ok")
+        write_atomically(self.tokens_path, text)
+        C.wait_until(self, "the tokens file re-read", lambda: self.reload_count("ok") > before, timeout=30)
+
+    def reload_count(self, result):
+        for line in self.server.metrics().splitlines():
+            if line.startswith('inferd_auth_token_reloads_total{result="%s"}' % result):
+                return float(line.split()[-1])
+        return 0.0
+
+    def test_http_routes_need_their_scope_and_model(self):
+        s = self.server
+        # (method, path, body, the token names allowed)
+        routes = [
+            ("GET", "/v2", None, {"reader", "ops"}),
+            ("GET", "/v2/models/tiny_mlp", None, {"reader", "ops"}),
+            ("GET", "/v2/models/tiny_mlp/config", None, {"reader", "ops"}),
+            ("GET", "/v2/models/tiny_mlp/ready", None, {"reader", "ops"}),
+            ("GET", "/v2/models/stats", None, {"reader", "ops"}),
+            ("GET", "/v1/models/tiny_mlp", None, {"reader", "ops"}),
+            ("GET", "/v1/models", None, {"reader", "ops"}),
+            ("POST", "/v2/models/tiny_mlp/infer", INFER_BODY, {"infer", "ops", "slow"}),
+            ("POST", "/v1/models/tiny_mlp:predict", PREDICT_BODY, {"infer", "ops", "slow"}),
+            ("POST", "/v2/models/mlp/infer", INFER_BODY, {"ops", "slow"}),  # "infer" holds tiny_* only
+            ("POST", "/v1/chat/completions", CHAT_BODY, {"infer", "ops", "slow"}),
+            ("POST", "/v2/repository/index", b"{}", {"models", "ops"}),
+            ("GET", "/v2/repository/models/tiny_mlp/labels", None, {"models", "ops"}),
+            ("GET", "/v2/repository/models/tiny_mlp/traffic", None, {"models", "ops"}),
+            ("GET", "/v2/jobs", None, {"jobs", "ops"}),
+            ("GET", "/v2/cluster", None, {"cluster", "ops"}),
+            ("GET", "/console/api/traces", None, {"models", "ops"}),
+            ("GET", "/console/api/live", None, {"reader", "ops"}),
+        ]
+        for method, path, body, allowed in routes:
+            st, hdrs, data = s.request(method, path, body)
+            self.assertEqual(st, 401, "%s %s without a token: %s" % (method, path, data))
+            self.assertEqual(hdrs.get("www-authenticate"), "Bearer")
+            st, _, data = s.request(method, path, body, {"Authorization": "Bearer not-a-token-of-this-server"})
+            self.assertEqual(st, 401, data)
+            error = json.loads(data)["error"]
+            if path.startswith(("/v1/chat", "/v1/completions")) or path == "/v1/models":  # OpenAI's shape
+                self.assertEqual(error["type"], "authentication_error")
+                error = error["message"]
+            self.assertEqual(error, "invalid bearer token")
+            for name in TOKENS:
+                if name == "slow" and name in allowed:
+                    continue  # its rate is tested on its own
+                st, _, data = s.request(method, path, body, bearer(name))
+                if name in allowed:
+                    self.assertNotIn(st, (401, 403, 429), "%s %s with %s: %s" % (method, path, name, data))
+                else:
+                    self.assertEqual(st, 403, "%s %s with %s: %s" % (method, path, name, data))
+                    for secret in TOKENS.values():
+                        self.assertNotIn(secret.encode(), data)
+        # Health needs nothing (probes carry no token); the answer of a model's inference is the model's.
+        self.assertEqual(s.request("GET", "/v2/health/ready")[0], 200)
+        self.assertEqual(s.request("GET", "/v2/health/live")[0], 200)
+        st, _, data = s.request("POST", "/v2/models/tiny_mlp/infer", INFER_BODY, bearer("infer"))
+        self.assertEqual(st, 200, data)
+        self.assertEqual(json.loads(data)["model_name"], "tiny_mlp")
+        # OpenAI's refusals are in OpenAI's shape: a model named in the body outside the token's models.
+        st, _, data = s.request("POST", "/v1/completions",
+                                json.dumps({"model": "mlp", "prompt": "x", "max_tokens": 1}).encode(), bearer("infer"))
+        self.assertEqual(st, 403, data)
+        self.assertEqual(json.loads(data)["error"]["type"], "permission_error")
+        metrics = s.metrics()
+        self.assertRegex(metrics, r'inferd_auth_refusals_total\{reason="unauthenticated"\} [1-9]')
+        self.assertRegex(metrics, r'inferd_auth_refusals_total\{reason="permission_denied"\} [1-9]')
+
+    def test_grpc_calls_need_their_scope_and_model(self):
+        pb = C.stubs().pb
+        with grpc.insecure_channel("127.0.0.1:%d" % self.server.grpc_port) as ch:
+            stub = C.stubs().pb_grpc.GRPCInferenceServiceStub(ch)
+            mg = C.stubs().management_grpc.ManagementServiceStub(ch)
+            req = pb.ModelInferRequest(model_name="tiny_mlp")
+            t = req.inputs.add(name="input", datatype="FP32", shape=[1, 16])
+            t.contents.fp32_contents.extend([1.0] * 16)
+            other = pb.ModelInferRequest(model_name="mlp")
+            other.CopyFrom(req)
+            other.model_name = "mlp"
+            calls = [
+                (lambda md: stub.ServerMetadata(pb.ServerMetadataRequest(), timeout=60, metadata=md), {"reader", "ops"}),
+                (lambda md: stub.ModelMetadata(pb.ModelMetadataRequest(name="tiny_mlp"), timeout=60, metadata=md),
+                 {"reader", "ops"}),
+                (lambda md: stub.ModelConfig(pb.ModelConfigRequest(name="tiny_mlp"), timeout=60, metadata=md),
+                 {"reader", "ops"}),
+                (lambda md: stub.ModelInfer(req, timeout=60, metadata=md), {"infer", "ops"}),
+                (lambda md: stub.ModelInfer(other, timeout=60, metadata=md), {"ops"}),
+                (lambda md: stub.RepositoryIndex(pb.RepositoryIndexRequest(), timeout=60, metadata=md),
+                 {"models", "ops"}),
+                (lambda md: mg.GetTraffic(C.stubs().management.ModelRequest(model_name="tiny_mlp"), timeout=60,
+                                          metadata=md), {"models", "ops"}),
+            ]
+            for i, (call, allowed) in enumerate(calls):
+                for md, want in ((None, grpc.StatusCode.UNAUTHENTICATED),
+                                 ((("authorization", "Bearer nope-not-a-token-here"),), grpc.StatusCode.UNAUTHENTICATED)):
+                    with self.assertRaises(grpc.RpcError) as cm:
+                        call(md)
+                    self.assertEqual(cm.exception.code(), want, "call %d" % i)
+                for name in TOKENS:
+                    if name == "slow":
+                        continue
+                    if name in allowed:
+                        try:
+                            call(grpc_md(name))
+                        except grpc.RpcError as e:  # the call's own answer (a model's input), not a refusal
+                            self.assertNotIn(e.code(), (grpc.StatusCode.UNAUTHENTICATED,
+                                                        grpc.StatusCode.PERMISSION_DENIED,
+                                                        grpc.StatusCode.RESOURCE_EXHAUSTED), "call %d" % i)
+                    else:
+                        with self.assertRaises(grpc.RpcError) as cm:
+                            call(grpc_md(name))
+                        self.assertEqual(cm.exception.code(), grpc.StatusCode.PERMISSION_DENIED,
+                                         "call %d with %s" % (i, name))
+            # Health (KServe's and grpc.health.v1) needs no token.
+            self.assertTrue(stub.ServerLive(pb.ServerLiveRequest(), timeout=60).live)
+            # A stream: each request is checked for its model; the stream goes on after a refusal.
+            replies = list(stub.ModelStreamInfer(iter([other, req]), timeout=60, metadata=grpc_md("infer")))
+            self.assertEqual(len(replies), 2)
+            self.assertIn("may not use this model", replies[0].error_message)
+            self.assertEqual(replies[1].error_message, "")
+            self.assertEqual(replies[1].infer_response.model_name, "tiny_mlp")
+            with self.assertRaises(grpc.RpcError) as cm:
+                list(stub.ModelStreamInfer(iter([req]), timeout=60, metadata=grpc_md("reader")))
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
+
+    def test_a_token_over_its_rate_gets_429_and_resource_exhausted(self):
+        s = self.server
+        started = time.monotonic()
+        statuses = [s.request("POST", "/v2/models/tiny_mlp/infer", INFER_BODY, bearer("slow")) for _ in range(6)]
+        elapsed = time.monotonic() - started
+        ok = [st for st, _, _ in statuses if st == 200]
+        limited = [(st, h, d) for st, h, d in statuses if st == 429]
+        self.assertEqual(len(ok) + len(limited), 6, [st for st, _, _ in statuses])
+        # A burst of one, then one a second.
+        self.assertLessEqual(len(ok), 1 + int(elapsed) + 1)
+        self.assertGreaterEqual(len(limited), 1)
+        self.assertEqual(limited[0][1].get("retry-after"), "1")
+        self.assertIn("over its request rate", json.loads(limited[0][2])["error"])
+        # Other tokens are not held back by it.
+        self.assertEqual(s.request("POST", "/v2/models/tiny_mlp/infer", INFER_BODY, bearer("ops"))[0], 200)
+        pb = C.stubs().pb
+        with grpc.insecure_channel("127.0.0.1:%d" % s.grpc_port) as ch:
+            stub = C.stubs().pb_grpc.GRPCInferenceServiceStub(ch)
+            codes = []
+            for _ in range(4):
+                try:
+                    stub.ServerMetadata(pb.ServerMetadataRequest(), timeout=60, metadata=grpc_md("slow"))
+                    codes.append("ok")
+                except grpc.RpcError as e:
+                    codes.append(e.code())
+            # The slow token has no read scope: refused for that first; its rate applies to what it may call.
+            self.assertTrue(all(c == grpc.StatusCode.PERMISSION_DENIED for c in codes), codes)
+            req = pb.ModelInferRequest(model_name="tiny_mlp")
+            t = req.inputs.add(name="input", datatype="FP32", shape=[1, 16])
+            t.contents.fp32_contents.extend([1.0] * 16)
+            codes = []
+            for _ in range(4):
+                try:
+                    stub.ModelInfer(req, timeout=60, metadata=grpc_md("slow"))
+                    codes.append("ok")
+                except grpc.RpcError as e:
+                    codes.append(e.code())
+            self.assertIn(grpc.StatusCode.RESOURCE_EXHAUSTED, codes)
+        self.assertRegex(s.metrics(), r'inferd_auth_refusals_total\{reason="rate_limited"\} [1-9]')
+
+    def test_the_tokens_file_is_re_read_without_losing_a_request(self):
+        s = self.server
+        fresh = {"name": "fresh", "token": "fresh-token-0123456789ab", "scopes": ["infer"]}
+        # A client keeps calling with a token that every version of the file holds, while the file changes.
+        stop = threading.Event()
+        failures, done = [], [0]
+
+        def client():
+            conn = s.conn()
+            while not stop.is_set():
+                st, _, data = s.request("POST", "/v2/models/tiny_mlp/infer", INFER_BODY, bearer("ops"), conn=conn)
+                if st != 200:
+                    failures.append((st, data))
+                done[0] += 1
+            conn.close()
+
+        t = threading.Thread(target=client)
+        t.start()
+        try:
+            self.reload(tokens_file_text(extra=[fresh]))
+            self.assertEqual(s.request("POST", "/v2/models/tiny_mlp/infer", INFER_BODY,
+                                       {"Authorization": "Bearer fresh-token-0123456789ab"})[0], 200)
+            self.reload(tokens_file_text(names={"ops", "reader"}))
+            self.assertEqual(s.request("POST", "/v2/models/tiny_mlp/infer", INFER_BODY,
+                                       {"Authorization": "Bearer fresh-token-0123456789ab"})[0], 401)
+            self.assertEqual(s.request("POST", "/v2/models/tiny_mlp/infer", INFER_BODY, bearer("infer"))[0], 401)
+            # A broken file (cut off mid-write) is refused and logged; the tokens in use stay.
+            failed = self.reload_count("failed")
+            write_atomically(self.tokens_path, '{"tokens": [{"name": "x", "token": "short"')
+            C.wait_until(self, "the broken file refused", lambda: self.reload_count("failed") > failed, timeout=30)
+            self.assertIsNotNone(s.wait_for_log("cannot reload the tokens file"))
+            self.assertEqual(s.request("GET", "/v2", None, bearer("reader"))[0], 200)
+            # Fixed, it is re-read at the next check; SIGHUP re-reads it at once.
+            self.reload(tokens_file_text())
+            s.proc.send_signal(signal.SIGHUP)
+            self.assertIsNotNone(s.wait_for_log("received SIGHUP: re-reading credentials"))
+            self.assertIsNotNone(s.wait_for_log("reloaded the tokens file %s (SIGHUP)" % self.tokens_path))
+            self.assertEqual(s.request("POST", "/v2/models/tiny_mlp/infer", INFER_BODY, bearer("infer"))[0], 200)
+        finally:
+            stop.set()
+            t.join(timeout=120)
+        self.assertFalse(t.is_alive())
+        self.assertGreater(done[0], 0)
+        self.assertEqual(failures, [])
+        # The log never shows a token.
+        log = "".join(s.log)
+        for secret in TOKENS.values():
+            self.assertNotIn(secret, log)
+        self.assertNotIn("fresh-token-0123456789ab", log)
+
+    def test_a_bad_tokens_file_stops_the_start_naming_the_entry(self):
+        bad = os.path.join(C.ARGS.workdir, "security_bad_tokens.json")
+        with open(bad, "w") as f:
+            f.write(json.dumps({"tokens": [{"name": "short", "token": "too-short", "scopes": ["infer"]}]}))
+        import subprocess
+        out = subprocess.run([C.ARGS.inferd, "serve", "--model-repository", C.REPO, "--auth-tokens-file", bad],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("tokens[0] (short) 'token' must be at least 16", out.stderr)
+        self.assertNotIn("too-short", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
