@@ -60,7 +60,10 @@ Result<std::unique_ptr<AccessPolicy>> AccessPolicy::Create(AccessOptions options
   std::unique_ptr<AccessPolicy> p(new AccessPolicy(std::move(options), clock));
   auto tokens = p->Read();
   if (!tokens.ok()) return tokens.status();
-  p->tokens_.store(std::move(*tokens));
+  {
+    MutexLock l(&p->tokens_mu_);
+    p->tokens_ = std::move(*tokens);
+  }
   return p;
 }
 
@@ -99,7 +102,10 @@ Status AccessPolicy::Reload() {
     reload_failures_.fetch_add(1, std::memory_order_relaxed);
     return tokens.status();
   }
-  tokens_.store(std::move(*tokens));
+  {
+    MutexLock l(&tokens_mu_);
+    tokens_ = std::move(*tokens);
+  }
   reloads_.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
@@ -118,7 +124,7 @@ Status AccessPolicy::Check(std::string_view authorization, Need need, std::strin
     return Status::Unauthenticated(std::string(Management(need) ? "management routes" : "this server's routes") +
                                    " need a bearer token (Authorization: Bearer <token>)");
   }
-  const std::shared_ptr<const Tokens> tokens = tokens_.load();
+  const std::shared_ptr<const Tokens> tokens = Current();
   const TokenEntry* entry = nullptr;
   if (authorization.size() > kBearer.size() && authorization.substr(0, kBearer.size()) == kBearer) {
     entry = tokens->set.Match(authorization.substr(kBearer.size()));
@@ -147,7 +153,7 @@ Status AccessPolicy::Check(std::string_view authorization, Need need, std::strin
 
 Status AccessPolicy::CheckModel(std::string_view authorization, Need need, std::string_view model) const {
   if (!Protects(need) || authorization.size() <= kBearer.size()) return Status::OK();  // Check refused those
-  const std::shared_ptr<const Tokens> tokens = tokens_.load();
+  const std::shared_ptr<const Tokens> tokens = Current();
   const TokenEntry* entry = tokens->set.Match(authorization.substr(kBearer.size()));
   if (entry != nullptr && !entry->AllowsModel(model)) {
     permission_denied_.fetch_add(1, std::memory_order_relaxed);

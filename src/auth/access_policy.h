@@ -102,7 +102,14 @@ class AccessPolicy {
 
   const AccessOptions options_;
   Clock* const clock_;
-  std::atomic<std::shared_ptr<const Tokens>> tokens_;
+  // The tokens in use: copied out under the lock (a pointer copy), swapped whole by a reload. (Not
+  // std::atomic<shared_ptr>: libstdc++ 12's lock bit is invisible to ThreadSanitizer.)
+  std::shared_ptr<const Tokens> Current() const {
+    MutexLock l(&tokens_mu_);
+    return tokens_;
+  }
+  mutable Mutex tokens_mu_;
+  std::shared_ptr<const Tokens> tokens_ TSA_GUARDED_BY(tokens_mu_);
   mutable std::atomic<uint64_t> unauthenticated_{0}, permission_denied_{0}, rate_limited_{0};
   std::atomic<uint64_t> reloads_{0}, reload_failures_{0};
 };

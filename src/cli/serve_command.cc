@@ -280,6 +280,18 @@ int Serve(const ServeFlags& f) {
     return 2;
   }
   so.access = *access;
+  auto tls = TlsFromFlags(f.security);
+  if (!tls.ok()) {
+    spdlog::critical("{}", tls.status().message());
+    return 2;
+  }
+  if (!f.cluster.empty() && (tls->http.enabled() || tls->grpc.enabled())) {
+    // Forwarding between nodes speaks plain HTTP and gRPC today.
+    spdlog::critical(
+        "--cluster with TLS is not supported yet: run the cluster's nodes without --tls-* flags "
+        "(behind a TLS-terminating proxy or a service mesh)");
+    return 2;
+  }
   so.residency = f.residency == "on-demand" ? Residency::kOnDemand : Residency::kEager;
   if (!f.memory_budget.empty()) {
     auto budget = ParseByteSize(f.memory_budget);
@@ -356,6 +368,8 @@ int Serve(const ServeFlags& f) {
   ho.on_client_gone = [&server] { server.CountClientCancellation(); };
   const tracing::RequestObserver* observer = so.observer.get();
   ho.client_address = observer != nullptr && observer->access_log() != nullptr;
+  ho.tls = tls->http;
+  ho.handshake_timeout = std::chrono::milliseconds(f.security.tls_handshake_timeout_ms);
   // The web console (docs/console.md): its routes in front of the API's, its charts' ticks on a thread of their own.
   std::unique_ptr<console::LiveStats> live;
   http::Handler api_handler = http::MakeApiHandler(&server, observer);
@@ -390,6 +404,7 @@ int Serve(const ServeFlags& f) {
     grpcfe::GrpcServerOptions go = f.grpc;
     go.host = f.host;
     go.observer = observer;
+    go.tls = tls->grpc;
     grpc = std::make_unique<grpcfe::GrpcServer>(go, &server);
     if (Status st = grpc->Start(); !st.ok()) {
       spdlog::critical("{}", st.message());
@@ -426,6 +441,15 @@ int Serve(const ServeFlags& f) {
 
   // Credentials re-read when their files change or on SIGHUP (docs/security.md).
   std::vector<FileReloader::Source> reloadable;
+  if (tls->http.enabled()) {
+    std::vector<std::string> files = {tls->http.cert_file, tls->http.key_file};
+    if (!tls->http.client_ca_file.empty()) files.push_back(tls->http.client_ca_file);
+    reloadable.push_back({"the HTTP TLS certificate " + tls->http.cert_file, files, [&api, &metrics] {
+                            Status st = api.ReloadTls();
+                            if (st.ok() && metrics) st = metrics->ReloadTls();
+                            return st;
+                          }});
+  }
   if (*access && !f.security.auth_tokens_file.empty()) {
     reloadable.push_back({"the tokens file " + f.security.auth_tokens_file,
                           {f.security.auth_tokens_file},

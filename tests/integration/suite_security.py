@@ -2,10 +2,18 @@
 v2, TF Serving, OpenAI) and gRPC (KServe, health, inferd's management service); 401 / UNAUTHENTICATED without a
 known token, 403 / PERMISSION_DENIED without the route's scope or model, 429 / RESOURCE_EXHAUSTED over a token's
 rate; the file re-read when it changes and on SIGHUP, a broken one refused while the tokens in use stay, and no
-request lost to a reload. Stages: ASan, TSan and release (the tokens are swapped under concurrent checks)."""
+request lost to a reload. TLS (class Tls): curl and Python's ssl (tritonclient's way) with and without the CA, gRPC
+over TLS, mutual TLS refusing clients without a certificate or with another CA's, Triton's gRPC SSL flags, and
+certificates rotated under load (new and kept connections, HTTP and gRPC) losing no request; certificates made here
+(tls_fixtures.py). Stages: ASan, TSan and release (tokens and TLS contexts are swapped under concurrent requests)."""
+import http.client
 import json
 import os
+import shutil
 import signal
+import socket
+import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -18,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 from common import setUpModule, tearDownModule  # noqa: E402,F401
 import inferd_client as ic  # noqa: E402
+import tls_fixtures  # noqa: E402
 
 TOKENS = {
     "infer": "infer-token-tiny-0123456789",   # infer, models tiny_*
@@ -307,7 +316,6 @@ class Security(unittest.TestCase):
         bad = os.path.join(C.ARGS.workdir, "security_bad_tokens.json")
         with open(bad, "w") as f:
             f.write(json.dumps({"tokens": [{"name": "short", "token": "too-short", "scopes": ["infer"]}]}))
-        import subprocess
         out = subprocess.run([C.ARGS.inferd, "serve", "--model-repository", C.REPO, "--auth-tokens-file", bad],
                              capture_output=True, text=True, timeout=120)
         self.assertEqual(out.returncode, 2, out.stderr)
@@ -317,3 +325,228 @@ class Security(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def https_request(port, method, path, body=None, headers=None, cafile=None, cert=None, timeout=60):
+    """One request on a new TLS connection (a tritonclient-style HTTPS client: Python's ssl with the CA)."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    if cert:
+        ctx.load_cert_chain(cert[0], cert[1])
+    c = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout, context=ctx)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), r.read()
+    finally:
+        c.close()
+
+
+def served_subject(port, cafile):
+    """The common name of the certificate the port presents now."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+            return dict(x[0] for x in s.getpeercert()["subject"])["commonName"]
+
+
+def grpc_infer(port, creds, metadata=None):
+    pb = C.stubs().pb
+    with grpc.secure_channel("127.0.0.1:%d" % port, creds) as ch:
+        stub = C.stubs().pb_grpc.GRPCInferenceServiceStub(ch)
+        req = pb.ModelInferRequest(model_name="tiny_mlp")
+        t = req.inputs.add(name="input", datatype="FP32", shape=[1, 16])
+        t.contents.fp32_contents.extend(X.flatten().tolist())
+        r = stub.ModelInfer(req, timeout=60, metadata=metadata)
+        return np.array(r.outputs[0].contents.fp32_contents, np.float32).reshape(1, 4)
+
+
+class Tls(unittest.TestCase):
+    """TLS and mutual TLS on the HTTP, gRPC and metrics ports, with certificates made here (tls_fixtures.py)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pem = tls_fixtures.make(os.path.join(C.ARGS.workdir, "tls"))
+
+    def creds(self, client=None):
+        r = lambda k: open(self.pem[k], "rb").read()  # noqa: E731
+        if client:
+            return grpc.ssl_channel_credentials(r("ca"), r(client + "_key"), r(client))
+        return grpc.ssl_channel_credentials(r("ca"))
+
+    def start(self, *extra):
+        return ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                         "--tls-cert-file", self.pem["server"], "--tls-key-file", self.pem["server_key"], *extra)
+
+    def test_clients_with_the_ca_are_served_on_every_port_and_others_are_not(self):
+        server = self.start()
+        try:
+            ca = self.pem["ca"]
+            # curl with the CA: served; without it (the certificate cannot be checked): refused by curl.
+            url = "https://127.0.0.1:%d/v2/health/ready" % server.port
+            ok = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", ca, url],
+                                capture_output=True, text=True, timeout=60)
+            self.assertEqual(ok.stdout, "200", ok.stderr)
+            bad = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", url], capture_output=True,
+                                 text=True, timeout=60)
+            self.assertEqual(bad.stdout, "000")
+            self.assertEqual(bad.returncode, 60)  # curl: the peer's certificate could not be authenticated
+            # TLS 1.1 and older are refused.
+            old = subprocess.run(["curl", "-s", "-o", "/dev/null", "--cacert", ca, "--tlsv1.1", "--tls-max", "1.1",
+                                  url], capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(old.returncode, 0)
+            # Plain HTTP to the TLS port gets no answer; the port stays up.
+            with self.assertRaises((http.client.HTTPException, ConnectionError)):
+                server.request("GET", "/v2/health/ready")
+            # Inference over HTTPS (JSON and the binary extension) and gRPC over TLS: PyTorch's answer.
+            st, _, data = https_request(server.port, "POST", "/v2/models/tiny_mlp/infer", INFER_BODY, cafile=ca)
+            self.assertEqual(st, 200, data)
+            ref = C.torch_ref("tiny_mlp", X)
+            got = np.array(json.loads(data)["outputs"][0]["data"], np.float32).reshape(1, 4)
+            C.assert_matches_torch(got, ref)
+            body, hlen = ic.v2_binary_request({"input": X})
+            st, rh, data = https_request(server.port, "POST", "/v2/models/tiny_mlp/infer", body,
+                                         {"Inference-Header-Content-Length": str(hlen)}, cafile=ca)
+            self.assertEqual(st, 200, data)
+            C.assert_matches_torch(ic.decode_v2_response(rh, data)[1]["output"], ref)
+            C.assert_matches_torch(grpc_infer(server.grpc_port, self.creds()), ref)
+            # gRPC without TLS: refused.
+            with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
+                with self.assertRaises(grpc.RpcError) as cm:
+                    C.stubs().pb_grpc.GRPCInferenceServiceStub(ch).ServerLive(C.stubs().pb.ServerLiveRequest(),
+                                                                              timeout=10)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            # The metrics port: TLS too; a big answer (more than one TLS record) arrives whole.
+            st, _, data = https_request(server.metrics_port, "GET", "/metrics", cafile=ca)
+            self.assertEqual(st, 200)
+            self.assertGreater(len(data), 16384)
+            self.assertIn(b"nv_inference_request_success", data)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_mutual_tls_refuses_clients_without_a_certificate_of_its_ca(self):
+        server = self.start("--tls-client-ca-file", self.pem["ca"])
+        try:
+            ca = self.pem["ca"]
+            client = (self.pem["client"], self.pem["client_key"])
+            stranger = (self.pem["stranger"], self.pem["stranger_key"])
+            st, _, data = https_request(server.port, "POST", "/v2/models/tiny_mlp/infer", INFER_BODY, cafile=ca,
+                                        cert=client)
+            self.assertEqual(st, 200, data)
+            for cert in (None, stranger):
+                with self.assertRaises((ssl.SSLError, ConnectionError)):
+                    https_request(server.port, "GET", "/v2/health/ready", cafile=ca, cert=cert)
+            C.assert_matches_torch(grpc_infer(server.grpc_port, self.creds("client")), C.torch_ref("tiny_mlp", X))
+            for creds in (self.creds(), self.creds("stranger")):
+                with self.assertRaises(grpc.RpcError) as cm:
+                    grpc_infer(server.grpc_port, creds)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            # Triton's gRPC flags name the same files.
+        finally:
+            self.assertEqual(server.stop(), 0)
+        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                           "--grpc-use-ssl", "true", "--grpc-server-cert", self.pem["server"], "--grpc-server-key",
+                           self.pem["server_key"], "--grpc-root-cert", self.pem["ca"], "--grpc-use-ssl-mutual", "true")
+        try:
+            self.assertEqual(server.request("GET", "/v2/health/ready")[0], 200)  # HTTP stays plain
+            C.assert_matches_torch(grpc_infer(server.grpc_port, self.creds("client")), C.torch_ref("tiny_mlp", X))
+            with self.assertRaises(grpc.RpcError):
+                grpc_infer(server.grpc_port, self.creds())
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_certificates_rotate_under_load_without_losing_a_request(self):
+        live = os.path.join(C.ARGS.workdir, "tls_live")
+        shutil.rmtree(live, ignore_errors=True)
+        os.makedirs(live)
+        cert, key = os.path.join(live, "cert.pem"), os.path.join(live, "key.pem")
+        shutil.copy(self.pem["server"], cert)
+        shutil.copy(self.pem["server_key"], key)
+        ca = self.pem["ca"]
+        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                           "--tls-cert-file", cert, "--tls-key-file", key, "--credentials-check-interval-ms", "100")
+        stop = threading.Event()
+        failures, counts = [], {"new": 0, "kept": 0, "grpc": 0}
+
+        def new_connections():  # a handshake per request: some with the old certificate, some with the new
+            while not stop.is_set():
+                try:
+                    st, _, data = https_request(server.port, "POST", "/v2/models/tiny_mlp/infer", INFER_BODY,
+                                                cafile=ca)
+                    if st != 200:
+                        failures.append(("new", st, data))
+                except Exception as e:  # noqa: BLE001
+                    failures.append(("new", repr(e)))
+                counts["new"] += 1
+
+        def kept_connection():  # one connection across the rotation: unaffected
+            ctx = ssl.create_default_context(cafile=ca)
+            c = http.client.HTTPSConnection("127.0.0.1", server.port, timeout=60, context=ctx)
+            while not stop.is_set():
+                try:
+                    c.request("POST", "/v2/models/tiny_mlp/infer", body=INFER_BODY)
+                    r = c.getresponse()
+                    data = r.read()
+                    if r.status != 200:
+                        failures.append(("kept", r.status, data))
+                except Exception as e:  # noqa: BLE001
+                    failures.append(("kept", repr(e)))
+                counts["kept"] += 1
+            c.close()
+
+        def grpc_client():
+            while not stop.is_set():
+                try:
+                    grpc_infer(server.grpc_port, self.creds())
+                except Exception as e:  # noqa: BLE001
+                    failures.append(("grpc", repr(e)))
+                counts["grpc"] += 1
+
+        threads = [threading.Thread(target=f) for f in (new_connections, kept_connection, grpc_client)]
+        try:
+            self.assertEqual(served_subject(server.port, ca), "inferd server one")
+            for t in threads:
+                t.start()
+            C.wait_until(self, "requests before the rotation", lambda: min(counts.values()) >= 3, timeout=120)
+            # The rotation as a Secret update does it: the new files written aside, then renamed over the old.
+            for src, dst in ((self.pem["server2_key"], key), (self.pem["server2"], cert)):
+                shutil.copy(src, dst + ".new")
+                os.replace(dst + ".new", dst)
+            C.wait_until(self, "the HTTP port's new certificate",
+                         lambda: served_subject(server.port, ca) == "inferd server two", timeout=60)
+            C.wait_until(self, "the metrics port's new certificate",
+                         lambda: served_subject(server.metrics_port, ca) == "inferd server two", timeout=60)
+            C.wait_until(self, "the gRPC port's new certificate",
+                         lambda: served_subject(server.grpc_port, ca) == "inferd server two", timeout=60)
+            after = dict(counts)
+            C.wait_until(self, "requests after the rotation",
+                         lambda: all(counts[k] >= after[k] + 3 for k in counts), timeout=120)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(timeout=120)
+            rc = server.stop()
+        self.assertFalse(any(t.is_alive() for t in threads))
+        self.assertEqual(failures, [])
+        self.assertEqual(rc, 0)
+        self.assertTrue(any("reloaded the HTTP TLS certificate" in line for line in server.log))
+
+    def test_bad_tls_settings_stop_the_start_naming_the_file(self):
+        def serve(*flags):
+            return subprocess.run([C.ARGS.inferd, "serve", "--model-repository", C.REPO, "--model-control-mode",
+                                   "explicit", *flags], capture_output=True, text=True, timeout=120)
+
+        out = serve("--tls-cert-file", self.pem["server"], "--tls-key-file", self.pem["client_key"])
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("the TLS key %s does not match the certificate %s" % (self.pem["client_key"], self.pem["server"]),
+                      out.stderr)
+        self.assertNotIn("model tiny_mlp", out.stderr)  # refused before any model loads
+        out = serve("--tls-cert-file", self.pem["server"])
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("--tls-cert-file and --tls-key-file go together", out.stderr)
+        out = serve("--tls-cert-file", self.pem["server_key"], "--tls-key-file", self.pem["server_key"])
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("the TLS certificate %s holds no PEM certificate" % self.pem["server_key"], out.stderr)
+        out = serve("--grpc-use-ssl-mutual", "true", "--grpc-server-cert", self.pem["server"], "--grpc-server-key",
+                    self.pem["server_key"])
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("needs --grpc-root-cert", out.stderr)

@@ -1,8 +1,14 @@
 #include "frontends/grpc/grpc_server.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "auth/pem_files.h"
 #include "frontends/grpc/services.h"
 #include "server/inference_server.h"
 
@@ -54,6 +60,28 @@ grpc::Status ToGrpcStatus(const Status& st) {
       break;
   }
   return grpc::Status(code, st.message());
+}
+
+// The port's credentials: plain, or TLS from the files (gRPC re-reads them when they change).
+static Result<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const GrpcTlsOptions& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  // Checked here so that a bad file stops the start; gRPC's watcher would only fail the handshakes.
+  if (Status st = auth::CheckCertificateAndKey(tls.cert_file, tls.key_file); !st.ok()) return st;
+  if (tls.mutual) {
+    if (tls.client_ca_file.empty()) return Status::InvalidArgument("mutual TLS on gRPC needs a client CA file");
+    if (Status st = auth::CheckCaFile(tls.client_ca_file); !st.ok()) return st;
+  }
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      tls.key_file, tls.cert_file, tls.mutual ? tls.client_ca_file : std::string(), std::max(1u, tls.refresh_secs));
+  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  options.watch_identity_key_cert_pairs();
+  if (tls.mutual) {
+    options.watch_root_certs();
+    options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  } else {
+    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  }
+  return grpc::experimental::TlsServerCredentials(options);
 }
 
 Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c, auth::Need need,
@@ -117,8 +145,10 @@ Status GrpcServer::Start() {
   // Server reflection (grpcurl, grpc_cli). Linking the plugin library
   // registers it for every server anyway; the call keeps the link explicit.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  auto credentials = ServerCredentials(o.tls);
+  if (!credentials.ok()) return credentials.status();
   grpc::ServerBuilder b;
-  b.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl_->port);
+  b.AddListeningPort(address, *credentials, &impl_->port);
   b.RegisterService(&impl_->inference);
   b.RegisterService(&impl_->health);
   b.RegisterService(&impl_->management);

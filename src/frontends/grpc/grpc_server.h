@@ -30,6 +30,18 @@ class InferenceServer;
 
 namespace inferd::grpcfe {
 
+// TLS on the gRPC port (docs/security.md): gRPC's own TLS (1.2 and 1.3).
+// The files are re-read by gRPC itself every `refresh_secs` when they
+// change (rotation without a restart; connections open keep theirs).
+struct GrpcTlsOptions {
+  std::string cert_file;  // the server's certificate chain; "" = plain
+  std::string key_file;
+  std::string client_ca_file;  // with `mutual`: clients must show a certificate these signed
+  bool mutual = false;
+  unsigned refresh_secs = 2;
+  bool enabled() const { return !cert_file.empty(); }
+};
+
 struct GrpcServerOptions {
   std::string host = "0.0.0.0";
   uint16_t port = 8001;  // 0: any free port (see port())
@@ -50,6 +62,7 @@ struct GrpcServerOptions {
   // Tracing and the access log (docs/observability.md): ModelInfer calls and
   // stream requests are reported to it. Not owned; null: off.
   const tracing::RequestObserver* observer = nullptr;
+  GrpcTlsOptions tls;
 };
 
 class GrpcServer {

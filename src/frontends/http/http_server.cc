@@ -7,6 +7,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <future>
@@ -16,6 +17,7 @@
 
 #include "core/mutex.h"
 #include "frontends/codec/compression.h"
+#include "frontends/http/tls_context.h"
 
 namespace inferd::http {
 
@@ -51,6 +53,19 @@ struct HttpServer::Impl {
   bool stopped TSA_GUARDED_BY(mu) = false;
 
   InFlight* in_flight_head TSA_GUARDED_BY(mu) = nullptr;
+  // TLS: the context new connections take (null: plain HTTP); swapped whole by ReloadTls.
+  // (Not std::atomic<shared_ptr>: libstdc++ 12's lock bit is invisible to ThreadSanitizer.)
+  Mutex tls_mu;
+  std::shared_ptr<net::ssl::context> tls TSA_GUARDED_BY(tls_mu);
+  std::shared_ptr<net::ssl::context> Tls() {
+    MutexLock l(&tls_mu);
+    return tls;
+  }
+  void SetTls(std::shared_ptr<net::ssl::context> ctx) {
+    MutexLock l(&tls_mu);
+    tls = std::move(ctx);
+  }
+  std::atomic<uint64_t> tls_handshake_failures{0};
   std::optional<net::steady_timer> cancel_timer;
 
   void Accept();
@@ -86,25 +101,51 @@ namespace {
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
-class Session : public std::enable_shared_from_this<Session> {
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection: plain (Stream = beast::tcp_stream) or TLS (TlsStream, which
+// starts with the handshake).
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, HttpServer::Impl* server) : stream_(std::move(socket)), server_(server) {
-    in_flight_.fd = stream_.socket().native_handle();
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  // `stream_args` build the stream: the socket (and for TLS, *tls).
+  template <class... A>
+  Session(HttpServer::Impl* server, std::shared_ptr<net::ssl::context> tls, A&&... stream_args)
+      : tls_(std::move(tls)), stream_(std::forward<A>(stream_args)...), server_(server) {
+    in_flight_.fd = Lowest().socket().native_handle();
   }
 
   void Start() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+    net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (kTls) {
+        // A client that never finishes its handshake is cut off like one that never sends a header.
+        self->Lowest().expires_after(self->server_->options.handshake_timeout);
+        self->stream_.async_handshake(net::ssl::stream_base::server, [self](beast::error_code ec) {
+          if (ec) {
+            self->server_->tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+            return self->Close();
+          }
+          self->ReadHeader();
+        });
+      } else {
+        self->ReadHeader();
+      }
+    });
   }
 
  private:
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
   void ReadHeader() {
     head_request_ = false;
     parser_.emplace();
     parser_->body_limit(server_->options.max_body_bytes);
     parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
-    stream_.expires_after(server_->options.idle_timeout);
+    Lowest().expires_after(server_->options.idle_timeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
-                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+                             [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
@@ -117,9 +158,9 @@ class Session : public std::enable_shared_from_this<Session> {
                        false);
     }
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
-      stream_.expires_after(server_->options.write_timeout);
+      Lowest().expires_after(server_->options.write_timeout);
       net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
-                       [self = shared_from_this()](beast::error_code ec2, size_t) {
+                       [self = this->shared_from_this()](beast::error_code ec2, size_t) {
                          if (ec2) return self->Close();
                          self->ReadBody();
                        });
@@ -129,9 +170,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadBody() {
-    stream_.expires_after(server_->options.read_timeout);
+    Lowest().expires_after(server_->options.read_timeout);
     bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+                      [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
 
   void OnReadError(beast::error_code ec) {
@@ -151,7 +192,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnBody(beast::error_code ec) {
     if (ec) return OnReadError(ec);
-    stream_.expires_never();  // the handler may take as long as the model does
+    Lowest().expires_never();  // the handler may take as long as the model does
     auto msg = parser_->release();
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
@@ -199,14 +240,14 @@ class Session : public std::enable_shared_from_this<Session> {
     req.received = in_flight_.since;
     if (server_->options.client_address) {
       beast::error_code ep_ec;
-      const auto ep = stream_.socket().remote_endpoint(ep_ec);
+      const auto ep = Lowest().socket().remote_endpoint(ep_ec);
       if (!ep_ec) {
         const std::string ip = ep.address().to_string();
         req.client =
             ep.address().is_v6() ? "[" + ip + "]:" + std::to_string(ep.port()) : ip + ":" + std::to_string(ep.port());
       }
     }
-    auto self = shared_from_this();
+    auto self = this->shared_from_this();
     server_->handler(std::move(req), [self](Response r) {
       net::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable { self->Deliver(std::move(r)); });
     });
@@ -258,11 +299,11 @@ class Session : public std::enable_shared_from_this<Session> {
     std::swap(stream_writing_buf_, stream_pending_);
     stream_pending_.clear();
     stream_writing_ = true;
-    stream_.expires_after(server_->options.write_timeout);
+    Lowest().expires_after(server_->options.write_timeout);
     net::async_write(stream_, net::buffer(stream_writing_buf_),
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
                        self->stream_writing_ = false;
-                       self->stream_.expires_never();  // the next part comes when the model sends it
+                       self->Lowest().expires_never();  // the next part comes when the model sends it
                        if (ec) {
                          // The client hung up mid-stream: the request is told (it may stop
                          // producing), and what it still sends is dropped.
@@ -307,15 +348,22 @@ class Session : public std::enable_shared_from_this<Session> {
     else if (version_ == 10)
       h.append("Connection: keep-alive\r\n");
     h.append("\r\n");
-    stream_.expires_after(server_->options.write_timeout);
+    Lowest().expires_after(server_->options.write_timeout);
     // A HEAD answer states the body's length but carries none (RFC 9110 9.3.2).
     if (head_request_) out_body_.clear();
+    if constexpr (kTls) {
+      // One buffer: written as two, Beast's TLS stream (its flat_stream under asio's two-buffer write) was seen
+      // to end the write after the head, the body never sent. Encryption copies the bytes anyway.
+      out_head_.append(out_body_);
+      out_body_.clear();
+    }
     std::array<net::const_buffer, 2> buffers{net::buffer(out_head_), net::buffer(out_body_)};
-    net::async_write(stream_, buffers, [self = shared_from_this(), keep_alive, counted](beast::error_code ec, size_t) {
-      if (counted) self->server_->RequestFinished(&self->in_flight_);
-      if (ec || !keep_alive) return self->Close();
-      self->ReadHeader();
-    });
+    net::async_write(stream_, buffers,
+                     [self = this->shared_from_this(), keep_alive, counted](beast::error_code ec, size_t) {
+                       if (counted) self->server_->RequestFinished(&self->in_flight_);
+                       if (ec || !keep_alive) return self->Close();
+                       self->ReadHeader();
+                     });
   }
 
   // The status line, Server, Content-Type and the response's own headers.
@@ -330,11 +378,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.close();
+    // TLS: no close_notify (the answers' lengths are framed; a client reading to the end of a Connection: close
+    // answer was told its length too).
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+    Lowest().close();
   }
 
-  beast::tcp_stream stream_;
+  const std::shared_ptr<net::ssl::context> tls_;  // null for plain; kept while the connection lives
+  Stream stream_;
   HttpServer::Impl* server_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
@@ -415,7 +466,12 @@ void HttpServer::Impl::Accept() {
       return;
     }
     socket.set_option(tcp::no_delay(true), ec);
-    std::make_shared<Session>(std::move(socket), this)->Start();
+    if (std::shared_ptr<net::ssl::context> ctx = Tls()) {
+      net::ssl::context& c = *ctx;
+      std::make_shared<Session<TlsStream>>(this, std::move(ctx), std::move(socket), c)->Start();
+    } else {
+      std::make_shared<Session<beast::tcp_stream>>(this, nullptr, std::move(socket))->Start();
+    }
     Accept();
   });
 }
@@ -428,6 +484,11 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler) : impl_(std::
 HttpServer::~HttpServer() { Stop(std::chrono::milliseconds(0)); }
 
 Status HttpServer::Start() {
+  if (impl_->options.tls.enabled()) {
+    auto ctx = MakeServerTlsContext(impl_->options.tls);
+    if (!ctx.ok()) return ctx.status();
+    impl_->SetTls(std::move(*ctx));
+  }
   beast::error_code ec;
   auto addr = net::ip::make_address(impl_->options.host, ec);
   if (ec) return Status::InvalidArgument("invalid --host '" + impl_->options.host + "': " + ec.message());
@@ -455,6 +516,18 @@ Status HttpServer::Start() {
 }
 
 uint16_t HttpServer::port() const { return impl_->port; }
+
+Status HttpServer::ReloadTls() {
+  if (!impl_->options.tls.enabled()) return Status::OK();
+  auto ctx = MakeServerTlsContext(impl_->options.tls);
+  if (!ctx.ok()) return ctx.status();
+  impl_->SetTls(std::move(*ctx));  // connections open keep the one they started with
+  return Status::OK();
+}
+
+uint64_t HttpServer::tls_handshake_failures() const {
+  return impl_->tls_handshake_failures.load(std::memory_order_relaxed);
+}
 
 void HttpServer::StopAccepting() {
   std::promise<void> done;

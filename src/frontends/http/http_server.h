@@ -33,6 +33,14 @@
 
 namespace inferd::http {
 
+// TLS from PEM files (docs/security.md). No certificate: plain HTTP.
+struct TlsFiles {
+  std::string cert_file;       // the server's certificate chain
+  std::string key_file;        // its private key
+  std::string client_ca_file;  // "" = no client certificates; else mutual TLS: a client must show one signed by these
+  bool enabled() const { return !cert_file.empty(); }
+};
+
 struct HttpServerOptions {
   std::string host = "0.0.0.0";
   uint16_t port = 8000;  // 0 = pick a free port (see port())
@@ -55,6 +63,10 @@ struct HttpServerOptions {
   std::function<void()> on_client_gone;
   // Fill Request::client with the peer's address (the access log wants it).
   bool client_address = false;
+  // TLS on this port (TLS 1.2 and 1.3 only; ECDHE key exchange with AES-GCM or ChaCha20-Poly1305).
+  TlsFiles tls;
+  // A TLS client must finish its handshake within this (else: closed).
+  std::chrono::milliseconds handshake_timeout{10000};
 };
 
 class HttpServer {
@@ -68,6 +80,14 @@ class HttpServer {
   Status Start();
   // The bound port (after Start).
   uint16_t port() const;
+  // TLS: re-reads the certificate, key and client CA files; connections
+  // opened from now on use them, open ones keep theirs. On an error (a
+  // file unreadable, a key that does not match the certificate) the ones in
+  // use stay. Thread-safe.
+  Status ReloadTls();
+  // TLS handshakes that failed (a client without an accepted certificate, not
+  // speaking TLS, too slow).
+  uint64_t tls_handshake_failures() const;
   // Stops accepting new connections; existing ones keep being served.
   void StopAccepting();
   // Waits up to `grace` for requests being handled to be answered, then
