@@ -12,7 +12,6 @@ import json
 import os
 import statistics
 import subprocess
-import tempfile
 
 import run_bench as rb
 
@@ -57,10 +56,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="inferd-ab-")
-    repo = os.path.join(work, "repo")
-    subprocess.run([rb.PY, os.path.join(ROOT, "scripts", "make_examples.py"), repo, "--skip-chat"], check=True,
-                   stdout=subprocess.DEVNULL)
+    work, repo = rb.example_repo("inferd-ab-")
     res = {"before": {"p50": [], "rps": []}, "after": {"p50": [], "rps": []}}
     for r in range(a.rounds):
         order = ("before", "after") if r % 2 == 0 else ("after", "before")

@@ -156,6 +156,15 @@ def bench_args():
     return ap.parse_args()
 
 
+def example_repo(prefix):
+    """A fresh work folder and in it the example repository without the chat model (the A/B benches' tiny_mlp)."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    repo = os.path.join(work, "repo")
+    subprocess.run([PY, os.path.join(ROOT, "scripts", "make_examples.py"), repo, "--skip-chat"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return work, repo
+
+
 def write_results(out_dir, name, lines, data):
     """Writes bench/results/<date>-<host>-<name>.{md,json} and prints the report."""
     date = datetime.date.today().isoformat()

@@ -19,7 +19,6 @@ import os
 import re
 import statistics
 import subprocess
-import tempfile
 import urllib.request
 
 import request_path_ab as ab
@@ -65,10 +64,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="inferd-tracing-")
-    repo = os.path.join(work, "repo")
-    subprocess.run([rb.PY, os.path.join(ROOT, "scripts", "make_examples.py"), repo, "--skip-chat"], check=True,
-                   stdout=subprocess.DEVNULL)
+    work, repo = rb.example_repo("inferd-tracing-")
     sink_port = rb.free_port()
     ndir = os.path.join(work, "nginx")
     os.makedirs(ndir)

@@ -4,18 +4,84 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 
 namespace inferd::bench {
 
+class TlsClientContext {
+ public:
+  explicit TlsClientContext(SSL_CTX* ctx) : ctx_(ctx) {}
+  ~TlsClientContext() { SSL_CTX_free(ctx_); }
+  TlsClientContext(const TlsClientContext&) = delete;
+  TlsClientContext& operator=(const TlsClientContext&) = delete;
+  SSL_CTX* get() const { return ctx_; }
+
+ private:
+  SSL_CTX* ctx_;
+};
+
+namespace {
+std::string SslError() {
+  char buf[256] = "unknown";
+  if (unsigned long e = ERR_get_error(); e != 0) ERR_error_string_n(e, buf, sizeof buf);
+  ERR_clear_error();
+  return buf;
+}
+}  // namespace
+
+Result<std::shared_ptr<TlsClientContext>> MakeTlsClientContext(const std::string& ca_file) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (ctx == nullptr) return Status::Internal("cannot create a TLS context: " + SslError());
+  auto owned = std::make_shared<TlsClientContext>(ctx);
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  const int loaded = ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
+                                     : SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr);
+  if (loaded != 1) return Status::InvalidArgument("cannot read the CA file " + ca_file + ": " + SslError());
+  return owned;
+}
+
 HttpClient::~HttpClient() { Close(); }
 
+long HttpClient::Recv(char* p, size_t n) {
+  if (ssl_ != nullptr) {
+    const int r = SSL_read(static_cast<SSL*>(ssl_), p, static_cast<int>(std::min<size_t>(n, 1 << 30)));
+    if (r > 0) return r;
+    const int e = SSL_get_error(static_cast<SSL*>(ssl_), r);
+    ERR_clear_error();
+    return e == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+  }
+  ssize_t r;
+  do {
+    r = ::recv(fd_, p, n, 0);
+  } while (r < 0 && errno == EINTR);
+  return r;
+}
+
+long HttpClient::Send(const char* p, size_t n) {
+  if (ssl_ != nullptr) {
+    const int r = SSL_write(static_cast<SSL*>(ssl_), p, static_cast<int>(std::min<size_t>(n, 1 << 30)));
+    if (r <= 0) ERR_clear_error();
+    return r > 0 ? r : -1;
+  }
+  ssize_t r;
+  do {
+    r = ::send(fd_, p, n, MSG_NOSIGNAL);
+  } while (r < 0 && errno == EINTR);
+  return r;
+}
+
 void HttpClient::Close() {
+  if (ssl_ != nullptr) SSL_free(static_cast<SSL*>(ssl_));  // no close_notify: the connection just ends
+  ssl_ = nullptr;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   buf_.clear();
@@ -45,14 +111,24 @@ Status HttpClient::Connect() {
     ::close(fd);
   }
   ::freeaddrinfo(res);
-  return st;
+  if (!st.ok() || !tls_) return st;
+  SSL* ssl = SSL_new(tls_->get());
+  ssl_ = ssl;
+  SSL_set_fd(ssl, fd_);
+  SSL_set_tlsext_host_name(ssl, host_.c_str());
+  SSL_set1_host(ssl, host_.c_str());  // the certificate must name the host (or its IP address)
+  if (SSL_connect(ssl) != 1) {
+    const std::string why = SslError();
+    Close();
+    return Status::Unavailable("TLS handshake with " + host_ + ":" + port + " failed: " + why);
+  }
+  return Status::OK();
 }
 
 Status HttpClient::SendAll(const std::string& data) {
   size_t off = 0;
   while (off < data.size()) {
-    ssize_t n = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
+    const long n = Send(data.data() + off, data.size() - off);
     if (n <= 0) return Status::Unavailable(std::string("send failed: ") + std::strerror(errno));
     off += static_cast<size_t>(n);
   }
@@ -97,10 +173,7 @@ Result<std::optional<ResponseFrame>> FrameResponse(std::string_view buf) {
 Result<HttpResult> HttpClient::ReadResponse() {
   auto fill = [&]() -> Status {
     char tmp[65536];
-    ssize_t n;
-    do {
-      n = ::recv(fd_, tmp, sizeof tmp, 0);
-    } while (n < 0 && errno == EINTR);
+    const long n = Recv(tmp, sizeof tmp);
     if (n == 0) return Status::Unavailable("connection closed by the server");
     if (n < 0) return Status::Unavailable(std::string("recv failed: ") + std::strerror(errno));
     buf_.append(tmp, static_cast<size_t>(n));
@@ -161,12 +234,16 @@ Result<HttpResult> HttpClient::Request(const std::string& method, const std::str
 
 Result<std::pair<std::string, uint16_t>> ParseUrl(const std::string& url) {
   std::string_view u = url;
-  if (u.rfind("http://", 0) == 0)
-    u.remove_prefix(7);
-  else if (u.find("://") != std::string_view::npos)
-    return Status::InvalidArgument("only http:// URLs are supported");
-  if (auto slash = u.find('/'); slash != std::string_view::npos) u = u.substr(0, slash);
   uint16_t port = 80;
+  if (u.rfind("http://", 0) == 0) {
+    u.remove_prefix(7);
+  } else if (u.rfind("https://", 0) == 0) {
+    u.remove_prefix(8);
+    port = 443;
+  } else if (u.find("://") != std::string_view::npos) {
+    return Status::InvalidArgument("only http:// and https:// URLs are supported");
+  }
+  if (auto slash = u.find('/'); slash != std::string_view::npos) u = u.substr(0, slash);
   std::string host(u);
   if (auto colon = u.rfind(':'); colon != std::string_view::npos) {
     host = std::string(u.substr(0, colon));
@@ -176,5 +253,7 @@ Result<std::pair<std::string, uint16_t>> ParseUrl(const std::string& url) {
   if (host.empty()) return Status::InvalidArgument("no host in URL '" + url + "'");
   return std::make_pair(host, port);
 }
+
+bool IsHttpsUrl(const std::string& url) { return url.rfind("https://", 0) == 0; }
 
 }  // namespace inferd::bench

@@ -32,7 +32,8 @@ struct Recorder {
 
 class HttpSender final : public Sender {
  public:
-  HttpSender(const std::string& host, uint16_t port) : client_(host, port) {}
+  HttpSender(const std::string& host, uint16_t port, std::shared_ptr<TlsClientContext> tls)
+      : client_(host, port, std::move(tls)) {}
   bool Send(const PreparedRequest& req, std::string* error) override {
     auto r = client_.Request("POST", req.path, req.body, req.headers);
     if (!r.ok()) {
@@ -52,8 +53,8 @@ class HttpSender final : public Sender {
 
 }  // namespace
 
-SenderFactory HttpSenderFactory(std::string host, uint16_t port) {
-  return [host = std::move(host), port] { return std::make_unique<HttpSender>(host, port); };
+SenderFactory HttpSenderFactory(std::string host, uint16_t port, std::shared_ptr<TlsClientContext> tls) {
+  return [host = std::move(host), port, tls = std::move(tls)] { return std::make_unique<HttpSender>(host, port, tls); };
 }
 
 LoadResult RunLoad(const LoadOptions& o) {

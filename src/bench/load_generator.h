@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/host_stall_probe.h"
+#include "bench/http_client.h"
 #include "bench/request_builder.h"
 #include "bench/stats.h"
 
@@ -31,7 +32,7 @@ class Sender {
 using SenderFactory = std::function<std::unique_ptr<Sender>()>;
 
 // HTTP/1.1 keep-alive: POST request.path with request.body and headers.
-SenderFactory HttpSenderFactory(std::string host, uint16_t port);
+SenderFactory HttpSenderFactory(std::string host, uint16_t port, std::shared_ptr<TlsClientContext> tls = nullptr);
 
 struct LoadOptions {
   SenderFactory make_sender;  // one per worker

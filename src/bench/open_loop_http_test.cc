@@ -234,5 +234,22 @@ TEST(FrameResponse, FramesWholeResponsesOnly) {
   EXPECT_FALSE(FrameResponse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").ok());
 }
 
+TEST(ParseUrl, TakesHttpAndHttpsWithTheirDefaultPorts) {
+  EXPECT_EQ(*ParseUrl("http://127.0.0.1:8000"), std::make_pair(std::string("127.0.0.1"), uint16_t{8000}));
+  EXPECT_EQ(*ParseUrl("http://localhost"), std::make_pair(std::string("localhost"), uint16_t{80}));
+  EXPECT_EQ(*ParseUrl("https://localhost/v2"), std::make_pair(std::string("localhost"), uint16_t{443}));
+  EXPECT_EQ(*ParseUrl("https://host:8443"), std::make_pair(std::string("host"), uint16_t{8443}));
+  EXPECT_TRUE(IsHttpsUrl("https://host:8443"));
+  EXPECT_FALSE(IsHttpsUrl("http://host:8443"));
+  EXPECT_EQ(ParseUrl("ftp://host").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseUrl("https://:80").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseUrl("http://host:99999").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(HttpClient, AnHttpsServerWhoseCertificateIsNotTrustedIsRefused) {
+  // A CA file that does not exist: refused before any connection.
+  EXPECT_EQ(MakeTlsClientContext("/nonexistent/ca.pem").status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace inferd::bench

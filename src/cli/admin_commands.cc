@@ -12,11 +12,11 @@
 #include <memory>
 #include <optional>
 
+#include "auth/access_policy.h"
 #include "bench/http_client.h"
 #include "cli/commands.h"
 #include "core/byte_size.h"
 #include "lifecycle/traffic_policy.h"
-#include "auth/access_policy.h"
 
 namespace inferd::cli {
 namespace {
@@ -26,13 +26,15 @@ struct AdminFlags {
   bool json = false;
   std::vector<std::string> models;    // `models`: filter; `rollback`: exactly one
   std::string token_file, token_env;  // the admin token, when the server requires one
+  std::string cacert;                 // https:// URLs: the CA of the server's certificate ("" = the system's)
 };
 
 // Sends one request; prints the server's error and returns nullopt on failure.
 std::optional<std::string> Call(const AdminFlags& f, const std::string& method, const std::string& path,
                                 const std::string& body = "") {
   const std::string& url = f.url;
-  auto token = auth::ReadToken(f.token_file, f.token_env, f.token_env.empty() ? nullptr : std::getenv(f.token_env.c_str()));
+  auto token =
+      auth::ReadToken(f.token_file, f.token_env, f.token_env.empty() ? nullptr : std::getenv(f.token_env.c_str()));
   if (!token.ok()) {
     std::cerr << "inferd: " << token.status().message() << "\n";
     return std::nullopt;
@@ -45,7 +47,16 @@ std::optional<std::string> Call(const AdminFlags& f, const std::string& method, 
     std::cerr << "inferd: --url: " << hp.status().message() << "\n";
     return std::nullopt;
   }
-  bench::HttpClient client(hp->first, hp->second);
+  std::shared_ptr<bench::TlsClientContext> tls;
+  if (bench::IsHttpsUrl(url)) {
+    auto ctx = bench::MakeTlsClientContext(f.cacert);
+    if (!ctx.ok()) {
+      std::cerr << "inferd: --cacert: " << ctx.status().message() << "\n";
+      return std::nullopt;
+    }
+    tls = std::move(*ctx);
+  }
+  bench::HttpClient client(hp->first, hp->second, tls);
   auto r = client.Request(method, path, body, headers);
   if (!r.ok()) {
     std::cerr << "inferd: cannot reach the server at " << url << ": " << r.status().message() << "\n";
@@ -250,7 +261,10 @@ int Rollout(const RolloutFlags& f) {
 }
 
 void AddUrlFlags(CLI::App* cmd, AdminFlags* f) {
-  cmd->add_option("--url", f->url, "The running inferd server's HTTP address")->capture_default_str();
+  cmd->add_option("--url", f->url, "The running inferd server's HTTP address (https://... over TLS)")
+      ->capture_default_str();
+  cmd->add_option("--cacert", f->cacert, "https:// URLs: PEM file of the CA of the server's certificate")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--json", f->json, "Print the server's JSON answer as is");
   cmd->add_option("--admin-token-file", f->token_file, "File holding the server's admin token (if it requires one)")
       ->check(CLI::ExistingFile);

@@ -25,6 +25,7 @@ namespace {
 
 struct BenchFlags {
   std::string url = "http://127.0.0.1:8000";
+  std::string cacert;  // https:// URLs: the CA file that signed the server's certificate ("" = the system's)
   std::string metadata_url;
   std::string model;
   std::string version;
@@ -85,6 +86,10 @@ int BenchGenerative(const BenchFlags& f) {
   auto url = bench::ParseUrl(f.url);
   if (!url.ok()) {
     std::cerr << url.status().message() << "\n";
+    return 2;
+  }
+  if (bench::IsHttpsUrl(f.url)) {
+    std::cerr << "--generative loads speak plain HTTP; https:// URLs work with the tensor loads\n";
     return 2;
   }
   o.host = url->first;
@@ -238,7 +243,17 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
   INFERD_ASSIGN_OR_RETURN(auto meta_target, bench::ParseUrl(f.metadata_url.empty() ? f.url : f.metadata_url));
   const bool grpc = f.protocol == "grpc";
   INFERD_ASSIGN_OR_RETURN(bench::Protocol protocol, bench::ParseProtocol(grpc ? "v2-binary" : f.protocol));
-  bench::HttpClient meta_client(meta_target.first, meta_target.second);
+  std::shared_ptr<bench::TlsClientContext> tls;
+  if (bench::IsHttpsUrl(f.url) || bench::IsHttpsUrl(f.metadata_url)) {
+    INFERD_ASSIGN_OR_RETURN(tls, bench::MakeTlsClientContext(f.cacert));
+    if (!f.request_rate.empty() || !f.then_model.empty()) {
+      return Status::InvalidArgument(
+          "https:// URLs work with closed-loop HTTP loads (--concurrency), not "
+          "--request-rate or --then");
+    }
+  }
+  bench::HttpClient meta_client(meta_target.first, meta_target.second,
+                                bench::IsHttpsUrl(f.metadata_url.empty() ? f.url : f.metadata_url) ? tls : nullptr);
   const std::string meta_path = "/v2/models/" + f.model + (f.version.empty() ? "" : "/versions/" + f.version);
   INFERD_ASSIGN_OR_RETURN(auto meta, meta_client.Request("GET", meta_path, ""));
   if (meta.status != 200)
@@ -265,7 +280,9 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
     }
   }
   bench::LoadOptions lo;
-  lo.make_sender = grpc ? bench::GrpcSenderFactory(f.grpc_url) : bench::HttpSenderFactory(target.first, target.second);
+  lo.make_sender =
+      grpc ? bench::GrpcSenderFactory(f.grpc_url)
+           : bench::HttpSenderFactory(target.first, target.second, bench::IsHttpsUrl(f.url) ? tls : nullptr);
   if (!f.then_model.empty()) {
     if (protocol != bench::Protocol::kV2Json || grpc) return Status::InvalidArgument("--then needs --protocol v2-json");
     INFERD_ASSIGN_OR_RETURN(auto renames, bench::ParseRenames(f.then_map));
@@ -302,7 +319,7 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
   std::vector<bench::ReportRow> rows;
   const bool open_loop = !f.request_rate.empty();
   INFERD_ASSIGN_OR_RETURN(std::vector<double> loads, ParseList(open_loop ? f.request_rate : f.concurrency));
-  bench::HttpClient stats_client(target.first, target.second);
+  bench::HttpClient stats_client(target.first, target.second, bench::IsHttpsUrl(f.url) ? tls : nullptr);
   for (double load : loads) {
     if (open_loop)
       lo.request_rate = load;
@@ -403,7 +420,11 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
   auto f = std::make_shared<BenchFlags>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure a running server (perf_analyzer style) or a model in-process");
   cmd->add_option("-m,--model", f->model, "Model name")->required();
-  cmd->add_option("--url", f->url, "Server to load (http://host:port)")->capture_default_str();
+  cmd->add_option("--url", f->url, "Server to load (http://host:port, or https://host:port over TLS)")
+      ->capture_default_str();
+  cmd->add_option("--cacert", f->cacert,
+                  "https:// URLs: PEM file of the CA that signed the server's certificate (default: the system's)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--metadata-url", f->metadata_url,
                   "Server to read the model metadata from, if not --url (for baselines without metadata)");
   cmd->add_option("--model-version", f->version, "Model version (default: the server's default)");

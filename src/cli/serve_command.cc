@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -66,6 +67,29 @@ int WaitForStopSignal(const sigset_t& wait_mask, int done_fd = -1, const std::fu
   }
 }
 
+// Every connection is a descriptor: the soft limit (often 1,024) would make
+// accept() fail for everyone once that many clients idled, so it is raised
+// to the hard limit; a warning when even that cannot hold the HTTP port's cap.
+void RaiseOpenFilesLimit(size_t max_connections) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (lim.rlim_cur < lim.rlim_max) {
+    const rlim_t before = lim.rlim_cur;
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) == 0) {
+      spdlog::debug("open files limit raised from {} to {}", before, lim.rlim_cur);
+    } else {
+      lim.rlim_cur = before;
+    }
+  }
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < max_connections + 256) {
+    spdlog::warn(
+        "the open files limit ({}) is below --http-max-connections ({}) and what models and other ports "
+        "need: connections beyond it fail to be accepted (raise it: ulimit -n, LimitNOFILE=)",
+        lim.rlim_cur, max_connections);
+  }
+}
+
 // A stop signal while the server starts (eager residency loads every model
 // first: minutes for a large repository) abandons the start: the model
 // loading finishes, no further one starts, and the server stops as after any
@@ -113,6 +137,7 @@ struct ServeFlags {
   std::vector<std::string> model_parameters;  // KEY=VALUE
   size_t max_queue_size = 1024;
   size_t max_body_bytes = 64u << 20;
+  size_t max_connections = 10000;
   int idle_timeout_ms = 60000;
   int read_timeout_ms = 30000;
   int shutdown_grace_ms = 30000;
@@ -215,6 +240,7 @@ int Serve(const ServeFlags& f) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  RaiseOpenFilesLimit(f.max_connections);
 
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   BackendRegistry backends;
@@ -361,6 +387,7 @@ int Serve(const ServeFlags& f) {
   ho.port = static_cast<uint16_t>(f.http_port);
   ho.threads = f.http_threads;
   ho.max_body_bytes = f.max_body_bytes;
+  ho.max_connections = f.max_connections;
   ho.idle_timeout = std::chrono::milliseconds(f.idle_timeout_ms);
   ho.read_timeout = std::chrono::milliseconds(f.read_timeout_ms);
   ho.idle_spin = std::chrono::microseconds(f.http_spin_us);
@@ -583,6 +610,11 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "Largest request body accepted, also after decompression (413 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(1024, 1 << 30));
+  cmd->add_option("--http-max-connections", flags->max_connections,
+                  "Connections the HTTP port holds open at once; more are closed as they arrive (the open ones stay "
+                  "served; idle ones leave within --http-idle-timeout-ms). The open-files limit is raised to fit")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1000000}));
   cmd->add_option("--http-idle-timeout-ms", flags->idle_timeout_ms,
                   "Close a connection that sends no complete request header for this long")
       ->capture_default_str()

@@ -9,6 +9,7 @@ certificates rotated under load (new and kept connections, HTTP and gRPC) losing
 import http.client
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -415,6 +416,25 @@ class Tls(unittest.TestCase):
                     C.stubs().pb_grpc.GRPCInferenceServiceStub(ch).ServerLive(C.stubs().pb.ServerLiveRequest(),
                                                                               timeout=10)
                 self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            # inferd's own clients (`inferd models`, `inferd bench`) over TLS: with the CA, and refused without.
+            url = "https://127.0.0.1:%d" % server.port
+            out = subprocess.run([C.ARGS.inferd, "models", "--url", url, "--cacert", ca], capture_output=True,
+                                 text=True, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("tiny_mlp", out.stdout)
+            out = subprocess.run([C.ARGS.inferd, "models", "--url", url, "--cacert", self.pem["other_ca"]],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertNotEqual(out.returncode, 0)
+            self.assertIn("certificate verify failed", out.stderr)
+            row = os.path.join(C.ARGS.workdir, "tls_bench_row.json")
+            out = subprocess.run([C.ARGS.inferd, "bench", "-m", "tiny_mlp", "--url", url, "--cacert", ca,
+                                  "--concurrency", "2", "--warmup-s", "0", "--duration-s", "1", "--output", row],
+                                 capture_output=True, text=True, timeout=300)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(row) as f:
+                r = json.load(f)["rows"][0]
+            self.assertGreater(r["requests"], 0)
+            self.assertEqual(r["errors"], 0)
             # The metrics port: TLS too; a big answer (more than one TLS record) arrives whole.
             st, _, data = https_request(server.metrics_port, "GET", "/metrics", cafile=ca)
             self.assertEqual(st, 200)
@@ -550,3 +570,82 @@ class Tls(unittest.TestCase):
                     self.pem["server_key"])
         self.assertEqual(out.returncode, 2, out.stderr)
         self.assertIn("needs --grpc-root-cert", out.stderr)
+
+
+class Limits(unittest.TestCase):
+    """Limits that a misbehaving client cannot get around: idle connections, slow headers, the connection cap."""
+
+    @classmethod
+    def setUpClass(cls):
+        # This process holds a thousand sockets too.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+
+    def infer_ok(self, server):
+        st, _, data = server.request("POST", "/v2/models/tiny_mlp/infer", INFER_BODY)
+        self.assertEqual(st, 200, data)
+
+    def test_a_thousand_idle_connections_and_slow_headers_do_not_shut_others_out(self):
+        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                           "--http-idle-timeout-ms", "3000")
+        idle, slow = [], []
+        try:
+            for _ in range(1000):  # connected, never a byte sent
+                idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=30))
+            for _ in range(20):  # a header that never ends (slowloris): a byte now and then
+                s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+                s.sendall(b"POST /v2/models/tiny_mlp/infer HTTP/1.1\r\nHost: x\r\n")
+                slow.append(s)
+            for _ in range(20):
+                self.infer_ok(server)  # a new connection each: accepted and served beside the thousand
+            started = time.monotonic()
+            for s in slow:
+                s.sendall(b"X-Slow: 1\r\n")
+            # Both kinds are cut off once the header's deadline passed (bounded: the deadline is 3 s).
+            for s in idle[:50] + slow:
+                s.settimeout(60)
+                try:
+                    self.assertEqual(s.recv(1), b"")
+                except ConnectionResetError:
+                    pass
+            self.assertLess(time.monotonic() - started, 60)
+            self.infer_ok(server)
+        finally:
+            for s in idle + slow:
+                s.close()
+            self.assertEqual(server.stop(), 0)
+
+    def test_connections_past_the_cap_are_closed_and_the_open_ones_served(self):
+        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                           "--http-max-connections", "4")
+        held = []
+        try:
+            for _ in range(4):
+                c = server.conn()
+                c.request("GET", "/v2/health/ready")
+                self.assertEqual(c.getresponse().read(), b"")
+                held.append(c)
+            extra = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+            extra.sendall(b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n")
+            try:
+                self.assertEqual(extra.recv(1024), b"")  # closed without an answer
+            except ConnectionResetError:
+                pass
+            extra.close()
+            for c in held:  # the open ones: still served
+                c.request("POST", "/v2/models/tiny_mlp/infer", body=INFER_BODY)
+                self.assertEqual(c.getresponse().status, 200)
+            held.pop().close()
+            C.wait_until(self, "a place freed", lambda: self.try_ready(server), timeout=30)
+            self.assertIsNotNone(server.wait_for_log("the most --http-max-connections allows"))
+        finally:
+            for c in held:
+                c.close()
+            self.assertEqual(server.stop(), 0)
+
+    @staticmethod
+    def try_ready(server):
+        try:
+            return server.request("GET", "/v2/health/ready")[0] == 200
+        except (ConnectionError, http.client.HTTPException):
+            return False

@@ -66,6 +66,9 @@ struct HttpServer::Impl {
     tls = std::move(ctx);
   }
   std::atomic<uint64_t> tls_handshake_failures{0};
+  // Open connections (sessions alive) and those refused at the cap.
+  std::atomic<size_t> connections{0};
+  std::atomic<uint64_t> refused_connections{0};
   std::optional<net::steady_timer> cancel_timer;
 
   void Accept();
@@ -116,6 +119,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       : tls_(std::move(tls)), stream_(std::forward<A>(stream_args)...), server_(server) {
     in_flight_.fd = Lowest().socket().native_handle();
   }
+  ~Session() { server_->connections.fetch_sub(1, std::memory_order_relaxed); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   void Start() {
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
@@ -465,6 +471,17 @@ void HttpServer::Impl::Accept() {
       timer->async_wait([this, timer](beast::error_code) { Accept(); });
       return;
     }
+    // At the cap a new connection is closed at once: the open ones (and the memory and descriptors they hold)
+    // stay served. Idle ones free their places within --http-idle-timeout-ms.
+    if (connections.fetch_add(1, std::memory_order_relaxed) >= options.max_connections) {
+      connections.fetch_sub(1, std::memory_order_relaxed);
+      if (refused_connections.fetch_add(1, std::memory_order_relaxed) % 1000 == 0) {
+        spdlog::warn("HTTP port {}: {} connections open, the most --http-max-connections allows: new ones are closed",
+                     port, options.max_connections);
+      }
+      socket.close(ec);
+      return Accept();
+    }
     socket.set_option(tcp::no_delay(true), ec);
     if (std::shared_ptr<net::ssl::context> ctx = Tls()) {
       net::ssl::context& c = *ctx;
@@ -524,6 +541,10 @@ Status HttpServer::ReloadTls() {
   impl_->SetTls(std::move(*ctx));  // connections open keep the one they started with
   return Status::OK();
 }
+
+size_t HttpServer::connections() const { return impl_->connections.load(std::memory_order_relaxed); }
+
+uint64_t HttpServer::refused_connections() const { return impl_->refused_connections.load(std::memory_order_relaxed); }
 
 uint64_t HttpServer::tls_handshake_failures() const {
   return impl_->tls_handshake_failures.load(std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 //   unparseable HTTP                                             -> 400, close
 //   no complete header within idle_timeout                       -> close
 //   body not complete within read_timeout after its header       -> close
+//   max_connections already open                                -> a new one is closed at once
 //
 // A client that closes its connection while its request is being handled
 // cancels the request (Request::cancellation): every cancel_check, the
@@ -63,6 +64,8 @@ struct HttpServerOptions {
   std::function<void()> on_client_gone;
   // Fill Request::client with the peer's address (the access log wants it).
   bool client_address = false;
+  // Connections open at once on this port; more are closed as they come.
+  size_t max_connections = 10000;
   // TLS on this port (TLS 1.2 and 1.3 only; ECDHE key exchange with AES-GCM or ChaCha20-Poly1305).
   TlsFiles tls;
   // A TLS client must finish its handshake within this (else: closed).
@@ -85,6 +88,9 @@ class HttpServer {
   // file unreadable, a key that does not match the certificate) the ones in
   // use stay. Thread-safe.
   Status ReloadTls();
+  // Connections open now; connections refused at max_connections so far.
+  size_t connections() const;
+  uint64_t refused_connections() const;
   // TLS handshakes that failed (a client without an accepted certificate, not
   // speaking TLS, too slow).
   uint64_t tls_handshake_failures() const;
