@@ -566,6 +566,11 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "Bad client pings tolerated before the connection is closed (0 = no limit)")
       ->capture_default_str()
       ->check(CLI::Range(0, INT32_MAX));
+  cmd->add_option("--grpc-max-concurrent-streams", flags->grpc.max_concurrent_streams,
+                  "Calls one gRPC connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); a client "
+                  "opening more waits for one to end (0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, INT32_MAX));
   cmd->add_option("--grpc-stream-max-in-flight", flags->grpc.max_stream_in_flight,
                   "ModelStreamInfer: a stream stops reading requests while this many of its requests are "
                   "unanswered or unsent")

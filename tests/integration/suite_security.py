@@ -9,6 +9,7 @@ certificates rotated under load (new and kept connections, HTTP and gRPC) losing
 import http.client
 import json
 import os
+import queue
 import resource
 import shutil
 import signal
@@ -649,3 +650,36 @@ class Limits(unittest.TestCase):
             return server.request("GET", "/v2/health/ready")[0] == 200
         except (ConnectionError, http.client.HTTPException):
             return False
+
+    def test_a_grpc_connection_holds_at_most_its_streams(self):
+        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                           "--grpc-max-concurrent-streams", "1")
+        pb = C.stubs().pb
+        try:
+            with grpc.insecure_channel("127.0.0.1:%d" % server.grpc_port) as ch:
+                stub = C.stubs().pb_grpc.GRPCInferenceServiceStub(ch)
+                self.assertTrue(stub.ServerLive(pb.ServerLiveRequest(), timeout=60).live)
+                outgoing = queue.Queue()
+
+                def requests():  # a stream that stays open until told
+                    while True:
+                        item = outgoing.get(timeout=120)
+                        if item is None:
+                            return
+                        yield item
+
+                req = pb.ModelInferRequest(model_name="tiny_mlp")
+                t = req.inputs.add(name="input", datatype="FP32", shape=[1, 16])
+                t.contents.fp32_contents.extend([1.0] * 16)
+                stream = stub.ModelStreamInfer(requests(), timeout=120)
+                outgoing.put(req)
+                self.assertEqual(next(stream).error_message, "")  # the stream is open and served
+                # The one stream the connection may hold is taken: the next call waits for it (bounded here).
+                with self.assertRaises(grpc.RpcError) as cm:
+                    stub.ServerLive(pb.ServerLiveRequest(), timeout=1)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+                outgoing.put(None)
+                self.assertEqual(list(stream), [])
+                self.assertTrue(stub.ServerLive(pb.ServerLiveRequest(), timeout=60).live)
+        finally:
+            self.assertEqual(server.stop(), 0)

@@ -165,6 +165,7 @@ Status GrpcServer::Start() {
   b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
                        o.http2_min_recv_ping_interval_without_data_ms);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, o.http2_max_ping_strikes);
+  if (o.max_concurrent_streams > 0) b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, o.max_concurrent_streams);
   impl_->server = b.BuildAndStart();
   if (!impl_->server || impl_->port == 0) {
     impl_->server.reset();

@@ -59,6 +59,10 @@ struct GrpcServerOptions {
   // its requests are unanswered or unsent (HTTP/2 flow control then holds the
   // client back).
   size_t max_stream_in_flight = 1024;
+  // HTTP/2 streams (calls) one connection may have open at once
+  // (SETTINGS_MAX_CONCURRENT_STREAMS); a client opening more waits for one
+  // to end. 0: gRPC's default (no limit).
+  int max_concurrent_streams = 4096;
   // Tracing and the access log (docs/observability.md): ModelInfer calls and
   // stream requests are reported to it. Not owned; null: off.
   const tracing::RequestObserver* observer = nullptr;
