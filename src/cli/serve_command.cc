@@ -138,6 +138,7 @@ struct ServeFlags {
   size_t max_queue_size = 1024;
   size_t max_body_bytes = 64u << 20;
   size_t max_connections = 10000;
+  JsonLimits json_limits;
   int idle_timeout_ms = 60000;
   int read_timeout_ms = 30000;
   int shutdown_grace_ms = 30000;
@@ -300,6 +301,7 @@ int Serve(const ServeFlags& f) {
   so.precomputed_lookup_threads = f.precomputed_lookup_threads;
   so.strict_readiness = f.strict_readiness;
   so.exit_on_error = f.exit_on_error;
+  so.json_limits = f.json_limits;
   auto access = BuildAccessPolicy(f.security, &clock);
   if (!access.ok()) {
     spdlog::critical("{}", access.status().message());
@@ -620,6 +622,15 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "served; idle ones leave within --http-idle-timeout-ms). The open-files limit is raised to fit")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1000000}));
+  cmd->add_option("--json-max-depth", flags->json_limits.max_depth,
+                  "Arrays and objects a JSON request body may nest; deeper is refused (400)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{2}, size_t{100000}));
+  cmd->add_option("--json-max-elements", flags->json_limits.max_elements,
+                  "Values (numbers, strings, arrays, objects) a JSON request body may hold; more is refused (413) "
+                  "before the document grows past them")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{16}, size_t{1} << 32));
   cmd->add_option("--http-idle-timeout-ms", flags->idle_timeout_ms,
                   "Close a connection that sends no complete request header for this long")
       ->capture_default_str()

@@ -220,6 +220,8 @@ Status InferenceServer::AuthorizeModel(std::string_view authorization, auth::Nee
   return options_->access ? options_->access->CheckModel(authorization, need, model) : Status::OK();
 }
 
+const JsonLimits& InferenceServer::json_limits() const { return options_->json_limits; }
+
 bool InferenceServer::Protects(auth::Need need) const { return options_->access && options_->access->Protects(need); }
 
 bool InferenceServer::IsReady() const {

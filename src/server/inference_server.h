@@ -32,6 +32,7 @@
 #include "auth/access_policy.h"
 #include "core/clock.h"
 #include "core/infer_request.h"
+#include "core/json_limits.h"
 #include "core/request_submitter.h"
 #include "core/status.h"
 #include "manager/on_demand_loader.h"
@@ -128,6 +129,8 @@ class InferenceServer final : public RequestSubmitter {
   Status Authorize(std::string_view authorization, auth::Need need, std::string_view model = {}) const;
   // The model a call that passed Authorize names in its body (OpenAI's).
   Status AuthorizeModel(std::string_view authorization, auth::Need need, std::string_view model) const;
+  // What a JSON request body may hold (the front ends' decoders check it).
+  const JsonLimits& json_limits() const;
   // Whether calls that need `need` must carry a token.
   bool Protects(auth::Need need) const;
 

@@ -12,6 +12,7 @@
 #include "auth/access_policy.h"
 #include "cluster/cluster_options.h"
 #include "core/clock.h"
+#include "core/json_limits.h"
 #include "jobs/jobs_config.h"
 #include "manager/model_manager.h"
 #include "manager/repository_source.h"
@@ -74,6 +75,8 @@ struct ServerOptions {
   // Who may call which route (auth/access_policy.h); null = every route is
   // open. Shared: whoever reloads the tokens file holds it too.
   std::shared_ptr<const auth::AccessPolicy> access;
+  // What a JSON request body may hold (depth, values): core/json_limits.h.
+  JsonLimits json_limits;
   // Bytes of the response cache models with response_cache { enable: true }
   // use (Triton's --cache-config local,size=N); 0 = no cache.
   uint64_t response_cache_bytes = 0;

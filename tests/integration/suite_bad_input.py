@@ -62,11 +62,12 @@ class BadInput(unittest.TestCase):
         self.assertEqual(after["cancelled"] - before["cancelled"], 1)
 
     def test_deeply_nested_json_is_rejected_not_a_stack_overflow(self):
-        # 2 million '[' fit the 8 MiB body limit; a recursive JSON parser runs out of stack on them.
+        # 2 million '[' fit the 8 MiB body limit; a recursive JSON parser runs out of stack on them. The parse stops
+        # at --json-max-depth (64 by default).
         deep = b'{"instances": ' + b"[" * 2_000_000 + b"}"
-        self.assert_error(None, "/v1/models/tiny_mlp:predict", deep, want=400, text="malformed JSON")
+        self.assert_error(None, "/v1/models/tiny_mlp:predict", deep, want=400, text="nests deeper than 64 levels")
         deep = b'{"inputs": [{"name": "input", "datatype": "FP32", "shape": [1], "data": ' + b"[" * 2_000_000 + b"}"
-        self.assert_error(None, "/v2/models/tiny_mlp/infer", deep, want=400, text="malformed JSON")
+        self.assert_error(None, "/v2/models/tiny_mlp/infer", deep, want=400, text="nests deeper than 64 levels")
         self.assert_error(None, "/v2/repository/index", b'{"ready": ' + b"[" * 2_000_000, want=400)
 
     def test_bad_requests_get_clear_4xx(self):

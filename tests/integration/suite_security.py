@@ -644,6 +644,29 @@ class Limits(unittest.TestCase):
                 c.close()
             self.assertEqual(server.stop(), 0)
 
+    def test_json_bodies_past_their_limits_are_refused(self):
+        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                           "--json-max-elements", "100", "--json-max-depth", "8")
+        try:
+            self.infer_ok(server)  # 27 values, 4 deep
+            many = json.dumps({"inputs": [{"name": "input", "shape": [1, 16], "datatype": "FP32",
+                                           "data": [1.0] * 16}], "id": "x", "parameters": {"pad": list(range(90))}})
+            st, _, data = server.request("POST", "/v2/models/tiny_mlp/infer", many.encode())
+            self.assertEqual(st, 413, data)
+            self.assertIn("more than 100 values (--json-max-elements)", json.loads(data)["error"])
+            deep = b'{"inputs": [{"name": "input", "shape": [1, 16], "datatype": "FP32", "data": [[[[[[[1]]]]]]]}]}'
+            st, _, data = server.request("POST", "/v2/models/tiny_mlp/infer", deep)
+            self.assertEqual(st, 400, data)
+            self.assertIn("nests deeper than 8 levels (--json-max-depth)", json.loads(data)["error"])
+            for path, body in (("/v1/models/tiny_mlp:predict", {"instances": [list(range(200))]}),
+                               ("/v1/chat/completions", {"model": "x", "messages": [{"role": "user", "content": "a"}],
+                                                         "stop": ["s"] * 200})):
+                st, _, data = server.request("POST", path, json.dumps(body).encode())
+                self.assertEqual(st, 413, (path, data))
+            self.infer_ok(server)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     @staticmethod
     def try_ready(server):
         try:

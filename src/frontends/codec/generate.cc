@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include "frontends/codec/json_limits.h"
 #include "frontends/codec/json_tensor.h"
 #include "frontends/codec/json_writer.h"
 
@@ -45,14 +46,15 @@ Status DecodeInputs(const rapidjson::Value& doc, const std::vector<InputInfo>& i
 }  // namespace
 
 Result<std::unique_ptr<InferRequest>> ReadGenerateRequest(std::string_view body, std::string model_name,
-                                                          std::string model_version) {
+                                                          std::string model_version, const JsonLimits& limits) {
   // Parse (not in situ) copies the strings: the document outlives the body.
   auto doc = std::make_shared<rapidjson::Document>();
-  doc->Parse<json::kParseFlags>(body.data(), body.size());
-  if (doc->HasParseError()) {
+  const json::LimitedParse parsed = json::ParseWithin<json::kParseFlags>(doc.get(), body, limits);
+  if (!parsed.over.empty()) return parsed.LimitError();
+  if (parsed.result.IsError()) {
     return Status::InvalidArgument(std::string("malformed generate request JSON: ") +
-                                   rapidjson::GetParseError_En(doc->GetParseError()) + " at offset " +
-                                   std::to_string(doc->GetErrorOffset()));
+                                   rapidjson::GetParseError_En(parsed.result.Code()) + " at offset " +
+                                   std::to_string(parsed.result.Offset()));
   }
   if (!doc->IsObject()) return Status::InvalidArgument("a generate request must be a JSON object");
   auto req = std::make_unique<InferRequest>();

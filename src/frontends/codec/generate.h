@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/infer_request.h"
+#include "core/json_limits.h"
 #include "core/status.h"
 
 namespace inferd::generate {
@@ -31,7 +32,7 @@ using InputInfo = TensorMetadata;
 // leading 1s added up to the input's rank (so "text_input": "hi" is a [1, 1]
 // BYTES tensor for a batching model with dims [1]). Unknown keys are errors.
 Result<std::unique_ptr<InferRequest>> ReadGenerateRequest(std::string_view body, std::string model_name,
-                                                          std::string model_version);
+                                                          std::string model_version, const JsonLimits& limits = {});
 // Both steps at once, by `inputs` (tests, fuzzing).
 Result<std::unique_ptr<InferRequest>> ParseGenerateRequest(std::string_view body, const std::vector<InputInfo>& inputs,
                                                            std::string model_name, std::string model_version);

@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include "frontends/codec/json_limits.h"
 #include "frontends/codec/json_tensor.h"
 #include "frontends/codec/json_writer.h"
 
@@ -32,18 +33,20 @@ const rapidjson::Value* Member(const rapidjson::Value& obj, const char* key) {
 
 Result<std::unique_ptr<InferRequest>> ParseInferRequest(std::shared_ptr<const std::string> body,
                                                         std::optional<size_t> header_length, std::string model_name,
-                                                        std::string model_version) {
+                                                        std::string model_version, const JsonLimits& limits) {
   const size_t json_len = header_length.value_or(body->size());
   if (json_len > body->size()) {
     return Status::InvalidArgument("Inference-Header-Content-Length " + std::to_string(json_len) +
                                    " exceeds the body size " + std::to_string(body->size()));
   }
   rapidjson::Document doc;
-  doc.Parse<json::kParseFlags>(body->data(), json_len);
-  if (doc.HasParseError()) {
+  const json::LimitedParse parsed =
+      json::ParseWithin<json::kParseFlags>(&doc, std::string_view(body->data(), json_len), limits);
+  if (!parsed.over.empty()) return parsed.LimitError();
+  if (parsed.result.IsError()) {
     return Status::InvalidArgument(std::string("malformed JSON in request body at offset ") +
-                                   std::to_string(doc.GetErrorOffset()) + ": " +
-                                   rapidjson::GetParseError_En(doc.GetParseError()));
+                                   std::to_string(parsed.result.Offset()) + ": " +
+                                   rapidjson::GetParseError_En(parsed.result.Code()));
   }
   if (!doc.IsObject()) return Status::InvalidArgument("request body must be a JSON object");
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/infer_request.h"
+#include "core/json_limits.h"
 #include "core/status.h"
 
 namespace inferd::v2 {
@@ -21,7 +22,7 @@ namespace inferd::v2 {
 // views share `body` (no copy).
 Result<std::unique_ptr<InferRequest>> ParseInferRequest(std::shared_ptr<const std::string> body,
                                                         std::optional<size_t> header_length, std::string model_name,
-                                                        std::string model_version);
+                                                        std::string model_version, const JsonLimits& limits = {});
 
 // How the client wants outputs: saved from the request before it is handed to
 // the server.

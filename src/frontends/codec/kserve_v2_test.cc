@@ -248,5 +248,39 @@ TEST(KServeV2Encode, ResponseParameters) {
 
 TEST(KServeV2Encode, ErrorBodyIsEscaped) { EXPECT_EQ(v2::EncodeError("bad \"x\"\n"), R"({"error":"bad \"x\"\n"})"); }
 
+TEST(KServeV2Decode, ABodyPastTheJsonLimitsIsRefusedBeforeItIsBuilt) {
+  auto body = [](std::string s) { return std::make_shared<const std::string>(std::move(s)); };
+  const std::string ok = R"({"inputs":[{"name":"a","shape":[4],"datatype":"FP32","data":[1,2,3,4]}]})";
+  JsonLimits small;
+  small.max_depth = 4;
+  small.max_elements = 16;
+  EXPECT_TRUE(v2::ParseInferRequest(body(ok), std::nullopt, "m", "", small).ok());
+  // 12 values: the object, the "inputs" array, the input object, its name, the shape array and its 4, the
+  // datatype, the data array and its 4 (keys are not values).
+  small.max_elements = 12;
+  EXPECT_TRUE(v2::ParseInferRequest(body(ok), std::nullopt, "m", "", small).ok());
+  small.max_elements = 11;
+  auto many = v2::ParseInferRequest(body(ok), std::nullopt, "m", "", small);
+  EXPECT_EQ(many.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(many.status().message(), "the JSON body holds more than 11 values (--json-max-elements)");
+  small.max_elements = 100;
+  const std::string deep = R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":[[[[1]]]]}]})";
+  auto too_deep = v2::ParseInferRequest(body(deep), std::nullopt, "m", "", small);
+  EXPECT_EQ(too_deep.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(too_deep.status().message(), "the JSON body nests deeper than 4 levels (--json-max-depth)");
+  // The defaults: a million values in a flat array pass; nesting past 64 does not (and never overflows a stack).
+  std::string big = R"({"inputs":[{"name":"a","shape":[1000000],"datatype":"FP32","data":[)";
+  for (int i = 0; i < 1000000; ++i) big += i ? ",1" : "1";
+  big += "]}]}";
+  EXPECT_TRUE(v2::ParseInferRequest(body(big), std::nullopt, "m", "").ok());
+  const std::string nested = R"({"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":)" +
+                             std::string(100000, '[') + "1" + std::string(100000, ']') + "}]}";
+  EXPECT_EQ(v2::ParseInferRequest(body(nested), std::nullopt, "m", "").status().message(),
+            "the JSON body nests deeper than 64 levels (--json-max-depth)");
+  // Syntax errors keep their message.
+  EXPECT_EQ(v2::ParseInferRequest(body("{\"inputs\": ["), std::nullopt, "m", "").status().message(),
+            "malformed JSON in request body at offset 12: Invalid value.");
+}
+
 }  // namespace
 }  // namespace inferd

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "frontends/codec/json_limits.h"
 #include "frontends/codec/json_writer.h"
 #include "llm/generation_request.h"
 #include "llm/unicode_tables.h"
@@ -93,10 +94,11 @@ struct Reader {
 
 }  // namespace
 
-Result<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body) {
+Result<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, const JsonLimits& limits) {
   rapidjson::Document d;
-  d.Parse<kFlags>(body.data(), body.size());
-  if (d.HasParseError()) return Status::InvalidArgument("the request body is not valid JSON");
+  const json::LimitedParse parsed = json::ParseWithin<kFlags>(&d, body, limits);
+  if (!parsed.over.empty()) return parsed.LimitError();
+  if (parsed.result.IsError()) return Status::InvalidArgument("the request body is not valid JSON");
   if (!d.IsObject()) return Status::InvalidArgument("the request body must be a JSON object");
   ParsedRequest p;
   p.endpoint = endpoint;

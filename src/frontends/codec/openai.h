@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "core/infer_request.h"
+#include "core/json_limits.h"
 #include "core/status.h"
 
 namespace inferd::openai {
@@ -42,7 +43,7 @@ struct ParsedRequest {
 };
 
 // INVALID_ARGUMENT with OpenAI-style messages ("'temperature' must be ...").
-Result<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body);
+Result<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, const JsonLimits& limits = {});
 
 // The request of choice `index` (a copy of parsed.request; its seed shifted).
 std::unique_ptr<InferRequest> ChoiceRequest(const ParsedRequest& parsed, int index);

@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include "frontends/codec/json_limits.h"
 #include "frontends/codec/json_tensor.h"
 #include "frontends/codec/json_writer.h"
 
@@ -103,14 +104,16 @@ void AppendValue(std::string* b, const Tensor& t, int64_t row) {
 
 }  // namespace
 
-Result<PredictRequest> ReadPredictRequest(std::string_view body, std::string model_name, std::string model_version) {
+Result<PredictRequest> ReadPredictRequest(std::string_view body, std::string model_name, std::string model_version,
+                                          const JsonLimits& limits) {
   // Parse (not in situ) copies the strings: the document outlives the body.
   auto doc = std::make_shared<rapidjson::Document>();
-  doc->Parse<json::kParseFlags>(body.data(), body.size());
-  if (doc->HasParseError()) {
+  const json::LimitedParse parsed = json::ParseWithin<json::kParseFlags>(doc.get(), body, limits);
+  if (!parsed.over.empty()) return parsed.LimitError();
+  if (parsed.result.IsError()) {
     return Status::InvalidArgument(std::string("malformed JSON in request body at offset ") +
-                                   std::to_string(doc->GetErrorOffset()) + ": " +
-                                   rapidjson::GetParseError_En(doc->GetParseError()));
+                                   std::to_string(parsed.result.Offset()) + ": " +
+                                   rapidjson::GetParseError_En(parsed.result.Code()));
   }
   if (!doc->IsObject()) return Status::InvalidArgument("request body must be a JSON object");
   if (auto it = doc->FindMember("signature_name"); it != doc->MemberEnd() && !it->value.IsString()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/infer_request.h"
+#include "core/json_limits.h"
 #include "core/status.h"
 
 namespace inferd::v1 {
@@ -28,7 +29,8 @@ struct PredictRequest {
 // Reads a :predict body in two steps. Now: the JSON and its form. Later, on
 // the version that serves it: the inputs, by that version's declared inputs
 // (the request's InferRequest::decode, which the request pipeline calls).
-Result<PredictRequest> ReadPredictRequest(std::string_view body, std::string model_name, std::string model_version);
+Result<PredictRequest> ReadPredictRequest(std::string_view body, std::string model_name, std::string model_version,
+                                          const JsonLimits& limits = {});
 // Both steps at once, by `inputs` (tests, fuzzing).
 Result<PredictRequest> ParsePredictRequest(std::string_view body, const std::vector<InputInfo>& inputs,
                                            std::string model_name, std::string model_version);

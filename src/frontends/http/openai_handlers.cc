@@ -145,7 +145,8 @@ struct Call {
 // the chat template and tokenises on its own thread.
 void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint, Responder respond) {
   if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
-  auto parsed = openai::ParseRequest(endpoint, req.body ? std::string_view(*req.body) : std::string_view());
+  auto parsed = openai::ParseRequest(endpoint, req.body ? std::string_view(*req.body) : std::string_view(),
+                                     server->json_limits());
   if (!parsed.ok()) return respond(OpenAiError(parsed.status()));
   const std::string* authorization = req.Header("authorization");
   if (Status st = server->AuthorizeModel(authorization ? *authorization : std::string_view(), auth::Need::kInfer,

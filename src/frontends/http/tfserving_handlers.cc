@@ -95,7 +95,8 @@ std::string V1MetadataJson(const ModelMetadata& md) {
 // that serves the request (an on-demand model loads first, as for /infer).
 void Predict(InferenceServer* server, const Request& req, const std::string& model, const std::string& version,
              Responder respond) {
-  auto parsed = v1::ReadPredictRequest(req.body ? std::string_view(*req.body) : std::string_view(), model, version);
+  auto parsed = v1::ReadPredictRequest(req.body ? std::string_view(*req.body) : std::string_view(), model, version,
+                                       server->json_limits());
   if (!parsed.ok()) return respond(ErrorResponse(UnlessUnknownModel(server, model, version, parsed.status())));
   parsed->request->cancellation = req.cancellation;
   if (const std::string* key = req.Header("inferd-sticky-key")) parsed->request->sticky_key = *key;
