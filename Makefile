@@ -15,6 +15,7 @@
 #   make bench-request-path BEFORE=<binary>  the request path A/B: tiny_mlp c1 p50 and c32 throughput (~5 min)
 #   make bench-onnx  the ONNX executor against TorchScript and ONNX Runtime on the same models (~3 min)
 #   make bench-tracing  what tracing costs: tiny_mlp with tracing off, at the default rate, on every request (~6 min)
+#   make bench-abuse  a normal client's latency while 1,000 idle connections, slowloris, oversized and deep bodies and 500 silent gRPC streams hit the server (~1 min)
 #   make bench-tls  what TLS costs: tiny_mlp over plain HTTP and over TLS, c1 p50 and c32 throughput (~5 min)
 #   make bench-cluster  3 nodes + etcd: start-up over 100,000 models, forwarding overhead, kill -9 and an etcd outage under load (~8 min)
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
@@ -44,7 +45,7 @@ CCACHE_ROOT ?= $(HOME)/.cache/inferd-ccache
 LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 CCACHE_ENV = CCACHE_DIR=$(CCACHE_ROOT)/$(1) CCACHE_MAXSIZE=3G CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps test-deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-tls bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
+.PHONY: all deps test-deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-tls bench-abuse bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
 
 all: build
 
@@ -202,6 +203,11 @@ bench-tracing: build
 bench-tls: build
 	@scripts/setup.sh --bench
 	$(PY) bench/tls_bench.py --inferd build/src/inferd
+
+# Issue 37's abuse row: a normal client at concurrency 4, alone and while misbehaving clients run (~1 min).
+bench-abuse: build
+	@scripts/setup.sh --bench
+	$(PY) bench/abuse_bench.py --inferd build/src/inferd
 
 # Issue 35's cluster targets: 3 nodes + etcd on loopback: start-up over 100,000 models, forwarding overhead, 3 nodes
 # vs 1, kill -9 and an etcd outage under Zipf traffic over 10,000 models (~8 min; the repositories once, ~2 min).
