@@ -67,6 +67,14 @@ Result<std::unique_ptr<AccessPolicy>> AccessPolicy::Create(AccessOptions options
   return p;
 }
 
+std::shared_ptr<const AccessPolicy> AccessPolicy::Open() {
+  // Check answers OK before it reads a token or the clock: nothing is protected.
+  std::shared_ptr<AccessPolicy> p(new AccessPolicy(AccessOptions{}, nullptr));
+  MutexLock l(&p->tokens_mu_);
+  p->tokens_ = std::make_shared<const Tokens>();
+  return p;
+}
+
 Result<std::shared_ptr<const AccessPolicy::Tokens>> AccessPolicy::Read() const {
   auto t = std::make_shared<Tokens>();
   std::vector<TokenEntry> entries;
@@ -125,10 +133,7 @@ Status AccessPolicy::Check(std::string_view authorization, Need need, std::strin
                                    " need a bearer token (Authorization: Bearer <token>)");
   }
   const std::shared_ptr<const Tokens> tokens = Current();
-  const TokenEntry* entry = nullptr;
-  if (authorization.size() > kBearer.size() && authorization.substr(0, kBearer.size()) == kBearer) {
-    entry = tokens->set.Match(authorization.substr(kBearer.size()));
-  }
+  const TokenEntry* entry = Find(*tokens, authorization);
   if (entry == nullptr) {
     unauthenticated_.fetch_add(1, std::memory_order_relaxed);
     return Status::Unauthenticated("invalid bearer token");
@@ -139,10 +144,7 @@ Status AccessPolicy::Check(std::string_view authorization, Need need, std::strin
     return Status::PermissionDenied("this token does not have the '" + std::string(NeedName(need)) +
                                     "' scope this route needs");
   }
-  if (!model.empty() && !entry->AllowsModel(model)) {
-    permission_denied_.fetch_add(1, std::memory_order_relaxed);
-    return Status::PermissionDenied("this token may not use this model");
-  }
+  if (Status st = ModelAllowed(*entry, model); !st.ok()) return st;
   if (entry->requests_per_second > 0 && !Admit(*tokens, static_cast<size_t>(entry - tokens->set.tokens().data()))) {
     rate_limited_.fetch_add(1, std::memory_order_relaxed);
     return Status::RateLimited("this token is over its request rate (requests_per_second " +
@@ -152,14 +154,21 @@ Status AccessPolicy::Check(std::string_view authorization, Need need, std::strin
 }
 
 Status AccessPolicy::CheckModel(std::string_view authorization, Need need, std::string_view model) const {
-  if (!Protects(need) || authorization.size() <= kBearer.size()) return Status::OK();  // Check refused those
+  if (!Protects(need)) return Status::OK();
   const std::shared_ptr<const Tokens> tokens = Current();
-  const TokenEntry* entry = tokens->set.Match(authorization.substr(kBearer.size()));
-  if (entry != nullptr && !entry->AllowsModel(model)) {
-    permission_denied_.fetch_add(1, std::memory_order_relaxed);
-    return Status::PermissionDenied("this token may not use this model");
-  }
-  return Status::OK();
+  const TokenEntry* entry = Find(*tokens, authorization);
+  return entry == nullptr ? Status::OK() : ModelAllowed(*entry, model);  // no entry: Check refused the call
+}
+
+const TokenEntry* AccessPolicy::Find(const Tokens& tokens, std::string_view authorization) {
+  if (authorization.size() <= kBearer.size() || authorization.substr(0, kBearer.size()) != kBearer) return nullptr;
+  return tokens.set.Match(authorization.substr(kBearer.size()));
+}
+
+Status AccessPolicy::ModelAllowed(const TokenEntry& entry, std::string_view model) const {
+  if (model.empty() || entry.AllowsModel(model)) return Status::OK();
+  permission_denied_.fetch_add(1, std::memory_order_relaxed);
+  return Status::PermissionDenied("this token may not use this model");
 }
 
 bool AccessPolicy::Admit(const Tokens& tokens, size_t i) const {

@@ -56,6 +56,8 @@ class AccessPolicy {
   // Reads the tokens file (if any). INVALID_ARGUMENT naming the file and
   // what is wrong in it. `clock` (not owned) times requests_per_second.
   static Result<std::unique_ptr<AccessPolicy>> Create(AccessOptions options, Clock* clock);
+  // No tokens: every route open (what a server without token flags checks against).
+  static std::shared_ptr<const AccessPolicy> Open();
   AccessPolicy(const AccessPolicy&) = delete;
   AccessPolicy& operator=(const AccessPolicy&) = delete;
 
@@ -97,6 +99,10 @@ class AccessPolicy {
 
   AccessPolicy(AccessOptions options, Clock* clock) : options_(std::move(options)), clock_(clock) {}
   Result<std::shared_ptr<const Tokens>> Read() const;
+  // The entry of a "Bearer <token>" value, or null.
+  static const TokenEntry* Find(const Tokens& tokens, std::string_view authorization);
+  // OK when `model` ("" none) is one of `entry`'s; PERMISSION_DENIED (counted) otherwise.
+  Status ModelAllowed(const TokenEntry& entry, std::string_view model) const;
   // Whether `entry` (index `i` of `tokens`) may make one more request now.
   bool Admit(const Tokens& tokens, size_t i) const;
 

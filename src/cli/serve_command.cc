@@ -301,13 +301,13 @@ int Serve(const ServeFlags& f) {
   so.precomputed_lookup_threads = f.precomputed_lookup_threads;
   so.strict_readiness = f.strict_readiness;
   so.exit_on_error = f.exit_on_error;
-  so.json_limits = f.json_limits;
+  so.front_end.json_limits = f.json_limits;
   auto access = BuildAccessPolicy(f.security, &clock);
   if (!access.ok()) {
     spdlog::critical("{}", access.status().message());
     return 2;
   }
-  so.access = *access;
+  so.front_end.access = *access;
   auto tls = TlsFromFlags(f.security);
   if (!tls.ok()) {
     spdlog::critical("{}", tls.status().message());

@@ -82,8 +82,11 @@ http::Response Info(const ConsoleParts& p) {
   out.append(",\"cluster\":").append(p.server->admin().clustered() ? "true" : "false");
   // Whether calls without a token are refused: management ones; metadata and inference too (a tokens file,
   // or --auth-all-routes).
-  out.append(",\"auth\":{\"management\":").append(p.server->Protects(auth::Need::kModels) ? "true" : "false");
-  out.append(",\"all_routes\":").append(p.server->Protects(auth::Need::kRead) ? "true" : "false").append("}}");
+  out.append(",\"auth\":{\"management\":")
+      .append(p.server->front_end().access->Protects(auth::Need::kModels) ? "true" : "false");
+  out.append(",\"all_routes\":")
+      .append(p.server->front_end().access->Protects(auth::Need::kRead) ? "true" : "false")
+      .append("}}");
   http::Response r;
   r.body = std::move(out);
   r.headers.emplace_back("Cache-Control", "no-store");
@@ -130,7 +133,7 @@ bool Route(const ConsoleParts& p, const http::Request& req, http::Response* out)
     const auth::Need need = api == "info"     ? auth::Need::kHealth
                             : api == "traces" ? auth::Need::kModels
                                               : auth::Need::kRead;
-    if (Status st = p.server->Authorize(Authorization(req), need); !st.ok()) {
+    if (Status st = p.server->front_end().access->Check(Authorization(req), need); !st.ok()) {
       *out = http::ErrorResponse(st);
     } else if (api == "info") {
       *out = Info(p);

@@ -198,7 +198,8 @@ class ConsoleHandlerTest : public ::testing::Test {
     fs::create_directories(root_);
     ServerOptions o;
     o.model_repository = root_.string();
-    if (!auth.admin_token.empty()) o.access = std::move(*auth::AccessPolicy::Create(std::move(auth), &clock_));
+    if (!auth.admin_token.empty())
+      o.front_end.access = std::move(*auth::AccessPolicy::Create(std::move(auth), &clock_));
     server_ = std::make_unique<InferenceServer>(o, &backends_, &clock_);
     ASSERT_TRUE(server_->Start().ok());
     live_ = std::make_unique<LiveStats>(LiveOptions{}, nullptr);

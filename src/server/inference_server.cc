@@ -63,8 +63,16 @@ ModelManager::Options ManagerOptions(const ServerOptions& o, ControlStateStore* 
 
 }  // namespace
 
+namespace {
+// Front ends check every call against the policy: without one, an open one (no token needed anywhere).
+ServerOptions WithAccessPolicy(ServerOptions o) {
+  if (!o.front_end.access) o.front_end.access = auth::AccessPolicy::Open();
+  return o;
+}
+}  // namespace
+
 InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* backends, Clock* clock)
-    : options_(std::make_unique<const ServerOptions>(std::move(options))),
+    : options_(std::make_unique<const ServerOptions>(WithAccessPolicy(std::move(options)))),
       clock_(clock),
       repository_(std::make_unique<ModelRepository>(options_->model_repository)),
       routing_(MakeTrafficRoutingPolicy()),
@@ -137,7 +145,7 @@ void InferenceServer::WireServices() {
   ms.memory_budget_bytes = options_->memory_budget_bytes;
   ms.client_cancellations = &client_cancellations_;
   ms.cluster = cluster_.get();
-  ms.access = options_->access.get();
+  ms.access = options_->front_end.access.get();
   ms.observer = options_->observer.get();
   exporter_ = std::make_unique<MetricsExporter>(ms);
   PipelineParts parts;
@@ -212,17 +220,7 @@ void InferenceServer::Shutdown() {
   live_ = false;
 }
 
-Status InferenceServer::Authorize(std::string_view authorization, auth::Need need, std::string_view model) const {
-  return options_->access ? options_->access->Check(authorization, need, model) : Status::OK();
-}
-
-Status InferenceServer::AuthorizeModel(std::string_view authorization, auth::Need need, std::string_view model) const {
-  return options_->access ? options_->access->CheckModel(authorization, need, model) : Status::OK();
-}
-
-const JsonLimits& InferenceServer::json_limits() const { return options_->json_limits; }
-
-bool InferenceServer::Protects(auth::Need need) const { return options_->access && options_->access->Protects(need); }
+const FrontEndPolicy& InferenceServer::front_end() const { return options_->front_end; }
 
 bool InferenceServer::IsReady() const {
   if (!started_.load() || stopping_.load()) return false;

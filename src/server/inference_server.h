@@ -29,15 +29,14 @@
 #include <string_view>
 #include <vector>
 
-#include "auth/access_policy.h"
 #include "core/clock.h"
 #include "core/infer_request.h"
-#include "core/json_limits.h"
 #include "core/request_submitter.h"
 #include "core/status.h"
 #include "manager/on_demand_loader.h"
 #include "server/admin_executor.h"
 #include "server/admin_service.h"
+#include "server/front_end_policy.h"
 #include "server/metrics_exporter.h"
 #include "server/server_types.h"
 
@@ -123,16 +122,9 @@ class InferenceServer final : public RequestSubmitter {
   void RouteModelRead(const std::string& name, std::shared_ptr<const WireRequest> wire, bool wait_for_load,
                       std::function<void(const Status&)> here, InferCallback relayed);
 
-  // Whether a call with this `Authorization` value ("Bearer <token>", or ""
-  // when absent) may use a route that needs `need`, naming `model` ("" when
-  // it names none): auth/access_policy.h.
-  Status Authorize(std::string_view authorization, auth::Need need, std::string_view model = {}) const;
-  // The model a call that passed Authorize names in its body (OpenAI's).
-  Status AuthorizeModel(std::string_view authorization, auth::Need need, std::string_view model) const;
-  // What a JSON request body may hold (the front ends' decoders check it).
-  const JsonLimits& json_limits() const;
-  // Whether calls that need `need` must carry a token.
-  bool Protects(auth::Need need) const;
+  // What the front ends check before a call comes here: its token
+  // (front_end().access->Check) and its JSON body's size (json_limits).
+  const FrontEndPolicy& front_end() const;
 
   // A front end learned that a client went away before its answer (HTTP
   // connection closed, gRPC call or stream cancelled, deadline passed); its

@@ -390,7 +390,7 @@ void MetricsExporter::WriteLifecycleSeries(PrometheusWriter& w) const {
   w.Sample("inferd_client_cancellations_total", {},
            static_cast<double>(s_.client_cancellations->load(std::memory_order_relaxed)));
   if (s_.cluster) s_.cluster->WriteMetrics(w);
-  if (s_.access) {
+  if (s_.access && s_.access->enabled()) {
     const auth::AccessPolicy::Counters c = s_.access->counters();
     w.Family("inferd_auth_refusals_total", "counter",
              "Calls refused by the access policy: no or an unknown token (unauthenticated), a token without the "

@@ -55,7 +55,7 @@ class MetricsExporter {
     uint64_t memory_budget_bytes = 0;
     const std::atomic<uint64_t>* client_cancellations = nullptr;
     const ClusterService* cluster = nullptr;             // null: no cluster series
-    const auth::AccessPolicy* access = nullptr;          // null: no auth series
+    const auth::AccessPolicy* access = nullptr;          // null or no tokens: no auth series
     const tracing::RequestObserver* observer = nullptr;  // tracing and the access log
   };
   explicit MetricsExporter(Sources sources) : s_(sources) {}

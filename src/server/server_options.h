@@ -9,13 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "auth/access_policy.h"
 #include "cluster/cluster_options.h"
 #include "core/clock.h"
-#include "core/json_limits.h"
 #include "jobs/jobs_config.h"
 #include "manager/model_manager.h"
 #include "manager/repository_source.h"
+#include "server/front_end_policy.h"
 #include "tracing/request_observer.h"
 
 namespace inferd {
@@ -72,11 +71,10 @@ struct ServerOptions {
   // Start fails when a model (or a version) of the start-up set failed to
   // load (Triton's --exit-on-error).
   bool exit_on_error = false;
-  // Who may call which route (auth/access_policy.h); null = every route is
-  // open. Shared: whoever reloads the tokens file holds it too.
-  std::shared_ptr<const auth::AccessPolicy> access;
-  // What a JSON request body may hold (depth, values): core/json_limits.h.
-  JsonLimits json_limits;
+  // Who may call which route and what a JSON body may hold
+  // (server/front_end_policy.h). A null access policy: every route open.
+  // Shared: whoever reloads the tokens file holds the policy too.
+  FrontEndPolicy front_end;
   // Bytes of the response cache models with response_cache { enable: true }
   // use (Triton's --cache-config local,size=N); 0 = no cache.
   uint64_t response_cache_bytes = 0;

@@ -90,7 +90,7 @@ Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContex
   auto it = md.find("authorization");
   const std::string_view value =
       it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
-  return ctx.server->Authorize(value, need, model);
+  return ctx.server->front_end().access->Check(value, need, model);
 }
 
 bool DrainRegistry::Add(Drainable* d) {

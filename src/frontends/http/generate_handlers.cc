@@ -17,7 +17,7 @@ namespace inferd::http {
 void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,
               Responder respond) {
   auto parsed = generate::ReadGenerateRequest(req.body ? std::string_view(*req.body) : std::string_view(), model,
-                                              version, server->json_limits());
+                                              version, server->front_end().json_limits);
   if (!parsed.ok()) return respond(ErrorResponse(UnlessUnknownModel(server, model, version, parsed.status())));
   (*parsed)->cancellation = req.cancellation;
   if (const std::string* key = req.Header("inferd-sticky-key")) (*parsed)->sticky_key = *key;

@@ -5,9 +5,9 @@
 
 #include <array>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <future>
@@ -65,8 +65,7 @@ struct HttpServer::Impl {
     MutexLock l(&tls_mu);
     tls = std::move(ctx);
   }
-  std::atomic<uint64_t> tls_handshake_failures{0};
-  // Open connections (sessions alive) and those refused at the cap.
+  // Open connections (sessions alive); those refused at the cap (for the log's pace).
   std::atomic<size_t> connections{0};
   std::atomic<uint64_t> refused_connections{0};
   std::optional<net::steady_timer> cancel_timer;
@@ -104,7 +103,10 @@ namespace {
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+// Asio's TLS stream, not Beast's ssl_stream: Beast's flattens a write's
+// buffers up to 16 KiB and, for an answer's head and a body past that, ended
+// the write after the head (the body never sent).
+using TlsStream = net::ssl::stream<beast::tcp_stream>;
 
 // One connection: plain (Stream = beast::tcp_stream) or TLS (TlsStream, which
 // starts with the handshake).
@@ -129,10 +131,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         // A client that never finishes its handshake is cut off like one that never sends a header.
         self->Lowest().expires_after(self->server_->options.handshake_timeout);
         self->stream_.async_handshake(net::ssl::stream_base::server, [self](beast::error_code ec) {
-          if (ec) {
-            self->server_->tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
-            return self->Close();
-          }
+          if (ec) return self->Close();  // no accepted certificate, not TLS, too slow
           self->ReadHeader();
         });
       } else {
@@ -357,12 +356,6 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     Lowest().expires_after(server_->options.write_timeout);
     // A HEAD answer states the body's length but carries none (RFC 9110 9.3.2).
     if (head_request_) out_body_.clear();
-    if constexpr (kTls) {
-      // One buffer: written as two, Beast's TLS stream (its flat_stream under asio's two-buffer write) was seen
-      // to end the write after the head, the body never sent. Encryption copies the bytes anyway.
-      out_head_.append(out_body_);
-      out_body_.clear();
-    }
     std::array<net::const_buffer, 2> buffers{net::buffer(out_head_), net::buffer(out_body_)};
     net::async_write(stream_, buffers,
                      [self = this->shared_from_this(), keep_alive, counted](beast::error_code ec, size_t) {
@@ -540,14 +533,6 @@ Status HttpServer::ReloadTls() {
   if (!ctx.ok()) return ctx.status();
   impl_->SetTls(std::move(*ctx));  // connections open keep the one they started with
   return Status::OK();
-}
-
-size_t HttpServer::connections() const { return impl_->connections.load(std::memory_order_relaxed); }
-
-uint64_t HttpServer::refused_connections() const { return impl_->refused_connections.load(std::memory_order_relaxed); }
-
-uint64_t HttpServer::tls_handshake_failures() const {
-  return impl_->tls_handshake_failures.load(std::memory_order_relaxed);
 }
 
 void HttpServer::StopAccepting() {

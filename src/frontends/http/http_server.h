@@ -88,12 +88,6 @@ class HttpServer {
   // file unreadable, a key that does not match the certificate) the ones in
   // use stay. Thread-safe.
   Status ReloadTls();
-  // Connections open now; connections refused at max_connections so far.
-  size_t connections() const;
-  uint64_t refused_connections() const;
-  // TLS handshakes that failed (a client without an accepted certificate, not
-  // speaking TLS, too slow).
-  uint64_t tls_handshake_failures() const;
   // Stops accepting new connections; existing ones keep being served.
   void StopAccepting();
   // Waits up to `grace` for requests being handled to be answered, then

@@ -195,7 +195,7 @@ void Infer(InferenceServer* server, Request&& req, std::string model, std::strin
     }
     header_length = v;
   }
-  auto parsed = v2::ParseInferRequest(req.body, header_length, model, version, server->json_limits());
+  auto parsed = v2::ParseInferRequest(req.body, header_length, model, version, server->front_end().json_limits);
   if (!parsed.ok()) {
     // An unknown model or version is the more useful answer than a body error.
     auto ready = server->IsModelReady(model, version);

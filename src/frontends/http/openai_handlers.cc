@@ -146,11 +146,11 @@ struct Call {
 void Complete(InferenceServer* server, Request&& req, openai::Endpoint endpoint, Responder respond) {
   if (req.method != "POST") return respond(MethodNotAllowed(req, kAllowPost));
   auto parsed = openai::ParseRequest(endpoint, req.body ? std::string_view(*req.body) : std::string_view(),
-                                     server->json_limits());
+                                     server->front_end().json_limits);
   if (!parsed.ok()) return respond(OpenAiError(parsed.status()));
   const std::string* authorization = req.Header("authorization");
-  if (Status st = server->AuthorizeModel(authorization ? *authorization : std::string_view(), auth::Need::kInfer,
-                                         parsed->model);
+  if (Status st = server->front_end().access->CheckModel(authorization ? *authorization : std::string_view(),
+                                                         auth::Need::kInfer, parsed->model);
       !st.ok()) {
     return respond(OpenAiError(st));
   }

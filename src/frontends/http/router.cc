@@ -53,7 +53,8 @@ RouteAccess AccessOf(const std::vector<std::string>& parts) {
     if (parts[1] == "health") return {Need::kHealth, ""};
     if (parts[1] == "jobs") return {Need::kJobs, ""};
     if (parts[1] == "cluster") return {Need::kCluster, ""};
-    if (parts[1] == "repository") return {Need::kModels, n >= 4 && parts[2] == "models" ? parts[3] : ""};
+    if (parts[1] == "repository")
+      return {Need::kModels, n >= 4 && parts[2] == "models" ? std::string_view(parts[3]) : std::string_view()};
     if (parts[1] == "models" && n >= 3 && !(n == 3 && parts[2] == "stats")) {
       // /v2/models/{m}[/versions/{v} | /labels/{l}][/action]
       const size_t i = n >= 5 && (parts[3] == "versions" || parts[3] == "labels") ? 5 : 3;
@@ -68,23 +69,26 @@ RouteAccess AccessOf(const std::vector<std::string>& parts) {
     if (parts[1] == "models" && n == 2) return {Need::kRead, "", true};
     if (parts[1] == "models" && n >= 3) {
       // TF Serving: /v1/models/{m}[/...][:verb]; a verb (predict, classify, regress) is an inference.
-      std::string model = parts[2];
+      std::string_view model = parts[2];
       const size_t colon = parts.back().rfind(':');
-      if (n == 3 && colon != std::string::npos) model.resize(colon);
-      return {colon != std::string::npos ? Need::kInfer : Need::kRead, std::move(model)};
+      if (n == 3 && colon != std::string::npos) model = model.substr(0, colon);
+      return {colon != std::string::npos ? Need::kInfer : Need::kRead, model};
     }
   }
   return {Need::kRead, ""};
 }
 
 Handler MakeApiHandler(InferenceServer* server, const tracing::RequestObserver* observer) {
-  Handler route = [server](Request&& req, Responder respond) {
+  const auth::AccessPolicy* policy = server->front_end().access.get();
+  Handler route = [server, policy](Request&& req, Responder respond) {
     std::vector<std::string> parts = SplitPath(req.path);
-    const RouteAccess access = AccessOf(parts);
-    const std::string* authorization = req.Header("authorization");
-    if (Status st = server->Authorize(authorization ? *authorization : std::string_view(), access.need, access.model);
-        !st.ok()) {
-      return respond(access.openai ? OpenAiError(st) : ErrorResponse(st));
+    if (policy->enabled()) {  // without tokens every route is open: nothing to look up
+      const RouteAccess access = AccessOf(parts);
+      const std::string* authorization = req.Header("authorization");
+      if (Status st = policy->Check(authorization ? *authorization : std::string_view(), access.need, access.model);
+          !st.ok()) {
+        return respond(access.openai ? OpenAiError(st) : ErrorResponse(st));
+      }
     }
     if (!parts.empty() && parts[0] == "v2") return HandleV2(server, std::move(req), parts, std::move(respond));
     if (HandleOpenAi(server, std::move(req), parts, respond)) return;

@@ -64,8 +64,8 @@ void Generate(InferenceServer* server, Request&& req, const std::string& model, 
 // token learns nothing of the routes).
 struct RouteAccess {
   auth::Need need = auth::Need::kRead;
-  std::string model;
-  bool openai = false;  // an OpenAI route: refusals in OpenAI's error shape
+  std::string_view model;  // a view into the parts AccessOf was given
+  bool openai = false;     // an OpenAI route: refusals in OpenAI's error shape
 };
 RouteAccess AccessOf(const std::vector<std::string>& parts);
 

@@ -96,7 +96,7 @@ std::string V1MetadataJson(const ModelMetadata& md) {
 void Predict(InferenceServer* server, const Request& req, const std::string& model, const std::string& version,
              Responder respond) {
   auto parsed = v1::ReadPredictRequest(req.body ? std::string_view(*req.body) : std::string_view(), model, version,
-                                       server->json_limits());
+                                       server->front_end().json_limits);
   if (!parsed.ok()) return respond(ErrorResponse(UnlessUnknownModel(server, model, version, parsed.status())));
   parsed->request->cancellation = req.cancellation;
   if (const std::string* key = req.Header("inferd-sticky-key")) parsed->request->sticky_key = *key;

@@ -53,10 +53,6 @@ Result<std::shared_ptr<ssl::context>> MakeServerTlsContext(const TlsFiles& files
   if (ec) return Status::InvalidArgument("TLS certificate " + files.cert_file + ": " + Why(ec));
   ctx->use_private_key_file(files.key_file, ssl::context::pem, ec);
   if (ec) return Status::InvalidArgument("TLS key " + files.key_file + ": " + Why(ec));
-  if (SSL_CTX_check_private_key(native) != 1) {
-    ERR_clear_error();
-    return Status::InvalidArgument("TLS key " + files.key_file + " does not match the certificate " + files.cert_file);
-  }
   if (!files.client_ca_file.empty()) {
     ctx->load_verify_file(files.client_ca_file, ec);
     if (ec) return Status::InvalidArgument("TLS client CA " + files.client_ca_file + ": " + Why(ec));
