@@ -68,6 +68,7 @@ struct RouteAccess {
   bool openai = false;     // an OpenAI route: refusals in OpenAI's error shape
 };
 RouteAccess AccessOf(const std::vector<std::string>& parts);
+RouteAccess AccessOf(std::vector<std::string>&& parts) = delete;  // the model would dangle
 
 // Splits "/a/b/c" into {"a","b","c"} with %XX decoding.
 std::vector<std::string> SplitPath(const std::string& path);

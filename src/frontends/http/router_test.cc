@@ -54,7 +54,8 @@ TEST(RouteAccess, EveryRouteNeedsItsScopeAndNamesItsModel) {
       {"/nowhere/at/all", Need::kRead, ""},
   };
   for (const Case& c : cases) {
-    const RouteAccess a = AccessOf(SplitPath(c.path));
+    const auto parts = SplitPath(c.path);  // AccessOf's model is a view into these
+    const RouteAccess a = AccessOf(parts);
     EXPECT_EQ(a.need, c.need) << c.path << ": " << auth::NeedName(a.need);
     EXPECT_EQ(a.model, c.model) << c.path;
     const std::string_view p = c.path;
