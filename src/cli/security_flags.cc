@@ -54,6 +54,10 @@ void AddSecurityFlags(CLI::App* cmd, SecurityFlags* flags) {
   cmd->add_option("--grpc-use-ssl-mutual", flags->grpc_use_ssl_mutual,
                   "Triton's: mutual TLS on the gRPC port (clients need a certificate --grpc-root-cert signed)")
       ->capture_default_str();
+  cmd->add_option("--cluster-tls-ca-file", flags->cluster_tls_ca_file,
+                  "Cluster mode with TLS: PEM CA bundle that peers' certificates are checked against when this node "
+                  "forwards to them (default: --tls-client-ca-file, else the system's CAs); re-read when it changes")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--credentials-check-interval-ms", flags->reload_check_ms,
                   "How often the tokens file (and TLS files) are checked for changes; a changed one is re-read "
                   "(so is every one on SIGHUP)")
@@ -126,6 +130,14 @@ Result<TlsSetup> TlsFromFlags(const SecurityFlags& f) {
       if (Status st = auth::CheckCaFile(t.grpc.client_ca_file); !st.ok()) return st;
     }
   }
+  if (!f.cluster_tls_ca_file.empty()) {
+    if (Status st = auth::CheckCaFile(f.cluster_tls_ca_file); !st.ok()) return st;
+  }
+  auto peers = [&f](const std::string& cert, const std::string& key, const std::string& client_ca) {
+    return PeerTlsFiles{true, f.cluster_tls_ca_file.empty() ? client_ca : f.cluster_tls_ca_file, cert, key};
+  };
+  if (t.http.enabled()) t.http_peers = peers(t.http.cert_file, t.http.key_file, t.http.client_ca_file);
+  if (t.grpc.enabled()) t.grpc_peers = peers(t.grpc.cert_file, t.grpc.key_file, t.grpc.client_ca_file);
   if (t.http.enabled()) {
     spdlog::info("TLS on the HTTP and metrics ports ({}){}", f.tls_cert_file,
                  f.tls_client_ca_file.empty() ? "" : ", mutual: client certificates signed by " + f.tls_client_ca_file);

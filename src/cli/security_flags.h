@@ -2,7 +2,7 @@
 // --admin-token-env, --auth-tokens-file, --auth-all-routes) and TLS
 // (--tls-cert-file, --tls-key-file, --tls-client-ca-file; Triton's
 // --grpc-use-ssl, --grpc-server-cert, --grpc-server-key, --grpc-root-cert,
-// --grpc-use-ssl-mutual), --credentials-check-interval-ms.
+// --grpc-use-ssl-mutual), --cluster-tls-ca-file, --credentials-check-interval-ms.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,6 +14,7 @@
 #include "core/status.h"
 #include "frontends/grpc/grpc_server.h"
 #include "frontends/http/http_server.h"
+#include "server/forwarder.h"
 
 namespace inferd::cli {
 
@@ -27,12 +28,17 @@ struct SecurityFlags {
   // Triton's gRPC names.
   bool grpc_use_ssl = false, grpc_use_ssl_mutual = false;
   std::string grpc_server_cert, grpc_server_key, grpc_root_cert;
+  std::string cluster_tls_ca_file;  // what peers' certificates are checked against (cluster mode)
 };
 
 // TLS on each port, from the flags (both empty: plain).
 struct TlsSetup {
   http::TlsFiles http;  // the HTTP and metrics ports
   grpcfe::GrpcTlsOptions grpc;
+  // Toward peers (cluster mode): TLS where this node's port has it, peers'
+  // certificates checked against --cluster-tls-ca-file, else the port's
+  // client CA, else the system's CAs; this node's certificate shown.
+  PeerTlsFiles http_peers, grpc_peers;
 };
 // INVALID_ARGUMENT for an incomplete pair (a certificate without its key, a
 // client CA without a certificate, mutual TLS without a CA); logs what is on.

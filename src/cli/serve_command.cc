@@ -313,13 +313,6 @@ int Serve(const ServeFlags& f) {
     spdlog::critical("{}", tls.status().message());
     return 2;
   }
-  if (!f.cluster.empty() && (tls->http.enabled() || tls->grpc.enabled())) {
-    // Forwarding between nodes speaks plain HTTP and gRPC today.
-    spdlog::critical(
-        "--cluster with TLS is not supported yet: run the cluster's nodes without --tls-* flags "
-        "(behind a TLS-terminating proxy or a service mesh)");
-    return 2;
-  }
   so.residency = f.residency == "on-demand" ? Residency::kOnDemand : Residency::kEager;
   if (!f.memory_budget.empty()) {
     auto budget = ParseByteSize(f.memory_budget);
@@ -357,8 +350,22 @@ int Serve(const ServeFlags& f) {
     so.cluster = std::move(*co);
     so.cluster_store = etcd.get();
     http_forwarder = std::make_unique<http::HttpForwarder>();
+    if (tls->http_peers.enabled) {
+      if (Status st = http_forwarder->SetTls(tls->http_peers); !st.ok()) {
+        spdlog::critical("TLS toward the cluster's peers: {}", st.message());
+        return 2;
+      }
+    }
     grpcfe::GrpcForwarderOptions gfo;
     gfo.max_message_bytes = f.grpc.max_message_bytes;
+    gfo.tls = tls->grpc_peers;
+    gfo.tls_refresh_secs = tls->grpc.refresh_secs;
+    for (const PeerTlsFiles* p : {&tls->http_peers, &tls->grpc_peers}) {
+      if (p->enabled) {
+        spdlog::info("cluster forwarding over TLS ({}): peers' certificates checked against {}",
+                     p == &tls->http_peers ? "HTTP" : "gRPC", p->ca_file.empty() ? "the system's CAs" : p->ca_file);
+      }
+    }
     grpc_forwarder = std::make_unique<grpcfe::GrpcForwarder>(gfo);
     forwarder = std::make_unique<ProtocolForwarder>(http_forwarder.get(), grpc_forwarder.get());
     so.forwarder = forwarder.get();
@@ -425,7 +432,8 @@ int Serve(const ServeFlags& f) {
   spdlog::info("HTTP service listening on {}:{}", f.host, api.port());
   if (live) {
     const bool any = f.host == "0.0.0.0" || f.host == "::" || f.host.empty();
-    spdlog::info("web console at http://{}:{}/console/", any ? std::string("localhost") : f.host, api.port());
+    spdlog::info("web console at {}://{}:{}/console/", tls->http.enabled() ? "https" : "http",
+                 any ? std::string("localhost") : f.host, api.port());
   }
 
   std::unique_ptr<grpcfe::GrpcServer> grpc;
@@ -473,9 +481,15 @@ int Serve(const ServeFlags& f) {
   if (tls->http.enabled()) {
     std::vector<std::string> files = {tls->http.cert_file, tls->http.key_file};
     if (!tls->http.client_ca_file.empty()) files.push_back(tls->http.client_ca_file);
-    reloadable.push_back({"the HTTP TLS certificate " + tls->http.cert_file, files, [&api, &metrics] {
+    if (const std::string& ca = tls->http_peers.ca_file;
+        http_forwarder && !ca.empty() && std::find(files.begin(), files.end(), ca) == files.end()) {
+      files.push_back(ca);
+    }
+    reloadable.push_back({"the HTTP TLS certificate " + tls->http.cert_file, files,
+                          [&api, &metrics, &http_forwarder, peers = tls->http_peers] {
                             Status st = api.ReloadTls();
                             if (st.ok() && metrics) st = metrics->ReloadTls();
+                            if (st.ok() && http_forwarder) st = http_forwarder->SetTls(peers);
                             return st;
                           }});
   }

@@ -18,6 +18,18 @@
 
 namespace inferd {
 
+// TLS toward peers (cluster mode): a node whose HTTP (gRPC) port speaks TLS
+// forwards to its peers' HTTP (gRPC) ports over TLS -- a cluster's nodes
+// share their TLS settings. The peer's certificate must chain to `ca_file`
+// and name the host of the address it advertises; the node shows its own
+// certificate to peers that ask (mutual TLS).
+struct PeerTlsFiles {
+  bool enabled = false;
+  std::string ca_file;    // "" = the system's CA store
+  std::string cert_file;  // this node's certificate chain and key ("" = none shown)
+  std::string key_file;
+};
+
 class Forwarder {
  public:
   // What happens to one forwarded request, in order, on the forwarder's

@@ -123,8 +123,14 @@ class Server:
             self._log_cv.wait_for(found, timeout=timeout)
             return found()
 
-    def conn(self, timeout=60):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+    # An ssl.SSLContext when the server's ports speak TLS: request(), conn() and metrics() then use HTTPS.
+    ssl_context = None
+
+    def conn(self, timeout=60, port=None):
+        if self.ssl_context is not None:
+            return http.client.HTTPSConnection("127.0.0.1", port or self.port, timeout=timeout,
+                                               context=self.ssl_context)
+        return http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=timeout)
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
         if self.proc.poll() is None:
@@ -149,7 +155,7 @@ class Server:
 
     # --- requests -------------------------------------------------------
     def request(self, method, path, body=None, headers=None, conn=None, port=None):
-        c = conn or http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=120)
+        c = conn or self.conn(timeout=120, port=port)
         c.request(method, path, body=body, headers=headers or {})
         r = c.getresponse()
         data = r.read()

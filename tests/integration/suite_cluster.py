@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -28,12 +29,15 @@ import inferd_client as ic  # noqa: E402
 import llm_fixtures  # noqa: E402
 import otlp_receiver  # noqa: E402
 import suite_console  # noqa: E402
+import tls_fixtures  # noqa: E402
 
 TTL_S = 3  # the nodes' lease: a killed node leaves this long after its last renewal
 
 
 class ClusterBase(unittest.TestCase):
     """etcd and the nodes of one test."""
+
+    ssl_context = None  # a test whose nodes speak TLS: how the test's requests reach them
 
     def setUp(self):
         self.dir = os.path.abspath(os.path.join(C.ARGS.workdir, "cluster", self._testMethodName))
@@ -55,6 +59,7 @@ class ClusterBase(unittest.TestCase):
         node = ic.Server(C.ARGS.inferd, self.repo, "--control-state-dir", os.path.join(self.dir, name),
                          "--cluster", self.etcd.url, "--cluster-node-id", name, "--cluster-lease-ttl-secs", str(ttl),
                          "--cluster-refresh-ms", "200", *extra)
+        node.ssl_context = self.ssl_context
         self.nodes[name] = node
         return node
 
@@ -372,6 +377,40 @@ class ClusterRouting(ClusterBase):
         model = next(s for s in spans if s["name"] == "mlp")
         self.assertEqual(model["parent"], h_root["span_id"])
         self.assertTrue(any(s["name"] == "compute" and s["parent"] == model["span_id"] for s in spans))
+
+    def test_nodes_forward_to_each_other_over_mutual_tls(self):
+        # Every port speaks TLS and wants a client certificate of the test CA; each node shows its own (server and
+        # client use) to the peers it forwards to. The test is a client with a certificate of that CA.
+        pem = tls_fixtures.make(os.path.join(C.ARGS.workdir, "tls"))
+        self.ssl_context = ssl.create_default_context(cafile=pem["ca"])
+        self.ssl_context.load_cert_chain(pem["client"], pem["client_key"])
+        self.node_flags = ("--tls-cert-file", pem["node"], "--tls-key-file", pem["node_key"],
+                           "--tls-client-ca-file", pem["ca"])
+        self.three_nodes_with_mlp_on_two()
+        self.assertIn("cluster forwarding over TLS (HTTP): peers' certificates checked against " + pem["ca"],
+                      "".join(self.nodes["c"].log))
+        # HTTPS through c, which holds nothing: forwarded to a holder over TLS (its ports take nothing else).
+        x = np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)
+        st, hdrs, data = self.nodes["c"].request("POST", "/v2/models/mlp/infer",
+                                                 json.dumps(ic.v2_json_request({"x": x})).encode(),
+                                                 {"Content-Type": "application/json"})
+        self.assertEqual(st, 200, data)
+        self.assertIn(hdrs.get("inferd-served-by"), ("a", "b"), hdrs)
+        y = np.array(json.loads(data)["outputs"][0]["data"], np.float32).reshape(2, -1)
+        C.assert_matches_torch(y, C.torch_ref("mlp", x))
+        # gRPC over TLS through c: forwarded over the holder's TLS gRPC port.
+        r = lambda k: open(pem[k], "rb").read()  # noqa: E731
+        creds = grpc.ssl_channel_credentials(r("ca"), r("client_key"), r("client"))
+        pb = C.stubs().pb
+        with grpc.secure_channel("127.0.0.1:%d" % self.nodes["c"].grpc_port, creds) as ch:
+            stub = C.stubs().pb_grpc.GRPCInferenceServiceStub(ch)
+            resp, call = stub.ModelInfer.with_call(gc.infer_request(pb, "mlp", {"x": x}, id="t1"), timeout=60)
+        self.assertIn(dict(call.initial_metadata()).get("inferd-served-by"), ("a", "b"))
+        C.assert_matches_torch(gc.outputs_of(resp)["y"].reshape(2, -1), C.torch_ref("mlp", x))
+        metrics = self.nodes["c"].metrics()
+        self.assertEqual(C.metric(metrics, "inferd_cluster_forwarded_requests_total"), 2)
+        self.assertEqual(C.metric(metrics, "inferd_cluster_forward_failures_total"), 0)
+        self.assertEqual(held_by(self.etcd)["c"], [], "c forwarded; it never loaded mlp")
 
     def test_first_use_places_the_model_then_a_second_copy_and_other_nodes_forward(self):
         self.three_nodes_with_mlp_on_two()

@@ -2,6 +2,9 @@
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
 
 #include <algorithm>
 #include <map>
@@ -12,8 +15,34 @@
 
 namespace inferd::grpcfe {
 
+namespace {
+
+// The channels' credentials: plain, or TLS with the files watched by gRPC (a rotated certificate is taken up).
+std::shared_ptr<grpc::ChannelCredentials> PeerCredentials(const GrpcForwarderOptions& o) {
+  if (!o.tls.enabled) return grpc::InsecureChannelCredentials();
+  namespace x = grpc::experimental;
+  const unsigned refresh = std::max(1u, o.tls_refresh_secs);
+  x::TlsChannelCredentialsOptions options;
+  std::shared_ptr<x::CertificateProviderInterface> provider;
+  if (!o.tls.cert_file.empty()) {
+    provider =
+        std::make_shared<x::FileWatcherCertificateProvider>(o.tls.key_file, o.tls.cert_file, o.tls.ca_file, refresh);
+  } else if (!o.tls.ca_file.empty()) {
+    provider = std::make_shared<x::FileWatcherCertificateProvider>(o.tls.ca_file, refresh);
+  }
+  if (provider) options.set_certificate_provider(provider);
+  if (!o.tls.ca_file.empty()) options.watch_root_certs();  // else: the system's roots
+  if (!o.tls.cert_file.empty()) options.watch_identity_key_cert_pairs();
+  options.set_verify_server_certs(true);
+  options.set_certificate_verifier(std::make_shared<x::HostNameCertificateVerifier>());
+  return x::TlsCredentials(options);
+}
+
+}  // namespace
+
 struct GrpcForwarder::Impl {
   GrpcForwarderOptions options;
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
   Mutex mu;
   CondVar idle;
   std::map<std::string, std::shared_ptr<grpc::GenericStub>> stubs TSA_GUARDED_BY(mu);
@@ -33,8 +62,7 @@ struct GrpcForwarder::Impl {
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, connect_ms);
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, connect_ms);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, connect_ms);
-      stub = std::make_shared<grpc::GenericStub>(
-          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+      stub = std::make_shared<grpc::GenericStub>(grpc::CreateCustomChannel(address, credentials, args));
     }
     return stub;
   }
@@ -149,6 +177,7 @@ class StreamCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::
 
 GrpcForwarder::GrpcForwarder(GrpcForwarderOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
+  impl_->credentials = PeerCredentials(impl_->options);
 }
 
 GrpcForwarder::~GrpcForwarder() { Stop(); }

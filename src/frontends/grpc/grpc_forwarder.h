@@ -10,7 +10,9 @@
 // the call ended UNAVAILABLE before any response (no connection within
 // connect_timeout, the connection dropped, or the peer refused: it is
 // shutting down or cannot take more). Any other status is the peer's answer,
-// relayed (RelayedAnswer's grpc-status/grpc-message headers).
+// relayed (RelayedAnswer's grpc-status/grpc-message headers). Over TLS, a
+// failed handshake (the peer's certificate does not chain to the CA or name
+// its host, or the peer refuses this node's) is UNAVAILABLE too.
 //
 // This header is free of gRPC types.
 //
@@ -32,6 +34,10 @@ struct GrpcForwarderOptions {
   // The longest a forwarded call may take (its deadline; a long generation included).
   std::chrono::milliseconds answer_timeout{600000};
   size_t max_message_bytes = 64u << 20;  // largest answer accepted from a peer
+  // TLS toward the peers' gRPC ports (enabled: every channel). gRPC re-reads
+  // the files every `tls_refresh_secs` (a rotated certificate is taken up).
+  PeerTlsFiles tls;
+  unsigned tls_refresh_secs = 2;
 };
 
 class GrpcForwarder final : public Forwarder {

@@ -1,14 +1,17 @@
 // HttpForwarder: the Forwarder over HTTP/1.1 (Boost.Beast, in
 // http_forwarder.cc only): one I/O thread, keep-alive connections pooled per
 // peer, the peer's answer read as it comes (a streamed one piece by piece).
+// With TLS set (SetTls), every connection made from then on speaks TLS.
 //
 // What counts as the peer failing (Events::done with an error before head):
 // no connection within connect_timeout, the connection refused or dropped
-// before the answer's status line. A pooled connection the peer had closed
+// before the answer's status line, a failed TLS handshake (a certificate
+// that does not chain to the CA or does not name the peer's host, or the
+// peer refusing this node's certificate). A pooled connection the peer had closed
 // meanwhile is not a failure: the request is sent once more on a new one.
 //
-// Thread-safety: Forward may be called from any thread, not after Stop. Stop
-// lets the calls in flight finish, then joins the I/O thread.
+// Thread-safety: Forward and SetTls may be called from any thread, not after
+// Stop. Stop lets the calls in flight finish, then joins the I/O thread.
 #pragma once
 
 #include <chrono>
@@ -16,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "core/status.h"
 #include "server/forwarder.h"
 
 namespace inferd::http {
@@ -36,6 +40,11 @@ class HttpForwarder final : public Forwarder {
 
   void Forward(const std::string& address, std::shared_ptr<const WireRequest> request, const std::string& from_node,
                Events events) override;
+  // Connections made from now on speak TLS with `files` (frontends/http/
+  // tls_context.h, MakePeerTlsContext); pooled ones stay as they are. Also
+  // how a rotated certificate is taken up. INVALID_ARGUMENT naming the file
+  // when one is bad: the TLS in use (or none) is kept.
+  Status SetTls(const PeerTlsFiles& files);
   void Stop();
 
   struct Impl;  // the I/O thread and the pool (http_forwarder.cc)

@@ -29,7 +29,53 @@ std::string Why(const boost::system::error_code& ec) {
   return m;
 }
 
+// TLS 1.2 and 1.3 only, inferd's 1.2 suites, no compression or renegotiation.
+Status Harden(ssl::context& ctx) {
+  SSL_CTX* native = ctx.native_handle();
+  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                  ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::no_compression |
+                  ssl::context::single_dh_use);
+  SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  if (SSL_CTX_set_cipher_list(native, kTls12Ciphers) != 1) {
+    return Status::Internal("OpenSSL refused inferd's TLS 1.2 cipher list");
+  }
+  return Status::OK();
+}
+
 }  // namespace
+
+Result<std::shared_ptr<ssl::context>> MakePeerTlsContext(const PeerTlsFiles& files) {
+  if (files.cert_file.empty() != files.key_file.empty()) {
+    return Status::InvalidArgument("a node's certificate toward its peers needs its key");
+  }
+  if (!files.cert_file.empty()) {
+    if (Status st = auth::CheckCertificateAndKey(files.cert_file, files.key_file); !st.ok()) return st;
+  }
+  if (!files.ca_file.empty()) {
+    if (Status st = auth::CheckCaFile(files.ca_file); !st.ok()) return st;
+  }
+  ERR_clear_error();
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
+  if (Status st = Harden(*ctx); !st.ok()) return st;
+  boost::system::error_code ec;
+  if (files.ca_file.empty()) {
+    ctx->set_default_verify_paths(ec);
+    if (ec) return Status::InvalidArgument("the system's CA store: " + Why(ec));
+  } else {
+    ctx->load_verify_file(files.ca_file, ec);
+    if (ec) return Status::InvalidArgument("TLS CA " + files.ca_file + ": " + Why(ec));
+  }
+  if (!files.cert_file.empty()) {
+    ctx->use_certificate_chain_file(files.cert_file, ec);
+    if (ec) return Status::InvalidArgument("TLS certificate " + files.cert_file + ": " + Why(ec));
+    ctx->use_private_key_file(files.key_file, ssl::context::pem, ec);
+    if (ec) return Status::InvalidArgument("TLS key " + files.key_file + ": " + Why(ec));
+  }
+  ctx->set_verify_mode(ssl::verify_peer);
+  ERR_clear_error();
+  return ctx;
+}
 
 Result<std::shared_ptr<ssl::context>> MakeServerTlsContext(const TlsFiles& files) {
   if (files.cert_file.empty() || files.key_file.empty()) {
@@ -40,14 +86,7 @@ Result<std::shared_ptr<ssl::context>> MakeServerTlsContext(const TlsFiles& files
   ERR_clear_error();
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   SSL_CTX* native = ctx->native_handle();
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::no_compression |
-                   ssl::context::single_dh_use);
-  SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
-  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  if (SSL_CTX_set_cipher_list(native, kTls12Ciphers) != 1) {
-    return Status::Internal("OpenSSL refused inferd's TLS 1.2 cipher list");
-  }
+  if (Status st = Harden(*ctx); !st.ok()) return st;
   boost::system::error_code ec;
   ctx->use_certificate_chain_file(files.cert_file, ec);
   if (ec) return Status::InvalidArgument("TLS certificate " + files.cert_file + ": " + Why(ec));

@@ -7,6 +7,7 @@
 
 #include "core/status.h"
 #include "frontends/http/http_server.h"
+#include "server/forwarder.h"
 
 namespace inferd::http {
 
@@ -16,5 +17,11 @@ namespace inferd::http {
 // a client must present a certificate it signed (mutual TLS). Errors name
 // the file and OpenSSL's reason (INVALID_ARGUMENT).
 Result<std::shared_ptr<boost::asio::ssl::context>> MakeServerTlsContext(const TlsFiles& files);
+
+// A client context toward cluster peers (http_forwarder.cc): the same
+// protocol versions and ciphers, peers' certificates checked against
+// `files.ca_file` (or the system's CAs), this node's certificate and key
+// shown when set. The peer's host name is checked per connection.
+Result<std::shared_ptr<boost::asio::ssl::context>> MakePeerTlsContext(const PeerTlsFiles& files);
 
 }  // namespace inferd::http
