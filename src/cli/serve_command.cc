@@ -138,6 +138,7 @@ struct ServeFlags {
   size_t max_queue_size = 1024;
   size_t max_body_bytes = 64u << 20;
   size_t max_connections = 10000;
+  size_t max_connections_per_client = 0;
   JsonLimits json_limits;
   int idle_timeout_ms = 60000;
   int read_timeout_ms = 30000;
@@ -397,6 +398,7 @@ int Serve(const ServeFlags& f) {
   ho.threads = f.http_threads;
   ho.max_body_bytes = f.max_body_bytes;
   ho.max_connections = f.max_connections;
+  ho.max_connections_per_client = f.max_connections_per_client;
   ho.idle_timeout = std::chrono::milliseconds(f.idle_timeout_ms);
   ho.read_timeout = std::chrono::milliseconds(f.read_timeout_ms);
   ho.idle_spin = std::chrono::microseconds(f.http_spin_us);
@@ -636,6 +638,12 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "served; idle ones leave within --http-idle-timeout-ms). The open-files limit is raised to fit")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1000000}));
+  cmd->add_option("--http-max-connections-per-client", flags->max_connections_per_client,
+                  "Connections one client address may hold open on the HTTP port; its further ones are closed as "
+                  "they arrive, other clients are served (0 = no cap: behind a load balancer or proxy, clients "
+                  "share its address)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{0}, size_t{1000000}));
   cmd->add_option("--json-max-depth", flags->json_limits.max_depth,
                   "Arrays and objects a JSON request body may nest; deeper is refused (400)")
       ->capture_default_str()

@@ -644,6 +644,51 @@ class Limits(unittest.TestCase):
                 c.close()
             self.assertEqual(server.stop(), 0)
 
+    def test_a_client_at_its_connection_cap_is_refused_and_other_clients_served(self):
+        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
+                           "--http-max-connections-per-client", "3")
+
+        def connect(source):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(30)
+            s.bind((source, 0))
+            s.connect(("127.0.0.1", server.port))
+            return s
+
+        def answered(s):
+            s.sendall(b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n")
+            try:
+                return s.recv(1024).startswith(b"HTTP/1.1 200")
+            except ConnectionResetError:
+                return False
+        held = []
+        try:
+            held = [connect("127.0.0.1") for _ in range(3)]
+            for s in held:
+                self.assertTrue(answered(s))
+            extra = connect("127.0.0.1")
+            self.assertFalse(answered(extra))  # its fourth: closed without an answer
+            extra.close()
+            other = connect("127.0.0.2")  # another client address: served
+            self.assertTrue(answered(other))
+            other.close()
+            for s in held:  # the open ones: still served
+                self.assertTrue(answered(s))
+            held.pop().close()
+
+            def a_place_freed():
+                s = connect("127.0.0.1")
+                try:
+                    return answered(s)
+                finally:
+                    s.close()
+            C.wait_until(self, "a place freed", a_place_freed, timeout=30)
+            self.assertIsNotNone(server.wait_for_log("--http-max-connections-per-client allows"))
+        finally:
+            for s in held:
+                s.close()
+            self.assertEqual(server.stop(), 0)
+
     def test_json_bodies_past_their_limits_are_refused(self):
         server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_mlp",
                            "--json-max-elements", "100", "--json-max-depth", "8")

@@ -17,6 +17,7 @@
 
 #include "core/mutex.h"
 #include "frontends/codec/compression.h"
+#include "frontends/http/client_connection_cap.h"
 #include "frontends/http/tls_context.h"
 
 namespace inferd::http {
@@ -68,6 +69,9 @@ struct HttpServer::Impl {
   // Open connections (sessions alive); those refused at the cap (for the log's pace).
   std::atomic<size_t> connections{0};
   std::atomic<uint64_t> refused_connections{0};
+  // With a per-client cap: each client address's open connections.
+  std::unique_ptr<ClientConnectionCap> per_client;
+  std::atomic<uint64_t> refused_per_client{0};
   std::optional<net::steady_timer> cancel_timer;
 
   void Accept();
@@ -121,7 +125,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       : tls_(std::move(tls)), stream_(std::forward<A>(stream_args)...), server_(server) {
     in_flight_.fd = Lowest().socket().native_handle();
   }
-  ~Session() { server_->connections.fetch_sub(1, std::memory_order_relaxed); }
+  ~Session() {
+    if (!client_slot_.empty()) server_->per_client->Close(client_slot_);
+    server_->connections.fetch_sub(1, std::memory_order_relaxed);
+  }
+  // A place under the per-client cap this session frees when it ends.
+  void HoldClientSlot(std::string client) { client_slot_ = std::move(client); }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -386,6 +395,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   const std::shared_ptr<net::ssl::context> tls_;  // null for plain; kept while the connection lives
   Stream stream_;
   HttpServer::Impl* server_;
+  std::string client_slot_;  // its address under the per-client cap ("" when none)
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;
@@ -450,6 +460,21 @@ void HttpServer::Impl::CheckForHangUps() {
   }
 }
 
+namespace {
+
+// The peer's address as 16 bytes (IPv4 as IPv4-mapped IPv6: one client either way); "" if it is gone already.
+std::string ClientKey(const tcp::socket& socket) {
+  beast::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return {};
+  const net::ip::address a = peer.address();
+  const auto bytes =
+      a.is_v4() ? net::ip::make_address_v6(net::ip::v4_mapped, a.to_v4()).to_bytes() : a.to_v6().to_bytes();
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+}  // namespace
+
 void HttpServer::Impl::Accept() {
   // A strand serializes a session's handlers when several threads run the
   // io_context; with one thread the plain executor is already serial and
@@ -475,12 +500,31 @@ void HttpServer::Impl::Accept() {
       socket.close(ec);
       return Accept();
     }
+    std::string client;
+    if (per_client) {
+      client = ClientKey(socket);
+      if (client.empty() || !per_client->TryOpen(client)) {
+        connections.fetch_sub(1, std::memory_order_relaxed);
+        if (refused_per_client.fetch_add(1, std::memory_order_relaxed) % 1000 == 0) {
+          spdlog::warn(
+              "HTTP port {}: a client holds the {} connections --http-max-connections-per-client allows: "
+              "its new ones are closed",
+              port, options.max_connections_per_client);
+        }
+        socket.close(ec);
+        return Accept();
+      }
+    }
     socket.set_option(tcp::no_delay(true), ec);
     if (std::shared_ptr<net::ssl::context> ctx = Tls()) {
       net::ssl::context& c = *ctx;
-      std::make_shared<Session<TlsStream>>(this, std::move(ctx), std::move(socket), c)->Start();
+      auto session = std::make_shared<Session<TlsStream>>(this, std::move(ctx), std::move(socket), c);
+      if (!client.empty()) session->HoldClientSlot(std::move(client));
+      session->Start();
     } else {
-      std::make_shared<Session<beast::tcp_stream>>(this, nullptr, std::move(socket))->Start();
+      auto session = std::make_shared<Session<beast::tcp_stream>>(this, nullptr, std::move(socket));
+      if (!client.empty()) session->HoldClientSlot(std::move(client));
+      session->Start();
     }
     Accept();
   });
@@ -513,6 +557,9 @@ Status HttpServer::Start() {
                                ": " + ec.message());
   }
   impl_->port = a.local_endpoint().port();
+  if (impl_->options.max_connections_per_client > 0) {
+    impl_->per_client = std::make_unique<ClientConnectionCap>(impl_->options.max_connections_per_client);
+  }
   impl_->work.emplace(impl_->ioc.get_executor());
   impl_->Accept();
   if (impl_->options.cancel_check.count() > 0) {

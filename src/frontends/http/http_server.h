@@ -13,6 +13,7 @@
 //   no complete header within idle_timeout                       -> close
 //   body not complete within read_timeout after its header       -> close
 //   max_connections already open                                -> a new one is closed at once
+//   max_connections_per_client open from the client's address   -> its new one is closed at once
 //
 // A client that closes its connection while its request is being handled
 // cancels the request (Request::cancellation): every cancel_check, the
@@ -66,6 +67,9 @@ struct HttpServerOptions {
   bool client_address = false;
   // Connections open at once on this port; more are closed as they come.
   size_t max_connections = 10000;
+  // Connections one client address may hold open on this port; more of its are closed as they come, others'
+  // are served (0 = no cap; behind a load balancer or proxy every client has its address).
+  size_t max_connections_per_client = 0;
   // TLS on this port (TLS 1.2 and 1.3 only; ECDHE key exchange with AES-GCM or ChaCha20-Poly1305).
   TlsFiles tls;
   // A TLS client must finish its handshake within this (else: closed).
