@@ -32,6 +32,33 @@ import run_bench as rb
 ROOT = rb.ROOT
 
 
+def process_cpu_s(pid):
+    """CPU seconds (user + system) `pid` has used so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuSplit:
+    """Where the machine's CPU went during one run: the server, the load generator (this script's children) and
+    the abusers (this script's own threads), in cores."""
+
+    def __init__(self, server_pid):
+        self.pid = server_pid
+        self.t0 = time.monotonic()
+        self.server0 = process_cpu_s(server_pid)
+        self.self0 = resource.getrusage(resource.RUSAGE_SELF)
+        self.kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+
+    def cores(self):
+        wall = time.monotonic() - self.t0
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        used = lambda b, a: (b.ru_utime - a.ru_utime) + (b.ru_stime - a.ru_stime)  # noqa: E731
+        return {"server": (process_cpu_s(self.pid) - self.server0) / wall,
+                "load_generator": used(kids, self.kids0) / wall,
+                "abusers": used(me, self.self0) / wall}
+
+
 def normal_load(binary, port, work, tag):
     path = os.path.join(work, "row-%s.json" % tag)
     subprocess.run([binary, "bench", "-m", "tiny_mlp", "--label", tag, "--output", path, "--url",
@@ -131,14 +158,19 @@ def main():
                  str(mport), "--grpc-port", str(gport), "--host", "127.0.0.1", "--log-level", "warn"],
                 port, "/v2/health/ready", os.path.join(work, "inferd.log"))
     try:
+        cpu = {}
+        split = CpuSplit(p.p.pid)
         idle = normal_load(a.inferd, port, work, "idle")
+        cpu["idle"] = split.cores()
         runs, counts = {}, {}
         for mode in ("paced", "flood"):
             abusers = Abusers(port, gport, flood=mode == "flood")
             abusers.start()
+            split = CpuSplit(p.p.pid)
             try:
                 runs[mode] = normal_load(a.inferd, port, work, mode)
             finally:
+                cpu[mode] = split.cores()
                 abusers.finish()
             counts[mode] = abusers.counts
         after = normal_load(a.inferd, port, work, "after")
@@ -149,14 +181,16 @@ def main():
         "",
         "%s, %d cores; `%s`; default limits" % (rb.cpu_model(), os.cpu_count(), a.inferd),
         "",
-        "| run | req/s | p50 us | p99 us | p99 / idle | errors |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| run | req/s | p50 us | p99 us | p99 / idle | errors | cores: server | load generator | abusers |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for tag, row in (("idle", idle), ("abused, paced", runs["paced"]), ("abused, flood", runs["flood"]),
-                     ("after the abuse", after)):
-        lines.append("| %s | %.0f | %.0f | %.0f | %.2f | %d |" % (
+    for tag, key, row in (("idle", "idle", idle), ("abused, paced", "paced", runs["paced"]),
+                          ("abused, flood", "flood", runs["flood"]), ("after the abuse", None, after)):
+        c = cpu.get(key)
+        lines.append("| %s | %.0f | %.0f | %.0f | %.2f | %d | %s |" % (
             tag, row["requests_per_s"], row["p50_us"], row["p99_us"], row["p99_us"] / idle["p99_us"],
-            row.get("errors", 0)))
+            row.get("errors", 0),
+            " | ".join("%.2f" % c[k] for k in ("server", "load_generator", "abusers")) if c else " | | "))
     lines.append("")
     for mode in ("paced", "flood"):
         lines.append("Abuse during the %s run: %s." % (mode, ", ".join("%s %d" % kv for kv in counts[mode].items())))
@@ -166,7 +200,11 @@ def main():
         errors = runs[mode].get("errors", 0)
         lines.append("Target (%s): p99 within 2x of idle and no errors: %.2fx, %d errors (%s)." % (
             mode, ratio, errors, "met" if ratio <= 2 and not errors else "not met"))
-    rb.write_results(a.out_dir, "abuse", lines, {"idle": idle, "runs": runs, "after": after, "abuse": counts})
+    lines += ["", "Cores: CPU seconds per second of the run (user + system; the machine has %d). The abusers' share is "
+              "this script's own threads; the kernel's TCP work for their connections is counted where it runs (mostly "
+              "in the server's and the abusers' system time)." % os.cpu_count()]
+    rb.write_results(a.out_dir, "abuse", lines, {"idle": idle, "runs": runs, "after": after, "abuse": counts,
+                                                 "cores": cpu})
 
 
 if __name__ == "__main__":
