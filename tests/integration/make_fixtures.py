@@ -232,10 +232,12 @@ parameters { key: "gate" value: { string_value: "held" } }
     for _ in range(10):
         deep = Wrap(deep)
     save(deep, repo, "raises")
+    # Optimised at load (a small module would wait until it proves hot): the failed check falls back to the plain one.
     write(os.path.join(repo, "raises", "config.pbtxt"), """platform: "pytorch_libtorch"
 max_batch_size: 4
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "y" data_type: TYPE_FP32 dims: [ 5 ] } ]
+parameters { key: "OPTIMIZE_FOR_INFERENCE" value: { string_value: "true" } }
 """)
 
     tree_fixtures.make(repo)

@@ -97,11 +97,12 @@ class Infer(unittest.TestCase):
         self.assertEqual(st, 200, js)
         self.assert_close(np.array(js["predictions"][0]["OUTPUT__1"], np.float32), p[0])
 
-    def test_torchscript_modules_are_optimised_at_load_unless_told_not_to(self):
-        # Every numerical check in these suites compares the served (optimised) module with PyTorch running the
-        # plain file; here: what the load did, as the log says.
+    def test_torchscript_modules_are_optimised_at_load_unless_small_or_told_not_to(self):
+        # Every numerical check in these suites compares the served module (optimised or not) with PyTorch running
+        # the plain file; here: what the load did, as the log says. A module file of 1 MiB or more is optimised at
+        # load; a smaller one once it has run OPTIMIZE_AFTER_RUNS times (OPTIMIZE_FOR_INFERENCE auto, the default).
         for model, what in (("resnet18", "frozen and optimised for inference in "),
-                            ("mlp", "frozen and optimised for inference in "),
+                            ("mlp", "to be frozen and optimised for inference after 1000 runs (a small module"),
                             ("mlp_nobatch", "not optimised (OPTIMIZE_FOR_INFERENCE false)"),
                             # its forward() fails on every input: the check cannot run, the plain module serves
                             ("raises", "not optimised (optimisation failed: "),
@@ -110,6 +111,28 @@ class Infer(unittest.TestCase):
             line = C.SERVER.wait_for_log("model '%s' version 1 loaded and warmed up" % model)
             self.assertIsNotNone(line, model)
             self.assertIn(what, line, model)
+
+    def test_a_small_module_is_optimised_once_it_proves_hot_and_answers_the_same(self):
+        server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "mlp",
+                           "--model-parameter", "OPTIMIZE_AFTER_RUNS=20")
+        try:
+            line = server.wait_for_log("model 'mlp' version 1 loaded and warmed up")
+            self.assertIn("to be frozen and optimised for inference after 20 runs", line)
+            xs = [np.random.default_rng(k).standard_normal((1, 8)).astype(np.float32) for k in range(40)]
+            conn = server.conn()
+            for k, x in enumerate(xs):  # one run each: the plain module, then (from the 20th run) the optimised one
+                st, js = server.post_json("/v2/models/mlp/infer", ic.v2_json_request({"x": x}), conn=conn)
+                self.assertEqual(st, 200, js)
+                self.assert_close(np.array(js["outputs"][0]["data"], np.float32).reshape(1, 3),
+                                  C.torch_ref("mlp", x))
+                if k == 25:
+                    # Optimised on the backend's background thread, off the request path (bounded wait).
+                    line = server.wait_for_log("model 'mlp' version 1: frozen and optimised for inference after 20 "
+                                               "runs in ")
+                    self.assertIsNotNone(line)
+            conn.close()
+        finally:
+            self.assertEqual(server.stop(), 0)
 
     def test_model_parameter_flag_sets_a_default_parameter(self):
         server = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "mlp",

@@ -1,5 +1,6 @@
 #include "backends/torchscript/optimize.h"
 
+#include <charconv>
 #include <chrono>
 #include <sstream>
 
@@ -50,7 +51,18 @@ bool Flatten(const c10::IValue& v, std::vector<at::Tensor>* out) {
   return false;
 }
 
+std::string NoShape(const TensorSpec& t) {
+  return "input '" + t.name + "' has no known shape to check the optimised module";
+}
+
 }  // namespace
+
+std::string WhyUncheckable(const ModelSpec& spec) {
+  for (const TensorSpec& t : spec.inputs) {
+    if (t.any_rank || !aten::ToTorchType(t.dtype)) return NoShape(t);
+  }
+  return {};
+}
 
 void WarmUpLibtorch() {
   try {
@@ -86,9 +98,29 @@ def forward(self, x):
   }
 }
 
-bool OptimizeForInferenceEnabled(const ModelSpec& spec) {
+Result<OptimizePolicy> OptimizePolicyOf(const ModelSpec& spec, uint64_t module_file_bytes) {
+  OptimizePolicy p;
+  if (auto it = spec.parameters.find("OPTIMIZE_AFTER_RUNS"); it != spec.parameters.end()) {
+    const std::string& v = it->second;
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size()) {
+      return Status::InvalidArgument("parameter OPTIMIZE_AFTER_RUNS: '" + v + "' is not a count of runs");
+    }
+    p.after_runs = n;
+  }
   auto it = spec.parameters.find("OPTIMIZE_FOR_INFERENCE");
-  return it == spec.parameters.end() || (it->second != "false" && it->second != "0");
+  const std::string v = it == spec.parameters.end() ? "auto" : it->second;
+  if (v == "true" || v == "1") {
+    p.when = OptimizeWhen::kAtLoad;
+  } else if (v == "false" || v == "0") {
+    p.when = OptimizeWhen::kNever;
+  } else if (v == "auto") {
+    p.when = module_file_bytes >= kOptimizeAtLoadBytes ? OptimizeWhen::kAtLoad : OptimizeWhen::kWhenHot;
+  } else {
+    return Status::InvalidArgument("parameter OPTIMIZE_FOR_INFERENCE: '" + v + "' (expected true, false or auto)");
+  }
+  return p;
 }
 
 Optimized OptimizeForInference(std::shared_ptr<torch::jit::Module> plain, const ModelSpec& spec,
@@ -105,8 +137,7 @@ Optimized OptimizeForInference(std::shared_ptr<torch::jit::Module> plain, const 
   std::vector<c10::IValue> args(num_args);
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     at::Tensor x = ProbeInput(spec, spec.inputs[i], gen);
-    if (!x.defined())
-      return done("input '" + spec.inputs[i].name + "' has no known shape to check the optimised module");
+    if (!x.defined()) return done(NoShape(spec.inputs[i]));
     args[arg_index[i]] = std::move(x);
   }
   try {

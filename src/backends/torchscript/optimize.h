@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/model_spec.h"
+#include "core/status.h"
 
 namespace inferd::torchscript {
 
@@ -31,6 +32,11 @@ struct Optimized {
   double seconds = 0;       // freeze + optimise + check
   double max_abs_diff = 0;  // of the check, when it ran
 };
+
+// Why the optimised module could not be checked against the plain one for
+// `spec` (an input without a known shape or of a datatype libtorch lacks),
+// as OptimizeForInference would say; "" when it can be.
+std::string WhyUncheckable(const ModelSpec& spec);
 
 // `arg_index[i]` is forward()'s argument position of config input i (of
 // `num_args`), as TorchModel uses it.
@@ -44,8 +50,22 @@ Optimized OptimizeForInference(std::shared_ptr<torch::jit::Module> plain, const 
 // loading thread). Never fails; best effort.
 void WarmUpLibtorch();
 
-// The config parameter OPTIMIZE_FOR_INFERENCE: "false"/"0" turns it off
-// (default on).
-bool OptimizeForInferenceEnabled(const ModelSpec& spec);
+// When a module is optimised (docs/model_repository.md), from the config
+// parameters OPTIMIZE_FOR_INFERENCE -- "true"/"1": at load; "false"/"0":
+// never; "auto" or absent: at load when the module file is at least
+// kOptimizeAtLoadBytes, else once the model proves hot -- and
+// OPTIMIZE_AFTER_RUNS (default 1,000): how many times a small module runs
+// before it is optimised (on the backend's background thread; the plain
+// module serves meanwhile). Optimising costs ~1 ms for a tiny module and
+// saves under a microsecond per run: it pays for a model that is used, not
+// for one loaded on demand for a few requests.
+enum class OptimizeWhen { kNever, kAtLoad, kWhenHot };
+struct OptimizePolicy {
+  OptimizeWhen when = OptimizeWhen::kAtLoad;
+  uint64_t after_runs = 1000;  // kWhenHot
+};
+inline constexpr uint64_t kOptimizeAtLoadBytes = 1u << 20;
+// INVALID_ARGUMENT naming the parameter for a value it does not take.
+Result<OptimizePolicy> OptimizePolicyOf(const ModelSpec& spec, uint64_t module_file_bytes);
 
 }  // namespace inferd::torchscript

@@ -1,6 +1,7 @@
 #include "backends/torchscript/torchscript_backend.h"
 
 #include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 
@@ -10,7 +11,9 @@
 #include "backends/aten/blas_threads.h"
 #include "backends/aten/torch_convert.h"
 #include "backends/torchscript/optimize.h"
+#include "backends/torchscript/served_module.h"
 #include "core/mutex.h"
+#include "core/serial_worker.h"
 
 namespace inferd {
 namespace {
@@ -109,12 +112,14 @@ class TorchInstance final : public ModelInstance {
 
 class TorchModel final : public LoadedModel {
  public:
-  TorchModel(std::shared_ptr<Mutex> jit_mu, ModelSpec spec, std::shared_ptr<torch::jit::Module> module,
-             std::vector<size_t> arg_index, size_t num_args, int intra_op_threads, bool optimized_execution,
-             std::string load_note)
-      : jit_mu_(std::move(jit_mu)),
-        spec_(std::move(spec)),
-        module_(std::move(module)),
+  // `later`: the background worker that optimises `module` once the model proves hot (served->CountRun()).
+  TorchModel(std::shared_ptr<SerialWorker> later, ModelSpec spec, std::string version,
+             std::shared_ptr<torchscript::ServedModule> served, std::vector<size_t> arg_index, size_t num_args,
+             int intra_op_threads, bool optimized_execution, std::string load_note)
+      : later_(std::move(later)),
+        spec_(std::make_shared<const ModelSpec>(std::move(spec))),
+        version_(std::move(version)),
+        served_(std::move(served)),
         arg_index_(std::move(arg_index)),
         num_args_(num_args),
         intra_op_threads_(intra_op_threads),
@@ -125,24 +130,29 @@ class TorchModel final : public LoadedModel {
     return std::unique_ptr<ModelInstance>(new TorchInstance(this));
   }
   std::string LoadNote() const override { return load_note_; }
-  // The module goes under the backend's JIT lock, like loads (see JitLock).
-  ~TorchModel() override {
-    MutexLock g(jit_mu_.get());
-    module_.reset();
-  }
 
-  const ModelSpec& spec() const { return spec_; }
-  torch::jit::Module& module() const { return *module_; }
+  const ModelSpec& spec() const { return *spec_; }
+  torch::jit::Module& module() const { return served_->serving(); }
+  // After a run: the run that makes the model hot sends its optimisation to the background worker (the job holds
+  // the served module, not the model: an evicted model's optimisation finishes, or is dropped, on its own).
+  void CountRun() const {
+    if (!served_->CountRun()) return;
+    later_->Post([served = served_, spec = spec_, index = arg_index_, n = num_args_, version = version_] {
+      const std::string what = served->Optimize(*spec, index, n);
+      spdlog::info("model '{}' version {}: {}", spec->name, version, what);
+    });
+  }
   const std::vector<size_t>& arg_index() const { return arg_index_; }
   size_t num_args() const { return num_args_; }
   int intra_op_threads() const { return intra_op_threads_; }
   bool optimized_execution() const { return optimized_execution_; }
 
  private:
-  std::shared_ptr<Mutex> jit_mu_;  // the backend's JIT lock (shared: a model may outlive nothing but the backend)
-  ModelSpec spec_;
-  std::shared_ptr<torch::jit::Module> module_;
-  std::vector<size_t> arg_index_;  // config input i -> forward argument position
+  const std::shared_ptr<SerialWorker> later_;  // the backend's (shared: a model may outlive nothing but the backend)
+  const std::shared_ptr<const ModelSpec> spec_;
+  const std::string version_;
+  const std::shared_ptr<torchscript::ServedModule> served_;  // destroys the modules under the JIT lock
+  std::vector<size_t> arg_index_;                            // config input i -> forward argument position
   size_t num_args_;
   int intra_op_threads_;
   bool optimized_execution_;  // false: DISABLE_OPTIMIZED_EXECUTION
@@ -164,6 +174,7 @@ Result<std::vector<Tensor>> TorchInstance::Execute(const std::vector<Tensor>& in
       args[model_->arg_index()[i]] = std::move(t);
     }
     c10::IValue result = model_->module().forward(std::move(args));
+    model_->CountRun();
     return ConvertOutputs(result);
   } catch (const std::exception& e) {
     return Status::Internal("model '" + model_->spec().name + "' failed: " + Message(e, 1000));
@@ -330,18 +341,33 @@ class TorchScriptBackend final : public Backend {
     if (!by_name)
       for (size_t i = 0; i < index.size(); ++i) index[i] = i;
     const size_t num_args = inputs.size();
+    std::error_code size_ec;
+    const uint64_t file_bytes = std::filesystem::file_size(ModelPath(spec, version_dir), size_ec);
+    INFERD_ASSIGN_OR_RETURN(const torchscript::OptimizePolicy policy,
+                            torchscript::OptimizePolicyOf(spec, size_ec ? 0 : file_bytes));
     std::string note = "not optimised (OPTIMIZE_FOR_INFERENCE false)";
+    uint64_t optimize_after = 0;
     if (!spec.batch_inputs.empty() || spec.HasRaggedInputs()) {
       note = "not optimised (ragged batching: no example inputs to check the optimised module with)";
-    } else if (torchscript::OptimizeForInferenceEnabled(spec)) {
+    } else if (policy.when == torchscript::OptimizeWhen::kAtLoad ||
+               (policy.when == torchscript::OptimizeWhen::kWhenHot && policy.after_runs == 0)) {
       torchscript::Optimized opt = torchscript::OptimizeForInference(module, spec, index, num_args);
       module = std::move(opt.module);
       char secs[32];
       std::snprintf(secs, sizeof secs, "%.3f s", opt.seconds);
       note = opt.optimized ? "frozen and optimised for inference in " + std::string(secs)
                            : "not optimised (" + opt.why_not + "; tried in " + secs + ")";
+    } else if (std::string why = torchscript::WhyUncheckable(spec);
+               policy.when == torchscript::OptimizeWhen::kWhenHot && !why.empty()) {
+      note = "not optimised (" + why + ")";  // it never could be: nothing to wait for
+    } else if (policy.when == torchscript::OptimizeWhen::kWhenHot) {
+      optimize_after = policy.after_runs;
+      note = "to be frozen and optimised for inference after " + std::to_string(optimize_after) +
+             " runs (a small module: OPTIMIZE_FOR_INFERENCE auto)";
     }
-    return std::unique_ptr<LoadedModel>(new TorchModel(jit_mu_, spec, std::move(module), std::move(index), num_args,
+    auto served = std::make_shared<torchscript::ServedModule>(jit_mu_, std::move(module), optimize_after);
+    return std::unique_ptr<LoadedModel>(new TorchModel(later_, spec, std::filesystem::path(version_dir).filename(),
+                                                       std::move(served), std::move(index), num_args,
                                                        ParseThreads(spec), OptimizedExecution(spec), std::move(note)));
   }
 
@@ -352,6 +378,8 @@ class TorchScriptBackend final : public Backend {
   // in uninstrumented code; a model evicted on one loader thread while
   // another loads raced there under TSan. Running models is not serialised.
   std::shared_ptr<Mutex> jit_mu_ = std::make_shared<Mutex>();
+  // Optimises models that prove hot, one at a time (its thread starts with the first).
+  std::shared_ptr<SerialWorker> later_ = std::make_shared<SerialWorker>();
 };
 
 }  // namespace
