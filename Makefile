@@ -17,6 +17,7 @@
 #   make bench-tracing  what tracing costs: tiny_mlp with tracing off, at the default rate, on every request (~6 min)
 #   make bench-abuse  a normal client's latency while 1,000 idle connections, slowloris, oversized and deep bodies and 500 silent gRPC streams hit the server (~1 min)
 #   make bench-tls  what TLS costs: tiny_mlp over plain HTTP and over TLS, c1 p50 and c32 throughput (~5 min)
+#   make bench-request-cost  one request's cost: inferd pinned to a core, wrk / h2load on the other, vs nginx + the model (~3 min)
 #   make bench-cluster  3 nodes + etcd: start-up over 100,000 models, forwarding overhead, kill -9 and an etcd outage under load (~8 min)
 #   make bench-overload  goodput of a compute-bound model offered 10x its capacity (~3 min)
 #   make bench-pipelines  ensembles vs back-to-back calls, the Python backend vs TorchScript and FastAPI (~3 min)
@@ -45,7 +46,7 @@ CCACHE_ROOT ?= $(HOME)/.cache/inferd-ccache
 LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 CCACHE_ENV = CCACHE_DIR=$(CCACHE_ROOT)/$(1) CCACHE_MAXSIZE=3G CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps test-deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-tls bench-abuse bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
+.PHONY: all deps test-deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-tls bench-request-cost bench-abuse bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
 
 all: build
 
@@ -203,6 +204,10 @@ bench-tracing: build
 bench-tls: build
 	@scripts/setup.sh --bench
 	$(PY) bench/tls_bench.py --inferd build/src/inferd
+
+bench-request-cost: build
+	@scripts/setup.sh --bench
+	$(PY) bench/request_cost_bench.py --inferd build/src/inferd
 
 # Issue 37's abuse row: a normal client at concurrency 4, alone and while misbehaving clients run (~1 min).
 bench-abuse: build

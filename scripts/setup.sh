@@ -5,7 +5,7 @@
 #   scripts/setup.sh          build, test and run
 #   scripts/setup.sh --test   also what only the tests need: Debian's chromium and playwright-core (the web
 #                             console's browser tests; `make test`, `make unit`, `make check` ask for it)
-#   scripts/setup.sh --bench  also the benchmark baselines (FastAPI, nginx, matplotlib)
+#   scripts/setup.sh --bench  also the benchmark baselines (FastAPI, nginx, matplotlib, wrk, h2load)
 set -euo pipefail
 
 PACKAGES=(
@@ -36,7 +36,7 @@ if [ "$MODE" = "--test" ]; then
   PACKAGES+=(chromium)                    # the web console's browser tests (headless, driven by playwright-core)
 fi
 if [ "$MODE" = "--bench" ]; then
-  PACKAGES+=(python3-fastapi python3-uvicorn python3-matplotlib nginx-light nodejs)
+  PACKAGES+=(python3-fastapi python3-uvicorn python3-matplotlib nginx-light nodejs wrk nghttp2-client)  # wrk, h2load: C load generators
 fi
 # Debian packages npm apart from nodejs (a nodejs from elsewhere may bring its own npm and conflict with it).
 ensure_npm() {

@@ -59,7 +59,8 @@ SenderFactory HttpSenderFactory(std::string host, uint16_t port, std::shared_ptr
 
 LoadResult RunLoad(const LoadOptions& o) {
   const bool open_loop = o.request_rate > 0;
-  const bool event_loop = open_loop && !o.http_host.empty();
+  const bool driven = !open_loop && o.closed_loop_driver;
+  const bool event_loop = (open_loop && !o.http_host.empty()) || driven;
   const int workers = event_loop ? 1 : open_loop ? o.max_connections : o.concurrency;
   const double planned_s = o.warmup_s + (o.duration_s > 0 ? o.duration_s : o.window_s * o.max_windows) + 1.0;
   const std::vector<double> arrivals =
@@ -99,12 +100,13 @@ LoadResult RunLoad(const LoadOptions& o) {
   };
   auto loop = [&] {
     Recorder& rec = recorders[0];
-    RunOpenLoopHttp({o.http_host, o.http_port, o.max_connections}, o.requests, arrivals, t0, stop,
-                    [&rec](const Sample& s, const std::string& error) {
-                      MutexLock g(&rec.mu);
-                      rec.samples.push_back(s);
-                      if (!s.ok && rec.first_error.empty()) rec.first_error = error;
-                    });
+    auto record = [&rec](const Sample& s, const std::string& error) {
+      MutexLock g(&rec.mu);
+      rec.samples.push_back(s);
+      if (!s.ok && rec.first_error.empty()) rec.first_error = error;
+    };
+    if (driven) return o.closed_loop_driver(o.requests, o.concurrency, t0, stop, record);
+    RunOpenLoopHttp({o.http_host, o.http_port, o.max_connections}, o.requests, arrivals, t0, stop, record);
   };
   std::vector<std::thread> threads;
   if (event_loop) {

@@ -8,6 +8,8 @@
 // `max_windows` pass; or, with `duration_s`, windows for that long.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -34,8 +36,19 @@ using SenderFactory = std::function<std::unique_ptr<Sender>()>;
 // HTTP/1.1 keep-alive: POST request.path with request.body and headers.
 SenderFactory HttpSenderFactory(std::string host, uint16_t port, std::shared_ptr<TlsClientContext> tls = nullptr);
 
+// A closed loop driven by one event loop instead of a thread per client
+// (gRPC: async calls over a few channels, grpc/grpc_bench_client.h): keeps
+// `concurrency` requests in flight, cycling through `requests`, recording
+// each answer with `record` (a sample and, when it failed, why), until
+// `stop` is raised; then returns once the calls in flight ended.
+using ClosedLoopDriver = std::function<void(const std::vector<PreparedRequest>& requests, int concurrency,
+                                            std::chrono::steady_clock::time_point t0, const std::atomic<bool>& stop,
+                                            const SampleSink& record)>;
+
 struct LoadOptions {
   SenderFactory make_sender;  // one per worker
+  // Closed loop: when set, drives the load instead of make_sender's threads.
+  ClosedLoopDriver closed_loop_driver;
   // Open loop over plain HTTP: the server's host and port. When set, one
   // event-loop thread drives up to max_connections connections
   // (open_loop_http.h) instead of a worker thread per connection.

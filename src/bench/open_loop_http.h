@@ -34,10 +34,6 @@ struct OpenLoopHttpOptions {
   int max_connections = 64;
 };
 
-// Called once per finished request: its sample, and for a failed one what
-// went wrong.
-using SampleSink = std::function<void(const Sample& sample, const std::string& error)>;
-
 // Sends requests[i % requests.size()] at t0 + arrivals[i] (seconds) until the
 // arrivals run out (and their answers are in) or `stop` is set. Requests
 // still unanswered at a stop are not recorded.

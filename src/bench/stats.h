@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace inferd::bench {
@@ -15,6 +17,10 @@ struct Sample {
   double latency_us = 0;  // send (or scheduled send, open loop) to response
   bool ok = true;
 };
+
+// Called once per finished request: its sample, and for a failed one what
+// went wrong.
+using SampleSink = std::function<void(const Sample& sample, const std::string& error)>;
 
 struct Summary {
   uint64_t requests = 0;  // successful requests

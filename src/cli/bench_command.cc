@@ -31,6 +31,7 @@ struct BenchFlags {
   std::string version;
   std::string protocol = "v2-json";
   std::string grpc_url = "127.0.0.1:8001";
+  int grpc_channels = 4;
   std::string concurrency = "1";
   std::string request_rate;
   int batch_size = 1;
@@ -283,6 +284,7 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
   lo.make_sender =
       grpc ? bench::GrpcSenderFactory(f.grpc_url)
            : bench::HttpSenderFactory(target.first, target.second, bench::IsHttpsUrl(f.url) ? tls : nullptr);
+  if (grpc) lo.closed_loop_driver = bench::GrpcClosedLoopDriver(f.grpc_url, f.grpc_channels);
   if (!f.then_model.empty()) {
     if (protocol != bench::Protocol::kV2Json || grpc) return Status::InvalidArgument("--then needs --protocol v2-json");
     INFERD_ASSIGN_OR_RETURN(auto renames, bench::ParseRenames(f.then_map));
@@ -431,6 +433,11 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
   cmd->add_option("--protocol", f->protocol, "v2-json | v2-binary | v1 | grpc (KServe v2 gRPC, raw tensors)")
       ->capture_default_str()
       ->check(CLI::IsMember({"v2-json", "v2-binary", "v1", "grpc"}));
+  cmd->add_option("--grpc-channels", f->grpc_channels,
+                  "With --protocol grpc, closed loop: HTTP/2 connections the requests in flight share as streams "
+                  "(h2load's -c; one thread drives them all through gRPC's async API)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--grpc-url", f->grpc_url,
                   "With --protocol grpc: the gRPC endpoint (host:port); --url still serves metadata and statistics")
       ->capture_default_str();

@@ -98,13 +98,18 @@ class Bench(unittest.TestCase):
             self.assertGreater(r["requests"], 0)
 
     def test_grpc_protocol(self):
+        # The async closed loop: 5 requests in flight over 2 HTTP/2 connections (3 and 2 streams), one thread.
+        before = C.metric(C.SERVER.metrics(), 'nv_inference_request_success{model="tiny_mlp",version="1"}')
         rep = self.run_bench("--protocol", "grpc", "--grpc-url", "127.0.0.1:%d" % C.SERVER.grpc_port,
-                             "--concurrency", "2")
+                             "--concurrency", "5", "--grpc-channels", "2")
+        after = C.metric(C.SERVER.metrics(), 'nv_inference_request_success{model="tiny_mlp",version="1"}')
         r = rep["rows"][0]
         self.assertEqual(r["protocol"], "grpc")
         self.assertEqual(r["errors"], 0)
         self.assertGreater(r["requests"], 0)
         self.assertGreater(r["server"]["compute_infer_us"], 0)  # the requests reached the model
+        # Every request the report counts (those of its windows) was a success on the server.
+        self.assertGreaterEqual(after - before, r["requests"])
 
     def test_duration_is_exact_and_formats_and_failures_are_reported(self):
         # --duration-s 1.5 with --window-s 1: two windows of 0.75 s, measuring exactly 1.5 s.
