@@ -29,6 +29,7 @@
 #include "frontends/http/router.h"
 #include "jobs/jobs_config.h"
 #include "lifecycle/control_state_store.h"
+#include "scheduler/scheduler_factory.h"
 #include "server/file_reloader.h"
 #include "server/forwarder.h"
 #include "server/inference_server.h"
@@ -156,6 +157,7 @@ struct ServeFlags {
   SecurityFlags security;
   std::string log_level = "info";
   int http_spin_us = 100;
+  std::string model_thread_scheduling = "batch";
   int http_cancel_check_ms = 100;
   std::string residency = "eager";
   std::string memory_budget;  // bytes or units; "" = none
@@ -252,7 +254,10 @@ int Serve(const ServeFlags& f) {
   }
   SteadyClock clock;
 
+  // Kept for the server's life (so.schedulers points at it).
+  const SchedulerFactory schedulers = SchedulerFactory::WithBuiltins(f.model_thread_scheduling == "batch");
   ServerOptions so;
+  so.schedulers = &schedulers;
   so.model_repository = f.repository;
   so.control_state_dir = f.control_state_dir.empty()
                              ? DefaultStateDirectory(f.repository, std::getenv("XDG_STATE_HOME"), std::getenv("HOME"))
@@ -714,10 +719,18 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "Report /v2/health/ready only when every model in the repository is READY")
       ->capture_default_str();
   cmd->add_option("--http-idle-spin-us", flags->http_spin_us,
-                  "An idle HTTP thread polls this long for ready work before blocking in epoll: a response "
-                  "finished by a model worker is then written without a thread wake-up (0 = never)")
+                  "An idle HTTP thread polls this long for ready work before blocking in epoll, yielding the core "
+                  "between polls: a response finished by a model worker (on another core, or on this one while it "
+                  "yields) is then written without a thread wake-up (0 = never)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
+  cmd->add_option("--model-thread-scheduling", flags->model_thread_scheduling,
+                  "batch: model worker threads run as SCHED_BATCH -- woken by the HTTP/gRPC thread that queued a "
+                  "request, they do not preempt it, so it reads the other ready requests first and the worker starts "
+                  "with a batch (one context switch per batch, not per request, on a shared core); normal: the OS "
+                  "default")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"batch", "normal"}));
   cmd->add_option("--http-cancel-check-ms", flags->http_cancel_check_ms,
                   "How often connections whose request has been in flight this long are checked for a client "
                   "that hung up; its request, if still queued, is cancelled (0 = never)")

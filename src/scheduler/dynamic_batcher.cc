@@ -1,5 +1,6 @@
 #include "scheduler/dynamic_batcher.h"
 
+#include "core/thread_policy.h"
 #include "scheduler/batch_executor.h"
 
 namespace inferd {
@@ -79,6 +80,7 @@ void DynamicBatcher::PublishEstimates() {
 }
 
 void DynamicBatcher::WorkerLoop(ModelInstance* instance, size_t index) {
+  if (options_.batch_scheduling) (void)UseBatchScheduling();  // best effort: a policy, not a need
   instance->OnWorkerThreadStart();
   Status warm = options_.warmup ? options_.warmup(*instance) : Status::OK();
   Clock& clock = *options_.clock;

@@ -37,6 +37,8 @@ class DynamicBatcher final : public Scheduler {
     // Runs once on every instance's worker thread, after OnWorkerThreadStart
     // and before the worker takes requests (model_warmup). May be empty.
     std::function<Status(ModelInstance&)> warmup;
+    // The workers run as SCHED_BATCH (core/thread_policy.h): a worker woken by the I/O thread does not preempt it.
+    bool batch_scheduling = true;
   };
 
   // `spec` must outlive the batcher. Starts one worker per instance.

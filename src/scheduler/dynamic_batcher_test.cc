@@ -1,6 +1,7 @@
 #include "scheduler/dynamic_batcher.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <future>
 
@@ -195,6 +196,56 @@ TEST(DynamicBatcherAdmission, SaysFullOnceAPushFoundNoRoomUntilTheNextDecision) 
   gate.Open();
   for (auto& a : answers) ASSERT_EQ(a.wait_for(std::chrono::seconds(20)), std::future_status::ready);
   batcher.Shutdown();
+}
+
+}  // namespace
+}  // namespace inferd
+
+namespace inferd {
+namespace {
+
+// Records the scheduling policy of the thread that runs it.
+class PolicyProbe final : public ModelInstance {
+ public:
+  explicit PolicyProbe(std::promise<int>* seen) : seen_(seen) {}
+  Result<std::vector<Tensor>> Execute(const std::vector<Tensor>& inputs) override {
+    seen_->set_value(sched_getscheduler(0));
+    return std::vector<Tensor>{inputs[0]};
+  }
+
+ private:
+  std::promise<int>* seen_;
+};
+
+int WorkerPolicy(bool batch_scheduling) {
+  ModelSpec spec = Spec(0, false, 0);
+  FakeClock clock;
+  std::promise<int> seen;
+  DynamicBatcher::Options o;
+  o.policy = BatchPolicy::FromSpec(spec, 10);
+  o.clock = &clock;
+  o.batch_scheduling = batch_scheduling;
+  std::vector<std::unique_ptr<ModelInstance>> inst;
+  inst.push_back(std::make_unique<PolicyProbe>(&seen));
+  DynamicBatcher batcher(std::move(o), spec, std::move(inst));
+  std::promise<Result<InferResponse>> answered;
+  auto p = std::make_unique<PendingRequest>();
+  p->request = std::make_unique<InferRequest>();
+  p->request->model_name = "m";
+  p->request->inputs.push_back(F32("x", {3}, {1.f}));
+  p->arrival = clock.Now();
+  p->callback = [&answered](Result<InferResponse> r) { answered.set_value(std::move(r)); };
+  EXPECT_TRUE(batcher.Enqueue(p).ok());
+  auto f = seen.get_future();
+  EXPECT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(answered.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  batcher.Shutdown();
+  return f.get();
+}
+
+TEST(DynamicBatcher, WorkersRunAsBatchThreadsUnlessToldNot) {
+  EXPECT_EQ(WorkerPolicy(true), SCHED_BATCH);  // woken by an I/O thread, they do not preempt it
+  EXPECT_EQ(WorkerPolicy(false), SCHED_OTHER);
 }
 
 }  // namespace

@@ -6,15 +6,16 @@
 
 namespace inferd {
 
-SchedulerFactory SchedulerFactory::WithBuiltins() {
+SchedulerFactory SchedulerFactory::WithBuiltins(bool batch_scheduling) {
   SchedulerFactory f;
-  f.Register("dynamic", [](SchedulerContext c) -> Result<std::unique_ptr<Scheduler>> {
+  f.Register("dynamic", [batch_scheduling](SchedulerContext c) -> Result<std::unique_ptr<Scheduler>> {
     DynamicBatcher::Options o;
     o.policy = BatchPolicy::FromSpec(*c.spec, c.default_max_queue_size);
     o.clock = c.clock;
     o.cpu_load = c.cpu_load;
     o.stats = std::move(c.stats);
     o.warmup = std::move(c.warmup);
+    o.batch_scheduling = batch_scheduling;
     return std::unique_ptr<Scheduler>(new DynamicBatcher(std::move(o), *c.spec, std::move(c.instances)));
   });
   f.Register("ensemble", MakeEnsembleScheduler);

@@ -42,8 +42,9 @@ class SchedulerFactory {
  public:
   using Builder = std::function<Result<std::unique_ptr<Scheduler>>(SchedulerContext context)>;
 
-  // A factory with the built-in kinds registered ("dynamic").
-  static SchedulerFactory WithBuiltins();
+  // A factory with the built-in kinds registered ("dynamic"); `batch_scheduling`: the dynamic batcher's workers
+  // run as SCHED_BATCH (DynamicBatcher::Options).
+  static SchedulerFactory WithBuiltins(bool batch_scheduling = true);
 
   void Register(std::string kind, Builder builder);
   // Builds the scheduler for context.spec; INVALID_ARGUMENT when its kind
