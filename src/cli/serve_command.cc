@@ -366,11 +366,10 @@ int Serve(const ServeFlags& f) {
     gfo.max_message_bytes = f.grpc.max_message_bytes;
     gfo.tls = tls->grpc_peers;
     gfo.tls_refresh_secs = tls->grpc.refresh_secs;
-    for (const PeerTlsFiles* p : {&tls->http_peers, &tls->grpc_peers}) {
-      if (p->enabled) {
-        spdlog::info("cluster forwarding over TLS ({}): peers' certificates checked against {}",
-                     p == &tls->http_peers ? "HTTP" : "gRPC", p->ca_file.empty() ? "the system's CAs" : p->ca_file);
-      }
+    for (const auto& [protocol, peers] : {std::pair{"HTTP", tls->http_peers}, std::pair{"gRPC", tls->grpc_peers}}) {
+      if (!peers.enabled) continue;
+      spdlog::info("cluster forwarding over TLS ({}): peers' certificates checked against {}", protocol,
+                   peers.ca_file.empty() ? "the system's CAs" : peers.ca_file);
     }
     grpc_forwarder = std::make_unique<grpcfe::GrpcForwarder>(gfo);
     forwarder = std::make_unique<ProtocolForwarder>(http_forwarder.get(), grpc_forwarder.get());

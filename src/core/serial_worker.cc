@@ -25,11 +25,6 @@ void SerialWorker::Post(std::function<void()> job) {
   cv_.NotifyOne();
 }
 
-uint64_t SerialWorker::done() const {
-  MutexLock l(&mu_);
-  return done_;
-}
-
 void SerialWorker::Run() {
   MutexLock l(&mu_);
   for (;;) {
@@ -41,7 +36,6 @@ void SerialWorker::Run() {
     job();
     job = nullptr;  // what it holds goes before the next job, off the lock
     l.Lock();
-    ++done_;
   }
 }
 

@@ -25,18 +25,15 @@ class SerialWorker {
   SerialWorker& operator=(const SerialWorker&) = delete;
 
   void Post(std::function<void()> job);
-  // Jobs finished so far (tests).
-  uint64_t done() const;
 
  private:
   void Run();
 
-  mutable Mutex mu_;
+  Mutex mu_;
   CondVar cv_;
   std::deque<std::function<void()>> jobs_ TSA_GUARDED_BY(mu_);
   bool stopping_ TSA_GUARDED_BY(mu_) = false;
   bool started_ TSA_GUARDED_BY(mu_) = false;
-  uint64_t done_ TSA_GUARDED_BY(mu_) = 0;
   std::thread thread_;  // set once, under mu_, by the first Post
 };
 

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <future>
+#include <iterator>
 #include <vector>
 
 namespace inferd {
@@ -39,9 +41,19 @@ TEST(SerialWorker, TheDestructorWaitsForTheRunningJob) {
   EXPECT_TRUE(finished);
 }
 
-TEST(SerialWorker, AnUnusedWorkerStartsNoThread) {
+size_t ThreadsOfThisProcess() {
+  return static_cast<size_t>(
+      std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator()));
+}
+
+TEST(SerialWorker, ItsThreadStartsWithTheFirstJob) {
+  const size_t before = ThreadsOfThisProcess();
   SerialWorker w;
-  EXPECT_EQ(w.done(), 0u);
+  EXPECT_EQ(ThreadsOfThisProcess(), before);  // an unused worker costs no thread
+  std::promise<void> ran;
+  w.Post([&ran] { ran.set_value(); });
+  ASSERT_EQ(ran.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(ThreadsOfThisProcess(), before + 1);
 }
 
 }  // namespace

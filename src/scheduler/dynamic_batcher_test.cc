@@ -198,12 +198,6 @@ TEST(DynamicBatcherAdmission, SaysFullOnceAPushFoundNoRoomUntilTheNextDecision) 
   batcher.Shutdown();
 }
 
-}  // namespace
-}  // namespace inferd
-
-namespace inferd {
-namespace {
-
 // Records the scheduling policy of the thread that runs it.
 class PolicyProbe final : public ModelInstance {
  public:

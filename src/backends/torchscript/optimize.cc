@@ -11,18 +11,15 @@ namespace {
 
 constexpr double kTolerance = 1e-4;
 
-// A generated input for config input `t`, or an empty tensor when its shape
-// is unknown.
+// A generated input for config input `t` (its shape and datatype known: WhyUncheckable said so).
 at::Tensor ProbeInput(const ModelSpec& spec, const TensorSpec& t, at::Generator& gen) {
-  if (t.any_rank) return {};
   const Shape& dims = t.reshape ? *t.reshape : t.dims;
   std::vector<int64_t> shape;
   if (spec.max_batch_size > 0) shape.push_back(std::min<int64_t>(2, spec.max_batch_size));
   for (int64_t d : dims) shape.push_back(d < 0 ? 1 : d);
-  auto type = aten::ToTorchType(t.dtype);
-  if (!type) return {};
-  const auto options = at::TensorOptions().dtype(*type);
-  if (at::isFloatingType(*type)) return at::rand(shape, gen, options);
+  const auto type = *aten::ToTorchType(t.dtype);
+  const auto options = at::TensorOptions().dtype(type);
+  if (at::isFloatingType(type)) return at::rand(shape, gen, options);
   return at::zeros(shape, options);  // indices, counts, flags: 0 is valid for every model that takes them
 }
 
@@ -51,15 +48,13 @@ bool Flatten(const c10::IValue& v, std::vector<at::Tensor>* out) {
   return false;
 }
 
-std::string NoShape(const TensorSpec& t) {
-  return "input '" + t.name + "' has no known shape to check the optimised module";
-}
-
 }  // namespace
 
 std::string WhyUncheckable(const ModelSpec& spec) {
   for (const TensorSpec& t : spec.inputs) {
-    if (t.any_rank || !aten::ToTorchType(t.dtype)) return NoShape(t);
+    if (t.any_rank || !aten::ToTorchType(t.dtype)) {
+      return "input '" + t.name + "' has no known shape to check the optimised module";
+    }
   }
   return {};
 }
@@ -116,7 +111,8 @@ Result<OptimizePolicy> OptimizePolicyOf(const ModelSpec& spec, uint64_t module_f
   } else if (v == "false" || v == "0") {
     p.when = OptimizeWhen::kNever;
   } else if (v == "auto") {
-    p.when = module_file_bytes >= kOptimizeAtLoadBytes ? OptimizeWhen::kAtLoad : OptimizeWhen::kWhenHot;
+    const bool now = module_file_bytes >= kOptimizeAtLoadBytes || p.after_runs == 0;
+    p.when = now ? OptimizeWhen::kAtLoad : OptimizeWhen::kWhenHot;
   } else {
     return Status::InvalidArgument("parameter OPTIMIZE_FOR_INFERENCE: '" + v + "' (expected true, false or auto)");
   }
@@ -133,13 +129,10 @@ Optimized OptimizeForInference(std::shared_ptr<torch::jit::Module> plain, const 
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
   };
+  if (std::string why = WhyUncheckable(spec); !why.empty()) return done(std::move(why));
   at::Generator gen = at::detail::createCPUGenerator(/*seed_in=*/1);
   std::vector<c10::IValue> args(num_args);
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    at::Tensor x = ProbeInput(spec, spec.inputs[i], gen);
-    if (!x.defined()) return done(NoShape(spec.inputs[i]));
-    args[arg_index[i]] = std::move(x);
-  }
+  for (size_t i = 0; i < spec.inputs.size(); ++i) args[arg_index[i]] = ProbeInput(spec, spec.inputs[i], gen);
   try {
     std::vector<at::Tensor> want, got;
     {

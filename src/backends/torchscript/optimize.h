@@ -54,8 +54,8 @@ void WarmUpLibtorch();
 // parameters OPTIMIZE_FOR_INFERENCE -- "true"/"1": at load; "false"/"0":
 // never; "auto" or absent: at load when the module file is at least
 // kOptimizeAtLoadBytes, else once the model proves hot -- and
-// OPTIMIZE_AFTER_RUNS (default 1,000): how many times a small module runs
-// before it is optimised (on the backend's background thread; the plain
+// OPTIMIZE_AFTER_RUNS (default 1,000; 0 = at load): how many times a small
+// module runs before it is optimised (on the backend's background thread; the plain
 // module serves meanwhile). Optimising costs ~1 ms for a tiny module and
 // saves under a microsecond per run: it pays for a model that is used, not
 // for one loaded on demand for a few requests.

@@ -6,11 +6,7 @@ namespace inferd::torchscript {
 
 ServedModule::ServedModule(std::shared_ptr<Mutex> jit_mu, std::shared_ptr<torch::jit::Module> module,
                            uint64_t after_runs)
-    : jit_mu_(std::move(jit_mu)),
-      plain_(std::move(module)),
-      serving_(plain_.get()),
-      after_runs_(after_runs),
-      counting_(after_runs > 0) {}
+    : jit_mu_(std::move(jit_mu)), plain_(std::move(module)), serving_(plain_.get()), after_runs_(after_runs) {}
 
 ServedModule::~ServedModule() {
   MutexLock g(jit_mu_.get());
@@ -30,7 +26,6 @@ std::string ServedModule::Optimize(const ModelSpec& spec, const std::vector<size
   }
   optimized_module_ = std::move(o.module);
   serving_.store(optimized_module_.get(), std::memory_order_release);
-  optimized_.store(true, std::memory_order_release);
   return "frozen and optimised for inference after " + runs + " runs in " + secs;
 }
 

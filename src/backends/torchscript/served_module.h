@@ -37,16 +37,15 @@ class ServedModule {
 
   torch::jit::Module& serving() const { return *serving_.load(std::memory_order_acquire); }
   // Counts one run; true once, on the run that reaches `after_runs`: the caller schedules Optimize.
+  // Past the count (or with none), a run only reads runs_.
   bool CountRun() {
-    if (!counting_.load(std::memory_order_relaxed)) return false;
-    if (runs_.fetch_add(1, std::memory_order_relaxed) + 1 != after_runs_) return false;
-    counting_.store(false, std::memory_order_relaxed);
-    return true;
+    if (runs_.load(std::memory_order_relaxed) >= after_runs_) return false;
+    return runs_.fetch_add(1, std::memory_order_relaxed) + 1 == after_runs_;
   }
   // Optimises the plain module (under the JIT lock) and, when the check passes, serves the optimised one.
   // Returns what happened, for the log.
   std::string Optimize(const ModelSpec& spec, const std::vector<size_t>& arg_index, size_t num_args);
-  bool optimized() const { return optimized_.load(std::memory_order_acquire); }
+  bool optimized() const { return &serving() != plain_.get(); }
 
  private:
   const std::shared_ptr<Mutex> jit_mu_;
@@ -54,9 +53,7 @@ class ServedModule {
   // Set once, under the JIT lock, before serving_ publishes it.
   std::shared_ptr<torch::jit::Module> optimized_module_;
   std::atomic<torch::jit::Module*> serving_;
-  std::atomic<bool> optimized_{false};
   const uint64_t after_runs_;
-  std::atomic<bool> counting_;
   std::atomic<uint64_t> runs_{0};
 };
 

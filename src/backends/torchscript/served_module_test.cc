@@ -35,6 +35,7 @@ TEST(OptimizePolicy, AutoOptimisesLargeModulesAtLoadAndSmallOnesWhenHot) {
   EXPECT_EQ(OptimizePolicyOf(SpecWith({{"OPTIMIZE_FOR_INFERENCE", "false"}}), 1 << 30)->when, OptimizeWhen::kNever);
   EXPECT_EQ(OptimizePolicyOf(SpecWith({{"OPTIMIZE_FOR_INFERENCE", "0"}}), 1 << 30)->when, OptimizeWhen::kNever);
   EXPECT_EQ(OptimizePolicyOf(SpecWith({{"OPTIMIZE_AFTER_RUNS", "25"}}), 10)->after_runs, 25u);
+  EXPECT_EQ(OptimizePolicyOf(SpecWith({{"OPTIMIZE_AFTER_RUNS", "0"}}), 10)->when, OptimizeWhen::kAtLoad);
 }
 
 TEST(OptimizePolicy, ValuesItDoesNotTakeAreRefusedByName) {

@@ -349,8 +349,7 @@ class TorchScriptBackend final : public Backend {
     uint64_t optimize_after = 0;
     if (!spec.batch_inputs.empty() || spec.HasRaggedInputs()) {
       note = "not optimised (ragged batching: no example inputs to check the optimised module with)";
-    } else if (policy.when == torchscript::OptimizeWhen::kAtLoad ||
-               (policy.when == torchscript::OptimizeWhen::kWhenHot && policy.after_runs == 0)) {
+    } else if (policy.when == torchscript::OptimizeWhen::kAtLoad) {
       torchscript::Optimized opt = torchscript::OptimizeForInference(module, spec, index, num_args);
       module = std::move(opt.module);
       char secs[32];

@@ -19,6 +19,10 @@ std::shared_ptr<grpc::Channel> OwnChannel(const std::string& target) {
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
+std::string CallError(const grpc::Status& st) {
+  return "gRPC " + std::to_string(st.error_code()) + ": " + st.error_message();
+}
+
 class GrpcSender final : public Sender {
  public:
   explicit GrpcSender(const std::string& target)
@@ -39,7 +43,7 @@ class GrpcSender final : public Sender {
     inference::ModelInferResponse resp;
     const grpc::Status st = stub_->ModelInfer(&ctx, it->second, &resp);
     if (!st.ok()) {
-      if (error->empty()) *error = "gRPC " + std::to_string(st.error_code()) + ": " + st.error_message();
+      if (error->empty()) *error = CallError(st);
       return false;
     }
     return true;
@@ -97,11 +101,7 @@ void DriveClosedLoop(const std::string& target, int channels, const std::vector<
     Slot& s = *static_cast<Slot*>(tag);
     const auto end = std::chrono::steady_clock::now();
     const bool good = ok && s.status.ok();
-    std::string error;
-    if (!good) {
-      error =
-          ok ? "gRPC " + std::to_string(s.status.error_code()) + ": " + s.status.error_message() : "gRPC call failed";
-    }
+    const std::string error = good ? std::string() : ok ? CallError(s.status) : "gRPC call failed";
     record({std::chrono::duration<double>(end - t0).count(),
             std::chrono::duration<double, std::micro>(end - s.start).count(), good},
            error);

@@ -120,18 +120,20 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
-  // `stream_args` build the stream: the socket (and for TLS, *tls).
+  // `client_slot`: its place under the per-client cap, freed when it ends ("" when none). `stream_args` build
+  // the stream: the socket (and for TLS, *tls).
   template <class... A>
-  Session(HttpServer::Impl* server, std::shared_ptr<net::ssl::context> tls, A&&... stream_args)
-      : tls_(std::move(tls)), stream_(std::forward<A>(stream_args)...), server_(server) {
+  Session(HttpServer::Impl* server, std::shared_ptr<net::ssl::context> tls, std::string client_slot, A&&... stream_args)
+      : tls_(std::move(tls)),
+        stream_(std::forward<A>(stream_args)...),
+        server_(server),
+        client_slot_(std::move(client_slot)) {
     in_flight_.fd = Lowest().socket().native_handle();
   }
   ~Session() {
     if (!client_slot_.empty()) server_->per_client->Close(client_slot_);
     server_->connections.fetch_sub(1, std::memory_order_relaxed);
   }
-  // A place under the per-client cap this session frees when it ends.
-  void HoldClientSlot(std::string client) { client_slot_ = std::move(client); }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -396,7 +398,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   const std::shared_ptr<net::ssl::context> tls_;  // null for plain; kept while the connection lives
   Stream stream_;
   HttpServer::Impl* server_;
-  std::string client_slot_;  // its address under the per-client cap ("" when none)
+  const std::string client_slot_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;
@@ -495,42 +497,38 @@ void HttpServer::Impl::Accept() {
       timer->async_wait([this, timer](beast::error_code) { Accept(); });
       return;
     }
-    // At the cap a new connection is closed at once: the open ones (and the memory and descriptors they hold)
-    // stay served. Idle ones free their places within --http-idle-timeout-ms.
-    if (connections.fetch_add(1, std::memory_order_relaxed) >= options.max_connections) {
+    // At a cap a new connection is closed at once: the open ones (and the memory and descriptors they hold)
+    // stay served. Idle ones free their places within --http-idle-timeout-ms. Logged once per 1,000.
+    auto refuse = [&](std::atomic<uint64_t>& refused, auto log) {
       connections.fetch_sub(1, std::memory_order_relaxed);
-      if (refused_connections.fetch_add(1, std::memory_order_relaxed) % 1000 == 0) {
+      if (refused.fetch_add(1, std::memory_order_relaxed) % 1000 == 0) log();
+      socket.close(ec);
+      Accept();
+    };
+    if (connections.fetch_add(1, std::memory_order_relaxed) >= options.max_connections) {
+      return refuse(refused_connections, [&] {
         spdlog::warn("HTTP port {}: {} connections open, the most --http-max-connections allows: new ones are closed",
                      port, options.max_connections);
-      }
-      socket.close(ec);
-      return Accept();
+      });
     }
-    std::string client;
+    std::string client;  // its place under the per-client cap, freed by its session
     if (per_client) {
       client = ClientKey(socket);
       if (client.empty() || !per_client->TryOpen(client)) {
-        connections.fetch_sub(1, std::memory_order_relaxed);
-        if (refused_per_client.fetch_add(1, std::memory_order_relaxed) % 1000 == 0) {
+        return refuse(refused_per_client, [&] {
           spdlog::warn(
-              "HTTP port {}: a client holds the {} connections --http-max-connections-per-client allows: "
-              "its new ones are closed",
+              "HTTP port {}: a client holds the {} connections --http-max-connections-per-client allows: its new "
+              "ones are closed",
               port, options.max_connections_per_client);
-        }
-        socket.close(ec);
-        return Accept();
+        });
       }
     }
     socket.set_option(tcp::no_delay(true), ec);
     if (std::shared_ptr<net::ssl::context> ctx = Tls()) {
       net::ssl::context& c = *ctx;
-      auto session = std::make_shared<Session<TlsStream>>(this, std::move(ctx), std::move(socket), c);
-      if (!client.empty()) session->HoldClientSlot(std::move(client));
-      session->Start();
+      std::make_shared<Session<TlsStream>>(this, std::move(ctx), std::move(client), std::move(socket), c)->Start();
     } else {
-      auto session = std::make_shared<Session<beast::tcp_stream>>(this, nullptr, std::move(socket));
-      if (!client.empty()) session->HoldClientSlot(std::move(client));
-      session->Start();
+      std::make_shared<Session<beast::tcp_stream>>(this, nullptr, std::move(client), std::move(socket))->Start();
     }
     Accept();
   });

@@ -43,6 +43,16 @@ Status Harden(ssl::context& ctx) {
   return Status::OK();
 }
 
+// The certificate chain and key this side shows (both files already checked as a pair).
+Status UseIdentity(ssl::context& ctx, const std::string& cert_file, const std::string& key_file) {
+  boost::system::error_code ec;
+  ctx.use_certificate_chain_file(cert_file, ec);
+  if (ec) return Status::InvalidArgument("TLS certificate " + cert_file + ": " + Why(ec));
+  ctx.use_private_key_file(key_file, ssl::context::pem, ec);
+  if (ec) return Status::InvalidArgument("TLS key " + key_file + ": " + Why(ec));
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<std::shared_ptr<ssl::context>> MakePeerTlsContext(const PeerTlsFiles& files) {
@@ -67,10 +77,7 @@ Result<std::shared_ptr<ssl::context>> MakePeerTlsContext(const PeerTlsFiles& fil
     if (ec) return Status::InvalidArgument("TLS CA " + files.ca_file + ": " + Why(ec));
   }
   if (!files.cert_file.empty()) {
-    ctx->use_certificate_chain_file(files.cert_file, ec);
-    if (ec) return Status::InvalidArgument("TLS certificate " + files.cert_file + ": " + Why(ec));
-    ctx->use_private_key_file(files.key_file, ssl::context::pem, ec);
-    if (ec) return Status::InvalidArgument("TLS key " + files.key_file + ": " + Why(ec));
+    if (Status st = UseIdentity(*ctx, files.cert_file, files.key_file); !st.ok()) return st;
   }
   ctx->set_verify_mode(ssl::verify_peer);
   ERR_clear_error();
@@ -87,11 +94,8 @@ Result<std::shared_ptr<ssl::context>> MakeServerTlsContext(const TlsFiles& files
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   SSL_CTX* native = ctx->native_handle();
   if (Status st = Harden(*ctx); !st.ok()) return st;
+  if (Status st = UseIdentity(*ctx, files.cert_file, files.key_file); !st.ok()) return st;
   boost::system::error_code ec;
-  ctx->use_certificate_chain_file(files.cert_file, ec);
-  if (ec) return Status::InvalidArgument("TLS certificate " + files.cert_file + ": " + Why(ec));
-  ctx->use_private_key_file(files.key_file, ssl::context::pem, ec);
-  if (ec) return Status::InvalidArgument("TLS key " + files.key_file + ": " + Why(ec));
   if (!files.client_ca_file.empty()) {
     ctx->load_verify_file(files.client_ca_file, ec);
     if (ec) return Status::InvalidArgument("TLS client CA " + files.client_ca_file + ": " + Why(ec));
