@@ -26,6 +26,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libxgboost-dev python3-xgboost          # the XGBoost / FIL backends; fixtures trained by python's xgboost
   libonnx-dev libonnx-testdata python3-onnx  # the ONNX backend: parser, checker, shape inference; conformance data
+  libdnnl-dev                             # the ONNX executor's matrix products on oneDNN directly (libtorch's own oneDNN)
   python3-torch python3-sklearn python3-numpy   # example models, fixtures, reference outputs (/usr/bin/python3)
   python3-grpcio python3-protobuf         # the gRPC integration tests' client (stubs made by protoc at test time)
   curl

@@ -9,9 +9,20 @@
 //                          vector of its width (one pre-packed oneDNN inner
 //                          product instead of a GEMM plus a broadcast add)
 //
-// A pair fuses only when the first node's output is read by the second node
-// alone (not by a graph output, another node or a subgraph). The rewritten
-// graph imports domain `ai.inferd` version 1. Subgraphs are left as they are.
+//   x*0.5*(1+Erf(x/sqrt 2))  one `ai.inferd` Gelu(x) (torch.nn.GELU's and
+//                          Hugging Face's orders of the products)
+//   ReduceMean Sub Pow ReduceMean Add Sqrt Div Mul Add
+//                          one `ai.inferd` LayerNormalization(x, gamma,
+//                          beta) over the last axis (exports below opset 17)
+//   Linear -> Gelu         Linear with attribute activation = "Gelu" (a
+//                          oneDNN post-op of the product; ops/dnnl_gemm.h)
+//
+// Nodes fuse only when every intermediate output is read by the pattern's
+// next node alone (not by a graph output, another node or a subgraph), and
+// the constants (scales, epsilon, gamma, beta, weights) are initializers or
+// Constant nodes. The passes run in the order above, GELU and LayerNorm
+// first. The rewritten graph imports domain `ai.inferd` version 1.
+// Subgraphs are left as they are.
 // Thread-safety: a pure function of its argument.
 #pragma once
 
@@ -24,7 +35,10 @@ inline constexpr const char* kInferdDomain = "ai.inferd";
 struct FusionCounts {
   int conv_relu = 0;
   int matmul_add = 0;
-  int total() const { return conv_relu + matmul_add; }
+  int gelu = 0;
+  int layer_norm = 0;
+  int linear_activation = 0;
+  int total() const { return conv_relu + matmul_add + gelu + layer_norm + linear_activation; }
 };
 
 // Runs after the checker (the rewritten graph uses inferd's own domain).

@@ -165,6 +165,153 @@ TEST(FusionTest, FusedPlanMatchesTheUnfusedComputation) {
   EXPECT_TRUE(at::allclose(plain_out[0].tensor(), want, 1e-5, 1e-5));
 }
 
+onnx::TensorProto Scalar(const std::string& name, float v) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_float_data(v);
+  return t;
+}
+
+// A scalar as a Constant node (how torch.onnx writes them) rather than an initializer.
+void ConstantNode(onnx::GraphProto* g, const std::string& name, float v) {
+  Node(g, "Constant", {}, {name});
+  auto* a = g->mutable_node(g->node_size() - 1)->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  *a->mutable_t() = Scalar(name, v);
+}
+
+// x [N, 6] -> MatMul -> Add(bias) -> GELU (torch.nn.GELU's Div Erf Add Mul Mul,
+// or Hugging Face's Mul(x, 0.5) beside Div Erf Add, then Mul) -> y [N, 8].
+// `sqrt2`: the divisor (another value must not fuse).
+onnx::ModelProto LinearGelu(bool hugging_face_order, float sqrt2 = 1.4142135f) {
+  onnx::ModelProto m = Model();
+  auto* g = m.mutable_graph();
+  g->set_name("gelu");
+  Io(g->add_input(), "x", {-1, 6});
+  *g->add_initializer() = FloatInit("w", {6, 8}, 0.1f);
+  *g->add_initializer() = FloatInit("b", {8}, 0.2f);
+  *g->add_initializer() = Scalar("one", 1.0f);
+  *g->add_initializer() = Scalar("half", 0.5f);
+  ConstantNode(g, "sqrt2", sqrt2);
+  Node(g, "MatMul", {"x", "w"}, {"mm"});
+  Node(g, "Add", {"mm", "b"}, {"h"});
+  if (hugging_face_order) Node(g, "Mul", {"h", "half"}, {"h_half"});
+  Node(g, "Div", {"h", "sqrt2"}, {"d"});
+  Node(g, "Erf", {"d"}, {"e"});
+  Node(g, "Add", {"one", "e"}, {"e1"});
+  if (hugging_face_order) {
+    Node(g, "Mul", {"h_half", "e1"}, {"y"});
+  } else {
+    Node(g, "Mul", {"h", "e1"}, {"p"});
+    Node(g, "Mul", {"p", "half"}, {"y"});
+  }
+  Io(g->add_output(), "y", {-1, 8});
+  return m;
+}
+
+// LayerNorm over the last axis as torch.onnx writes it below opset 17.
+onnx::ModelProto DecomposedLayerNorm() {
+  onnx::ModelProto m = Model();
+  m.mutable_opset_import(0)->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("layer_norm");
+  Io(g->add_input(), "x", {-1, 3, 10});
+  *g->add_initializer() = FloatInit("gamma", {10}, 0.3f);
+  *g->add_initializer() = FloatInit("beta", {10}, 0.1f);
+  *g->add_initializer() = Scalar("two", 2.0f);
+  ConstantNode(g, "eps", 1e-5f);
+  for (const char* mean : {"mean", "var"}) {
+    Node(g, "ReduceMean", {std::string(mean) == "mean" ? "x" : "sq"}, {mean});
+    auto* axes = g->mutable_node(g->node_size() - 1)->add_attribute();
+    axes->set_name("axes");
+    axes->set_type(onnx::AttributeProto::INTS);
+    axes->add_ints(-1);
+    if (std::string(mean) == "mean") {
+      Node(g, "Sub", {"x", "mean"}, {"d"});
+      Node(g, "Pow", {"d", "two"}, {"sq"});
+    }
+  }
+  Node(g, "Add", {"var", "eps"}, {"ve"});
+  Node(g, "Sqrt", {"ve"}, {"s"});
+  Node(g, "Div", {"d", "s"}, {"n"});
+  Node(g, "Mul", {"n", "gamma"}, {"g"});
+  Node(g, "Add", {"g", "beta"}, {"y"});
+  Io(g->add_output(), "y", {-1, 3, 10});
+  return m;
+}
+
+// The fused plan's output and the unfused plain kernels' output for x.
+std::pair<at::Tensor, at::Tensor> FusedAndPlain(const onnx::ModelProto& m, const at::Tensor& x, int* fused) {
+  std::string bytes;
+  EXPECT_TRUE(m.SerializeToString(&bytes));
+  auto registry = MakeOpRegistry();
+  auto model = LoadOnnxModel(bytes, "/nonexistent", *registry);
+  auto plain_registry = MakeOpRegistry(/*optimized=*/false);
+  auto plain = LoadOnnxModel(bytes, "/nonexistent", *plain_registry, /*fuse=*/false);
+  if (!model.ok() || !plain.ok()) {
+    ADD_FAILURE() << model.status().ToString() << " / " << plain.status().ToString();
+    return {};
+  }
+  *fused = model->fused;
+  std::vector<Value> a, b;
+  EXPECT_TRUE(model->plan->Run({Value::Of(x)}, &a).ok());
+  EXPECT_TRUE(plain->plan->Run({Value::Of(x)}, &b).ok());
+  if (a.size() != 1 || b.size() != 1) return {};
+  return {a[0].tensor(), b[0].tensor()};
+}
+
+TEST(FusionTest, GeluInBothExportOrdersFusesIntoTheLinearBeforeIt) {
+  for (bool hf : {false, true}) {
+    onnx::ModelProto m = LinearGelu(hf);
+    FusionCounts c = FuseNodes(&m);
+    EXPECT_EQ(c.gelu, 1);
+    EXPECT_EQ(c.matmul_add, 1);
+    EXPECT_EQ(c.linear_activation, 1);
+    EXPECT_EQ(Ops(m), (std::vector<std::string>{"Constant", "ai.inferd.Linear"})) << hf;
+    EXPECT_EQ(m.graph().node(1).output(0), "y");
+
+    int fused = 0;
+    const at::Tensor x = at::linspace(-3, 3, 5 * 6, at::kFloat).reshape({5, 6});
+    auto [got, want] = FusedAndPlain(LinearGelu(hf), x, &fused);
+    EXPECT_EQ(fused, 3);
+    EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5)) << got << want;
+  }
+}
+
+TEST(FusionTest, GeluAloneIsOneOpAndLookalikesAreLeftAsTheyAre) {
+  onnx::ModelProto alone = LinearGelu(true);
+  alone.mutable_graph()->mutable_initializer(1)->set_dims(0, 9);  // the bias no longer fits: MatMul and Add stay
+  FusionCounts c = FuseNodes(&alone);
+  EXPECT_EQ(c.gelu, 1);
+  EXPECT_EQ(c.total(), 1);
+  EXPECT_EQ(Ops(alone), (std::vector<std::string>{"Constant", "MatMul", "Add", "ai.inferd.Gelu"}));
+
+  onnx::ModelProto other_scale = LinearGelu(false, 2.0f);  // x * 0.5 * (1 + erf(x / 2)) is no GELU
+  EXPECT_EQ(FuseNodes(&other_scale).gelu, 0);
+
+  onnx::ModelProto read_elsewhere = LinearGelu(false);  // erf's output also a graph output
+  Io(read_elsewhere.mutable_graph()->add_output(), "e", {-1, 8});
+  EXPECT_EQ(FuseNodes(&read_elsewhere).gelu, 0);
+}
+
+TEST(FusionTest, DecomposedLayerNormIsOneOpAndComputesTheSame) {
+  onnx::ModelProto m = DecomposedLayerNorm();
+  EXPECT_EQ(FuseNodes(&m).layer_norm, 1);
+  EXPECT_EQ(Ops(m), (std::vector<std::string>{"Constant", "ai.inferd.LayerNormalization"}));
+
+  int fused = 0;
+  const at::Tensor x = at::linspace(-2, 5, 2 * 3 * 10, at::kFloat).reshape({2, 3, 10}).pow(2);
+  auto [got, want] = FusedAndPlain(DecomposedLayerNorm(), x, &fused);
+  EXPECT_EQ(fused, 1);
+  EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5)) << got << want;
+
+  onnx::ModelProto kept = DecomposedLayerNorm();  // the centred values also read elsewhere
+  Io(kept.mutable_graph()->add_output(), "d", {-1, 3, 10});
+  EXPECT_EQ(FuseNodes(&kept).layer_norm, 0);
+}
+
 // A pooling window larger than the convolution's output: oneDNN would make an
 // empty tensor, and its global pooling then divides by a zero stride
 // (SIGFPE; found by fuzz_onnx_model). The standard kernel reports it.

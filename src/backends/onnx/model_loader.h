@@ -34,7 +34,7 @@ struct OnnxModel {
   std::vector<IoInfo> outputs;
   int opset = 0;         // default domain
   std::string producer;  // "pytorch 1.13.1"
-  int fused = 0;         // node pairs fused at load (fusion.h)
+  int fused = 0;         // node groups fused at load (fusion.h)
 };
 
 // `dir` resolves external data locations (relative paths inside it only).

@@ -252,7 +252,7 @@ class OnnxBackend final : public Backend {
     INFERD_RETURN_IF_ERROR(MatchSpec(spec, m, &input_slot, &output_index));
     std::string note = "opset " + std::to_string(m.opset) + ", " + std::to_string(m.plan->num_steps()) + " steps";
     if (m.plan->num_folded() > 0) note += " (" + std::to_string(m.plan->num_folded()) + " nodes folded at load)";
-    if (m.fused > 0) note += ", " + std::to_string(m.fused) + " node pairs fused";
+    if (m.fused > 0) note += ", " + std::to_string(m.fused) + " node groups fused";
     if (!m.producer.empty()) note += ", from " + m.producer;
     return std::unique_ptr<LoadedModel>(new OnnxLoaded(spec, std::move(m), std::move(input_slot),
                                                        std::move(output_index), std::move(note), max_tensor_bytes));

@@ -12,6 +12,11 @@
 // after it (fusion.h: domain ai.inferd, attribute `activation`) applies the
 // ReLU in place on its own output.
 //
+// Matrix products: MatMul and Gemm on constant weights, and the fused
+// Linear (MatMul + bias [+ GELU]), run as oneDNN matmuls on weights packed at
+// load; MatMul of two computed tensors as one batched matmul (dnnl_gemm.h).
+// The fused Gelu and LayerNormalization (fusion.h) are registered here too.
+//
 // Each wrapper keeps the standard kernel for what oneDNN does not take
 // (other dtypes and ranks, asymmetric pads, dilated pooling, indices).
 #include <ATen/ATen.h>
@@ -20,6 +25,7 @@
 #include <optional>
 #include <utility>
 
+#include "backends/onnx/ops/dnnl_gemm.h"
 #include "backends/onnx/ops/op_util.h"
 
 namespace inferd::onnxexec::ops {
@@ -151,36 +157,36 @@ Result<Compiled> PackedConv(const Builder& standard, const NodeInfo& n) {
 }
 
 // x [..., K] times a constant [K, N] float matrix (plus a constant [N]
-// bias) as one oneDNN inner product on weights transposed and converted at
-// load. nullopt when the weight or bias is not such a constant.
-std::optional<Kernel> PackedLinear(const Value* w, const Value* b, bool transposed) {
-  if (!w || !w->is_tensor() || w->tensor().scalar_type() != at::kFloat || w->tensor().dim() != 2) return std::nullopt;
-  at::Tensor wt = transposed ? w->tensor() : w->tensor().t();  // [N, K]
-  const int64_t n = wt.size(0), k = wt.size(1);
-  if (n < 1 || k < 1) return std::nullopt;
-  c10::optional<at::Tensor> bias;
-  if (b) {
-    if (!b->is_tensor() || b->tensor().scalar_type() != at::kFloat || b->tensor().numel() != n) return std::nullopt;
-    bias = b->tensor().reshape({n}).contiguous().to_mkldnn();
-  }
-  at::Tensor packed = wt.contiguous().to_mkldnn();
-  return Kernel([packed, bias, n, k](Args in, Outs out) -> Status {
+// bias, then the epilogue) as one oneDNN matmul on weights packed at load
+// (dnnl_gemm.h). nullopt when the weight or bias is not such a constant.
+std::optional<Kernel> PackedLinear(const Value* w, const Value* b, bool transposed, Epilogue epilogue) {
+  if (!w || !w->is_tensor() || (b && !b->is_tensor())) return std::nullopt;
+  auto gemm = PackedGemm::Make(w->tensor(), transposed, b ? b->tensor() : at::Tensor(), epilogue);
+  if (!gemm) return std::nullopt;
+  return Kernel([g = std::move(*gemm)](Args in, Outs out) -> Status {
     INFERD_ASSIGN_OR_RETURN(at::Tensor x, In(in, 0));
+    const int64_t k = g->k();
     if (x.scalar_type() != at::kFloat || x.dim() < 1 || x.size(-1) != k) {
       return Status::InvalidArgument("takes a float [..., " + std::to_string(k) + "] input here, got " +
                                      std::string(c10::toString(x.scalar_type())) + " " + c10::str(x.sizes()));
     }
     std::vector<int64_t> shape = x.sizes().vec();
-    shape.back() = n;
+    shape.back() = g->n();
     if (x.numel() == 0) {
       out[0] = Value::Of(at::zeros(shape, x.options()));
       return Status::OK();
     }
-    at::Tensor x2 = x.reshape({-1, k}).contiguous().to_mkldnn();
-    at::Tensor y = bias ? at::mkldnn_linear(x2, packed, *bias) : at::mkldnn_linear(x2, packed);
-    out[0] = Value::Of(y.to_dense().reshape(shape));
+    INFERD_ASSIGN_OR_RETURN(at::Tensor y, g->Run(x.reshape({-1, k})));
+    out[0] = Value::Of(y.view(shape));
     return Status::OK();
   });
+}
+
+Result<Epilogue> EpilogueOf(const NodeInfo& n) {
+  const std::string a = n.String("activation", "");
+  if (a.empty()) return Epilogue::kNone;
+  if (a == "Gelu") return Epilogue::kGeluErf;
+  return n.Error("unknown fused activation '" + a + "'");
 }
 
 }  // namespace
@@ -196,28 +202,54 @@ void RegisterMkldnnOps(OpRegistry& r) {
   r.Add("ai.inferd", "Linear", [](const NodeInfo& n) -> Result<Compiled> {
     if (n.num_inputs() != 3) return n.Error("Linear takes x, W and bias");
     // fusion.h makes Linear only of a constant float [K >= 1, N >= 1] weight and [N] bias.
-    auto k = PackedLinear(n.constant(1), n.constant(2), false);
+    INFERD_ASSIGN_OR_RETURN(Epilogue epilogue, EpilogueOf(n));
+    auto k = PackedLinear(n.constant(1), n.constant(2), false, epilogue);
     if (!k) return n.Error("Linear needs a constant float weight and bias");
     Compiled c = Make(std::move(*k));
     c.baked_inputs = {1, 2};
     return c;
   });
+  // GELU and LayerNorm subgraphs fused by fusion.h.
+  r.Add("ai.inferd", "Gelu", [](const NodeInfo&) -> Result<Compiled> {
+    return Make([](Args in, Outs out) -> Status {
+      INFERD_ASSIGN_OR_RETURN(at::Tensor x, In(in, 0));
+      if (!IsFloating(x)) return Status::InvalidArgument("Gelu takes a floating-point input");
+      out[0] = Value::Of(at::gelu(x));
+      return Status::OK();
+    });
+  });
+  r.Add("ai.inferd", "LayerNormalization", *r.Find("", "LayerNormalization"));
   r.Add("", "MatMul", [matmul](const NodeInfo& n) -> Result<Compiled> {
     if (n.num_inputs() == 2 && n.constant(0) == nullptr) {
-      if (auto k = PackedLinear(n.constant(1), nullptr, false)) {
+      if (auto k = PackedLinear(n.constant(1), nullptr, false, Epilogue::kNone)) {
         Compiled c = Make(std::move(*k));
         c.baked_inputs = {1};
         return c;
       }
     }
-    return matmul(n);
+    // Products of two computed values (attention's scores and context):
+    // one batched oneDNN matmul where the shapes allow, else ATen's.
+    INFERD_ASSIGN_OR_RETURN(Compiled c, matmul(n));
+    c.kernel = [standard = std::move(c.kernel), batched = std::make_shared<const BatchedMatMul>()](Args in,
+                                                                                                   Outs out) -> Status {
+      if (in.size() == 2 && in[0] && in[1] && in[0]->is_tensor() && in[1]->is_tensor()) {
+        if (auto y = batched->Run(in[0]->tensor(), in[1]->tensor())) {
+          INFERD_RETURN_IF_ERROR(y->status());
+          out[0] = Value::Of(std::move(y->value()));
+          return Status::OK();
+        }
+      }
+      return standard(in, out);
+    };
+    return c;
   });
   r.Add("", "Gemm", [gemm](const NodeInfo& n) -> Result<Compiled> {
     // Y = A B' + C with A [M, K], a constant B and a constant C of width N.
     const bool plain = n.Float("alpha", 1.0f) == 1.0f && n.Float("beta", 1.0f) == 1.0f && n.Int("transA", 0) == 0;
     if (plain && n.constant(0) == nullptr && (n.num_inputs() == 2 || (n.num_inputs() == 3 && n.constant(2)))) {
       const bool trans_b = n.Int("transB", 0) != 0;
-      if (auto k = PackedLinear(n.constant(1), n.num_inputs() == 3 ? n.constant(2) : nullptr, trans_b)) {
+      if (auto k =
+              PackedLinear(n.constant(1), n.num_inputs() == 3 ? n.constant(2) : nullptr, trans_b, Epilogue::kNone)) {
         Kernel gemm2d = [k = std::move(*k)](Args in, Outs out) -> Status {
           INFERD_ASSIGN_OR_RETURN(at::Tensor a, In(in, 0));
           if (a.dim() != 2) return Status::InvalidArgument("Gemm takes a 2-D A");

@@ -287,12 +287,34 @@ void RegisterShapeOps(OpRegistry& r) {
       return Status::OK();
     });
   });
+  // Gather checks up to this many indices on the host (no tensor ops).
+  constexpr int64_t kHostIndices = 64;
   r.Add("", "Gather", [](const NodeInfo& n) -> Result<Compiled> {
     return Make([axis = n.Int("axis", 0)](Args in, Outs out) -> Status {
       INFERD_ASSIGN_OR_RETURN(at::Tensor x, In(in, 0));
       INFERD_ASSIGN_OR_RETURN(at::Tensor idx, In(in, 1));
       INFERD_ASSIGN_OR_RETURN(int64_t a, Axis(axis, x.dim()));
       const int64_t dim = x.size(a);
+      if (idx.numel() <= kHostIndices && (idx.scalar_type() == at::kLong || idx.scalar_type() == at::kInt)) {
+        // A few indices (shape arithmetic: Gather of a Shape's element):
+        // checked on the host, a 0-D index as a view.
+        std::vector<int64_t> v = Ints(idx);
+        for (int64_t& k : v) {
+          if (k < -dim || k >= dim) {
+            return Status::InvalidArgument("Gather index out of range for an axis of " + std::to_string(dim));
+          }
+          if (k < 0) k += dim;
+        }
+        if (idx.dim() == 0) {
+          out[0] = Value::Of(x.select(a, v[0]));
+          return Status::OK();
+        }
+        std::vector<int64_t> shape(x.sizes().begin(), x.sizes().begin() + a);
+        for (int64_t d : idx.sizes()) shape.push_back(d);
+        for (int64_t d = a + 1; d < x.dim(); ++d) shape.push_back(x.size(d));
+        out[0] = Value::Of(at::index_select(x, a, IntTensor(v)).reshape(shape));
+        return Status::OK();
+      }
       at::Tensor i = idx.to(at::kLong);
       i = at::where(i < 0, i + dim, i);
       if (i.numel() > 0 && (i.min().item<int64_t>() < 0 || i.max().item<int64_t>() >= dim)) {
