@@ -42,9 +42,6 @@ struct Compiled {
   // Graph inputs whose gradients the kernel asks for (the Gradient op): the
   // plan runs with autograd on and these inputs requiring gradients.
   std::vector<std::string> grad_inputs;
-  // The kernel takes tensors in oneDNN's opaque layout (at::kMkldnn, made by
-  // the pre-packed Conv; ops/mkldnn.cc). Other kernels get dense copies.
-  bool accepts_mkldnn = false;
   // Inputs the builder took from their load-time constants and the kernel
   // never reads (pre-packed weights): the plan passes nothing for them, so
   // the original constants can be freed.

@@ -208,8 +208,6 @@ class PlanBuilder final : public Scope {
       // Fold: run now, keep the results as constants.
       std::vector<const Value*> args;
       for (int s : in) args.push_back(s < 0 ? nullptr : &constant_.at(s));
-      std::vector<Value> dense;
-      if (!compiled->accepts_mkldnn) args = DenseArgs(args, &dense);
       std::vector<Value> results(out.size());
       Status st;
       try {
@@ -223,8 +221,7 @@ class PlanBuilder final : public Scope {
       ++plan_->folded_;
       return Status::OK();
     }
-    plan_->steps_.push_back(
-        {std::move(compiled->kernel), std::move(in), std::move(out), {}, where, compiled->accepts_mkldnn});
+    plan_->steps_.push_back({std::move(compiled->kernel), std::move(in), std::move(out), {}, where});
     return Status::OK();
   }
 
@@ -300,8 +297,6 @@ Status Plan::Run(std::vector<Value> inputs, std::vector<Value>* outputs) const {
         args.push_back(nullptr);
         continue;
       }
-      // A value in oneDNN's layout becomes dense once, for every later reader.
-      if (!step.accepts_mkldnn && IsMkldnn(env[s])) env[s] = Value::Of(env[s].tensor().to_dense());
       args.push_back(&env[s]);
     }
     std::vector<Value> results(step.out.size());
@@ -322,10 +317,6 @@ Status Plan::Run(std::vector<Value> inputs, std::vector<Value>* outputs) const {
   for (size_t i = 0; i < output_slots_.size(); ++i) {
     if (env[output_slots_[i]].empty()) {
       return Status::Internal("graph output '" + output_names_[i] + "' was not produced");
-    }
-    if (IsMkldnn(env[output_slots_[i]])) {
-      outputs->push_back(Value::Of(env[output_slots_[i]].tensor().to_dense()));
-      continue;
     }
     if (!grad_slots_.empty() && env[output_slots_[i]].is_tensor()) {
       outputs->push_back(Value::Of(env[output_slots_[i]].tensor().detach()));

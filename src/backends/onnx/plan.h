@@ -51,7 +51,6 @@ class Plan {
     std::vector<int> out;  // slots; -1 = discarded
     std::vector<int> release;
     std::string where;
-    bool accepts_mkldnn = false;
   };
   std::vector<std::string> input_names_, output_names_, captured_;
   std::vector<int> input_slots_, output_slots_, captured_slots_;

@@ -69,21 +69,4 @@ class Value {
   int32_t seq_elem_type_ = 0;
 };
 
-// A tensor in oneDNN's opaque layout (only kernels that say so read these).
-inline bool IsMkldnn(const Value& v) { return v.is_tensor() && v.tensor().defined() && v.tensor().is_mkldnn(); }
-
-// `args` with each oneDNN-layout tensor replaced by a dense copy kept in
-// `holder` (sized by this call; it must outlive the result).
-inline std::vector<const Value*> DenseArgs(const std::vector<const Value*>& args, std::vector<Value>* holder) {
-  holder->assign(args.size(), Value());
-  std::vector<const Value*> out(args);
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] && IsMkldnn(*args[i])) {
-      (*holder)[i] = Value::Of(args[i]->tensor().to_dense());
-      out[i] = &(*holder)[i];
-    }
-  }
-  return out;
-}
-
 }  // namespace inferd::onnxexec

@@ -1,30 +1,26 @@
-// Convolutional chains in oneDNN's own layout, as torch.jit's
-// optimize_for_inference runs them.
+// The executor's oneDNN kernels (libdnnl called directly; dnnl_conv.h,
+// dnnl_gemm.h), registered over the standard ATen ones by
+// MakeOpRegistry(optimized = true):
 //
-// A 2-D Conv whose weight is a float constant is pre-packed at load: the
-// weight is reordered once into oneDNN's blocked format
-// (mkldnn_reorder_conv2d_weight) and the kernel runs mkldnn_convolution,
-// leaving its output in that opaque layout (at::kMkldnn). Relu, Add, MaxPool
-// and GlobalAveragePool then run on such tensors directly, so a ResNet-style
-// chain converts its input once and its result once instead of reordering
-// around every convolution. Every other kernel gets dense copies (the plan
-// converts; plan.cc). A Conv node that the fusion pass merged with the Relu
-// after it (fusion.h: domain ai.inferd, attribute `activation`) applies the
-// ReLU in place on its own output.
+//  - Conv with a float constant weight: a oneDNN convolution packed at load
+//    (Winograd for 3x3 stride-1 layers where oneDNN has it), bias and a
+//    fused ReLU (fusion.h: domain ai.inferd, attribute `activation`) inside
+//    the primitive; plain NCHW tensors in and out.
+//  - MaxPool (2-D, floor rounding): oneDNN's pooling.
+//  - MatMul and Gemm on constant weights, and the fused Linear (MatMul +
+//    bias [+ GELU]): oneDNN matmuls on weights packed at load; MatMul of two
+//    computed tensors as one batched matmul.
+//  - The fused Gelu and LayerNormalization (fusion.h).
 //
-// Matrix products: MatMul and Gemm on constant weights, and the fused
-// Linear (MatMul + bias [+ GELU]), run as oneDNN matmuls on weights packed at
-// load; MatMul of two computed tensors as one batched matmul (dnnl_gemm.h).
-// The fused Gelu and LayerNormalization (fusion.h) are registered here too.
-//
-// Each wrapper keeps the standard kernel for what oneDNN does not take
-// (other dtypes and ranks, asymmetric pads, dilated pooling, indices).
+// Each keeps the standard kernel for what oneDNN does not take (other
+// dtypes and ranks, asymmetric pads, dilated or ceil-mode pooling, indices).
 #include <ATen/ATen.h>
 
 #include <functional>
 #include <optional>
 #include <utility>
 
+#include "backends/onnx/ops/dnnl_conv.h"
 #include "backends/onnx/ops/dnnl_gemm.h"
 #include "backends/onnx/ops/op_util.h"
 
@@ -33,31 +29,6 @@ namespace {
 
 using Args = const std::vector<const Value*>&;
 using Outs = std::vector<Value>&;
-
-bool AllMkldnn(Args in) {
-  for (const Value* v : in)
-    if (v && !IsMkldnn(*v)) return false;
-  return !in.empty() && in[0] != nullptr;
-}
-
-// The standard builder of (domain "", op), and a kernel that takes the fast
-// path when `fast` says it handled the call.
-using Fast = std::function<Result<bool>(Args in, Outs out)>;
-
-Result<Compiled> Wrap(const Builder& standard, const NodeInfo& n, Fast fast) {
-  INFERD_ASSIGN_OR_RETURN(Compiled c, standard(n));
-  if (!c.implicit_inputs.empty() || !c.grad_inputs.empty()) return c;
-  c.accepts_mkldnn = true;
-  c.kernel = [slow = std::move(c.kernel), fast = std::move(fast)](Args in, Outs out) -> Status {
-    if (AllMkldnn(in)) {
-      INFERD_ASSIGN_OR_RETURN(bool done, fast(in, out));
-      if (done) return Status::OK();
-    }
-    std::vector<Value> dense;
-    return slow(DenseArgs(in, &dense), out);
-  };
-  return c;
-}
 
 // Attribute values oneDNN is handed (beyond them the standard kernel runs).
 constexpr int64_t kMaxWindow = 1 << 16;
@@ -68,56 +39,49 @@ bool InRange(const std::vector<int64_t>& v, int64_t lo) {
   return true;
 }
 
-// What a 2-D Conv needs to be pre-packed; nullopt when it cannot be.
-struct ConvPack {
-  at::Tensor weight;
-  c10::optional<at::Tensor> bias;
-  std::vector<int64_t> padding, strides, dilations;
-  int64_t group = 1;
-};
-
-std::optional<ConvPack> Packable(const NodeInfo& n) {
+// A 2-D Conv with a float constant weight (and bias) as a oneDNN
+// convolution packed at load (dnnl_conv.h); nullopt when it cannot be.
+std::optional<std::shared_ptr<const PackedConv2d>> Packable(const NodeInfo& n, bool relu) {
   const Value* w = n.constant(1);
   if (!w || !w->is_tensor()) return std::nullopt;
   const at::Tensor& wt = w->tensor();
   if (wt.scalar_type() != at::kFloat || wt.dim() != 4) return std::nullopt;
   for (int64_t d : wt.sizes())
     if (d < 1 || d > kMaxWindow) return std::nullopt;
-  ConvPack p;
+  at::Tensor bias;
   if (n.has_input(2)) {
     const Value* b = n.constant(2);
-    if (!b || !b->is_tensor() || b->tensor().scalar_type() != at::kFloat || b->tensor().dim() != 1 ||
-        b->tensor().size(0) != wt.size(0)) {
-      return std::nullopt;
-    }
-    p.bias = b->tensor().contiguous();
+    if (!b || !b->is_tensor()) return std::nullopt;
+    bias = b->tensor();
   }
   const std::string auto_pad = n.String("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && !auto_pad.empty()) return std::nullopt;
   std::vector<int64_t> pads = n.Ints("pads");
   const std::vector<int64_t> kernel = n.Ints("kernel_shape");
-  p.strides = n.Ints("strides");
-  p.dilations = n.Ints("dilations");
+  std::vector<int64_t> strides = n.Ints("strides"), dilations = n.Ints("dilations");
   if (pads.empty() || auto_pad == "VALID") pads.assign(4, 0);
-  if (p.strides.empty()) p.strides.assign(2, 1);
-  if (p.dilations.empty()) p.dilations.assign(2, 1);
-  if (pads.size() != 4 || p.strides.size() != 2 || p.dilations.size() != 2 || !SymmetricPads(pads) ||
-      !InRange(pads, 0) || !InRange(p.strides, 1) || !InRange(p.dilations, 1)) {
+  if (strides.empty()) strides.assign(2, 1);
+  if (dilations.empty()) dilations.assign(2, 1);
+  if (pads.size() != 4 || strides.size() != 2 || dilations.size() != 2 || !SymmetricPads(pads) || !InRange(pads, 0) ||
+      !InRange(strides, 1) || !InRange(dilations, 1)) {
     return std::nullopt;
   }
   if (!kernel.empty() && kernel != std::vector<int64_t>{wt.size(2), wt.size(3)}) return std::nullopt;
-  p.group = n.Int("group", 1);
-  if (p.group < 1 || wt.size(0) % p.group != 0) return std::nullopt;
-  p.padding = {pads[0], pads[1]};
-  p.weight = at::mkldnn_reorder_conv2d_weight(wt.contiguous().to_mkldnn(), p.padding, p.strides, p.dilations, p.group);
-  return p;
+  ConvGeometry g;
+  g.groups = n.Int("group", 1);
+  if (g.groups < 1 || wt.size(0) % g.groups != 0) return std::nullopt;
+  g.strides = {strides[0], strides[1]};
+  g.dilations = {dilations[0], dilations[1]};
+  g.padding = {pads[0], pads[1]};
+  g.relu = relu;
+  return PackedConv2d::Make(wt, bias, g);
 }
 
-// A 2-D Conv with a float constant weight: pre-packed, run in oneDNN layout.
+// A 2-D Conv with a float constant weight: packed at load, run by oneDNN.
 Result<Compiled> PackedConv(const Builder& standard, const NodeInfo& n) {
   const std::string activation = n.String("activation", "");
   if (!activation.empty() && activation != "Relu") return n.Error("unknown fused activation '" + activation + "'");
-  std::optional<ConvPack> pack = Packable(n);
+  auto pack = Packable(n, !activation.empty());
   if (!pack) {
     INFERD_ASSIGN_OR_RETURN(Compiled c, standard(n));
     if (activation.empty()) return c;
@@ -128,31 +92,13 @@ Result<Compiled> PackedConv(const Builder& standard, const NodeInfo& n) {
     };
     return c;
   }
-  const int64_t in_channels = pack->weight.size(1) * pack->group;
-  const int64_t kh = pack->weight.size(2), kw = pack->weight.size(3);
-  Compiled c;
-  c.accepts_mkldnn = true;
-  c.baked_inputs = {1, 2};
-  c.kernel = [p = std::move(*pack), in_channels, kh, kw, relu = !activation.empty()](Args in, Outs out) -> Status {
+  Compiled c = Make([p = std::move(*pack)](Args in, Outs out) -> Status {
     INFERD_ASSIGN_OR_RETURN(at::Tensor x, In(in, 0));
-    if (x.scalar_type() != at::kFloat || x.dim() != 4 || x.size(1) != in_channels) {
-      return Status::InvalidArgument("Conv takes a float [N, " + std::to_string(in_channels) +
-                                     ", H, W] input here, got " + std::string(c10::toString(x.scalar_type())) + " " +
-                                     c10::str(x.sizes()));
-    }
-    const int64_t k[2] = {kh, kw};
-    for (int d = 0; d < 2; ++d) {
-      if (x.size(2 + d) + 2 * p.padding[d] < p.dilations[d] * (k[d] - 1) + 1) {
-        return Status::InvalidArgument("Conv input " + c10::str(x.sizes()) + " is smaller than its kernel");
-      }
-    }
-    if (x.numel() == 0) return Status::InvalidArgument("Conv of an empty input");
-    at::Tensor xm = x.is_mkldnn() ? x : x.contiguous().to_mkldnn();
-    at::Tensor y = at::mkldnn_convolution(xm, p.weight, p.bias, p.padding, p.strides, p.dilations, p.group);
-    if (relu) at::relu_(y);
+    INFERD_ASSIGN_OR_RETURN(at::Tensor y, p->Run(x));
     out[0] = Value::Of(std::move(y));
     return Status::OK();
-  };
+  });
+  c.baked_inputs = {1, 2};
   return c;
 }
 
@@ -193,8 +139,7 @@ Result<Epilogue> EpilogueOf(const NodeInfo& n) {
 
 void RegisterMkldnnOps(OpRegistry& r) {
   // Copies of the standard builders the wrappers fall back to.
-  const Builder conv = *r.Find("", "Conv"), relu = *r.Find("", "Relu"), add = *r.Find("", "Add");
-  const Builder max_pool = *r.Find("", "MaxPool"), global_avg = *r.Find("", "GlobalAveragePool");
+  const Builder conv = *r.Find("", "Conv"), max_pool = *r.Find("", "MaxPool");
   r.Add("", "Conv", [conv](const NodeInfo& n) { return PackedConv(conv, n); });
   r.Add("ai.inferd", "Conv", [conv](const NodeInfo& n) { return PackedConv(conv, n); });
   // MatMul -> Add fused by fusion.h; MatMul and Gemm on constant weights.
@@ -262,19 +207,6 @@ void RegisterMkldnnOps(OpRegistry& r) {
     }
     return gemm(n);
   });
-  r.Add("", "Relu", [relu](const NodeInfo& n) {
-    return Wrap(relu, n, [](Args in, Outs out) -> Result<bool> {
-      out[0] = Value::Of(at::relu(in[0]->tensor()));
-      return true;
-    });
-  });
-  r.Add("", "Add", [add](const NodeInfo& n) {
-    return Wrap(add, n, [](Args in, Outs out) -> Result<bool> {
-      if (in.size() != 2 || in[0]->tensor().sizes() != in[1]->tensor().sizes()) return false;
-      out[0] = Value::Of(at::add(in[0]->tensor(), in[1]->tensor()));
-      return true;
-    });
-  });
   r.Add("", "MaxPool", [max_pool](const NodeInfo& n) -> Result<Compiled> {
     std::vector<int64_t> kernel = n.Ints("kernel_shape"), strides = n.Ints("strides"), pads = n.Ints("pads");
     const std::vector<int64_t> dilations = n.Ints("dilations");
@@ -284,28 +216,24 @@ void RegisterMkldnnOps(OpRegistry& r) {
     const bool ok = kernel.size() == 2 && strides.size() == 2 && pads.size() == 4 && SymmetricPads(pads) &&
                     (dilations.empty() || dilations == std::vector<int64_t>{1, 1}) && !n.has_output(1) &&
                     (auto_pad == "NOTSET" || auto_pad.empty()) && InRange(kernel, 1) && InRange(strides, 1) &&
-                    InRange(pads, 0) && 2 * pads[0] <= kernel[0] && 2 * pads[1] <= kernel[1];
-    const bool ceil = n.Int("ceil_mode", 0) != 0;
-    const std::vector<int64_t> padding = ok ? std::vector<int64_t>{pads[0], pads[1]} : std::vector<int64_t>{};
-    return Wrap(max_pool, n, [ok, kernel, strides, padding, ceil](Args in, Outs out) -> Result<bool> {
-      const at::Tensor& x = in[0]->tensor();
-      if (!ok || x.dim() != 4 || x.numel() == 0) return false;
-      // oneDNN does not check that the window fits: an output side of 0 or
-      // less is left to the standard kernel, which reports it.
-      for (int d = 0; d < 2; ++d)
-        if (x.size(2 + d) + 2 * padding[d] < kernel[d]) return false;
-      out[0] = Value::Of(at::max_pool2d(x, kernel, strides, padding, {1, 1}, ceil));
-      return true;
-    });
-  });
-  r.Add("", "GlobalAveragePool", [global_avg](const NodeInfo& n) {
-    return Wrap(global_avg, n, [](Args in, Outs out) -> Result<bool> {
-      // An empty side would make oneDNN's pooling stride 0 (SIGFPE).
-      const at::Tensor& x = in[0]->tensor();
-      if (x.dim() != 4 || x.numel() == 0) return false;
-      out[0] = Value::Of(at::adaptive_avg_pool2d(x, {1, 1}));
-      return true;
-    });
+                    InRange(pads, 0) && n.Int("ceil_mode", 0) == 0 && n.Int("storage_order", 0) == 0;
+    INFERD_ASSIGN_OR_RETURN(Compiled c, max_pool(n));
+    if (!ok) return c;
+    auto pool = std::make_shared<const MaxPool2d>(std::array<int64_t, 2>{kernel[0], kernel[1]},
+                                                  std::array<int64_t, 2>{strides[0], strides[1]},
+                                                  std::array<int64_t, 2>{pads[0], pads[1]});
+    c.kernel = [standard = std::move(c.kernel), pool](Args in, Outs out) -> Status {
+      if (Present(in, 0) && in[0]->is_tensor()) {
+        // nullopt: not a float NCHW input, or a window that does not fit (the standard kernel says so).
+        if (auto y = pool->Run(in[0]->tensor())) {
+          INFERD_RETURN_IF_ERROR(y->status());
+          out[0] = Value::Of(std::move(y->value()));
+          return Status::OK();
+        }
+      }
+      return standard(in, out);
+    };
+    return c;
   });
 }
 
