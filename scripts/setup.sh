@@ -16,6 +16,7 @@ PACKAGES=(
   libssl-dev openssl                      # tokens' SHA-256 (auth/); TLS (the openssl CLI makes the tests' certificates)
   libprotobuf-dev protobuf-compiler       # config.pbtxt (protobuf text format), gRPC messages
   libgrpc++-dev protobuf-compiler-grpc    # the KServe v2 gRPC front end (grpc_cpp_plugin, grpc_python_plugin)
+  libnghttp2-dev                          # `inferd bench --protocol grpc`: gRPC calls over libnghttp2 (h2load's HTTP/2)
   rapidjson-dev zlib1g-dev libspdlog-dev libcli11-dev
   libjemalloc-dev                         # the server's allocator (faster small allocations, returns memory)
   libsqlite3-dev                          # batch jobs: SQLite sources and sinks (jobs/sqlite/)

@@ -37,7 +37,7 @@ Result<std::vector<ReportRow>> RunInProcess(const InProcessOptions& o, const Bac
   std::vector<ReportRow> rows;
   for (int bs : o.batch_sizes) {
     if (desc.batched && bs > spec.max_batch_size) continue;
-    std::vector<Tensor> inputs = RandomInputs(desc, bs, o.seed);
+    std::vector<Tensor> inputs = RandomInputs(desc, bs, o.seed, o.random);
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (spec.inputs[i].reshape) {  // what the server would hand the backend
         Shape s;

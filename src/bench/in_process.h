@@ -8,6 +8,7 @@
 
 #include "backends/backend.h"
 #include "bench/report.h"
+#include "bench/request_builder.h"
 
 namespace inferd::bench {
 
@@ -19,6 +20,7 @@ struct InProcessOptions {
   double warmup_s = 1.0;
   double window_s = 2.0;  // measured once per batch size
   uint64_t seed = 1;
+  RandomOptions random;  // --int-range, --constant-input
 };
 
 // One row per batch size: requests/s = forward() calls per second.

@@ -13,6 +13,7 @@
 #include "bench/chain_sender.h"
 #include "bench/generative_load.h"
 #include "bench/grpc/grpc_bench_client.h"
+#include "bench/grpc/h2_closed_loop.h"
 #include "bench/http_client.h"
 #include "bench/in_process.h"
 #include "bench/load_generator.h"
@@ -284,7 +285,7 @@ Result<std::vector<bench::ReportRow>> RunRemote(const BenchFlags& f) {
   lo.make_sender =
       grpc ? bench::GrpcSenderFactory(f.grpc_url)
            : bench::HttpSenderFactory(target.first, target.second, bench::IsHttpsUrl(f.url) ? tls : nullptr);
-  if (grpc) lo.closed_loop_driver = bench::GrpcClosedLoopDriver(f.grpc_url, f.grpc_channels);
+  if (grpc) lo.closed_loop_driver = bench::H2GrpcClosedLoopDriver(f.grpc_url, f.grpc_channels);
   if (!f.then_model.empty()) {
     if (protocol != bench::Protocol::kV2Json || grpc) return Status::InvalidArgument("--then needs --protocol v2-json");
     INFERD_ASSIGN_OR_RETURN(auto renames, bench::ParseRenames(f.then_map));
@@ -387,6 +388,12 @@ int Bench(const BenchFlags& f) {
     o.warmup_s = f.warmup_s;
     o.window_s = f.window_s;
     o.seed = f.seed;
+    auto random = RandomOptionsFromFlags(f);
+    if (!random.ok()) {
+      std::cerr << random.status().message() << "\n";
+      return 2;
+    }
+    o.random = std::move(*random);
     rows = bench::RunInProcess(o, backends);
     if (rows.ok() && !f.label.empty())
       for (auto& r : *rows) r.label = f.label;
@@ -435,7 +442,7 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* run) {
       ->check(CLI::IsMember({"v2-json", "v2-binary", "v1", "grpc"}));
   cmd->add_option("--grpc-channels", f->grpc_channels,
                   "With --protocol grpc, closed loop: HTTP/2 connections the requests in flight share as streams "
-                  "(h2load's -c; one thread drives them all through gRPC's async API)")
+                  "(h2load's -c; one thread drives them all through libnghttp2, h2load's HTTP/2 library)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--grpc-url", f->grpc_url,

@@ -1,6 +1,7 @@
 """Integration suite: bench (run by run_tests.py)."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import unittest
@@ -110,6 +111,22 @@ class Bench(unittest.TestCase):
         self.assertGreater(r["server"]["compute_infer_us"], 0)  # the requests reached the model
         # Every request the report counts (those of its windows) was a success on the server.
         self.assertGreaterEqual(after - before, r["requests"])
+
+    def test_grpc_failures_are_reported_with_their_cause(self):
+        # The closed loop speaks HTTP/2 through libnghttp2: a port that refuses, and one that speaks HTTP/1.1
+        # (the HTTP port), fail every call with what happened, and the bench says so instead of measuring.
+        free = socket.socket()
+        free.bind(("127.0.0.1", 0))
+        closed_port = free.getsockname()[1]
+        free.close()
+        for port, cause in ((closed_port, "cannot connect to 127.0.0.1:%d" % closed_port),
+                            (C.SERVER.port, "the server closed the connection")):
+            cmd = [C.ARGS.inferd, "bench", "-m", "tiny_mlp", "--url", "http://127.0.0.1:%d" % C.SERVER.port,
+                   "--protocol", "grpc", "--grpc-url", "127.0.0.1:%d" % port, "--concurrency", "3",
+                   "--warmup-s", "0.1", "--window-s", "0.3", "--duration-s", "0.3"]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertIn("no request succeeded: " + cause, proc.stderr)
 
     def test_duration_is_exact_and_formats_and_failures_are_reported(self):
         # --duration-s 1.5 with --window-s 1: two windows of 0.75 s, measuring exactly 1.5 s.

@@ -22,12 +22,6 @@ PreparedRequest EncodeBenchRequest(const std::string& model, const std::string& 
 // channel and HTTP/2 connection (like one HTTP keep-alive connection each).
 SenderFactory GrpcSenderFactory(std::string target);
 
-// The closed loop over gRPC as h2load drives it: `channels` HTTP/2
-// connections (at most one per request in flight), the requests in flight
-// spread over them as streams, all driven by one thread through gRPC's async
-// API (a completion queue), each request's bytes serialized once and sent
-// as they are (the generic stub: no protobuf work per call on the client).
-// Every call has a 60 s deadline.
-ClosedLoopDriver GrpcClosedLoopDriver(std::string target, int channels);
+// The closed loop (`inferd bench --protocol grpc`): h2_closed_loop.h.
 
 }  // namespace inferd::bench
