@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "core/blas_core.h"
 
 #ifdef INFERD_WITH_JEMALLOC
 // jemalloc's start-up options (MALLOC_CONF in the environment still applies on
@@ -18,6 +19,8 @@ const char* malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
 #endif
 
 int main(int argc, char** argv) {
+  // Before any thread of inferd's runs: OpenBLAS on the kernels this CPU has (core/blas_core.h).
+  inferd::UseBestBlasKernels();
   CLI::App app{
       "inferd: serve machine-learning models over KServe v2 / Triton REST and gRPC, and TF Serving REST\n"
       "  inferd serve --model-repository DIR   HTTP on :8000, gRPC on :8001, metrics on :8002\n"

@@ -21,6 +21,7 @@
 #include "cluster/cluster_options.h"
 #include "cluster/etcd/etcd_store.h"
 #include "console/console_handler.h"
+#include "core/blas_core.h"
 #include "core/byte_size.h"
 #include "frontends/grpc/grpc_forwarder.h"
 #include "frontends/grpc/grpc_server.h"
@@ -379,8 +380,9 @@ int Serve(const ServeFlags& f) {
     spdlog::critical("{}", st.message());
     return 2;
   }
-  spdlog::info("inferd 0.1.0: {} cores, {} HTTP threads, default intra-op threads {}", cores, f.http_threads,
-               so.default_intra_op_threads);
+  const std::string blas = BlasCoreName();
+  spdlog::info("inferd 0.1.0: {} cores, {} HTTP threads, default intra-op threads {}{}", cores, f.http_threads,
+               so.default_intra_op_threads, blas.empty() ? "" : ", OpenBLAS kernels " + blas);
 
   InferenceServer server(so, &backends, &clock);
   StartWatch start_watch(&server, wait_mask);

@@ -26,6 +26,28 @@ class Shutdown(unittest.TestCase):
             self.assertTrue(sending(), "the request was answered before it showed as pending")
             self.assertLess(time.monotonic(), deadline, "the request never showed as pending")
 
+    def test_the_start_line_names_openblas_kernels_that_fit_the_cpu(self):
+        # OpenBLAS 0.3.21 took the CI's AVX-512 Xeon for a "Prescott" (SSE3 kernels, 3x slower GEMMs); inferd
+        # restarts it on the kernels the CPU's features call for, unless OPENBLAS_CORETYPE says otherwise.
+        with open("/proc/cpuinfo") as f:
+            flags = set(next(line for line in f if line.startswith("flags")).split(":", 1)[1].split())
+        avx512 = {"avx512f", "avx512vl", "avx512bw", "avx512dq"} <= flags
+        fits = {"skylakex", "cooperlake", "sapphirerapids", "zen"} if avx512 else {"haswell", "zen", "skylakex"}
+        for env, want in ((None, fits if {"avx2", "fma"} <= flags else None), ("Nehalem", {"nehalem"})):
+            proc = subprocess.Popen([C.ARGS.inferd, "serve", "--model-repository", C.REPO, "--http-port", "0",
+                                     "--grpc-port", "0", "--metrics-port", "0", "--control-state-dir",
+                                     ic.state_dir(C.REPO)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True, env=dict(os.environ, **({"OPENBLAS_CORETYPE": env} if env else {})))
+            try:
+                first = proc.stderr.readline()
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.communicate(timeout=120)
+            self.assertIn("OpenBLAS kernels ", first)
+            core = first.rsplit("OpenBLAS kernels ", 1)[1].strip().lower()
+            if want is not None:
+                self.assertIn(core, want, first)
+
     def test_a_signal_during_start_up_stops_the_server_cleanly(self):
         # A SIGTERM that arrives while models load (before the main thread waits for signals) must still be a
         # clean stop. OpenBLAS starts threads before main with the signals unblocked; a signal delivered to one

@@ -1,13 +1,13 @@
-// Load-time node fusion: rewrites a checked ONNX graph so that pairs of
+// Load-time node fusion: rewrites a checked ONNX graph so that groups of
 // nodes run as one kernel.
 //
 //   Conv -> Relu           one `ai.inferd` Conv with attribute activation =
-//                          "Relu" (the ReLU runs in place on the convolution's
-//                          own output; ops/mkldnn.cc)
+//                          "Relu" (a post-op of the oneDNN convolution;
+//                          ops/dnnl_conv.h)
 //   MatMul -> Add(bias)    one `ai.inferd` Linear(x, W, bias) when W is a
 //                          constant 2-D float matrix and bias a constant
-//                          vector of its width (one pre-packed oneDNN inner
-//                          product instead of a GEMM plus a broadcast add)
+//                          vector of its width (one oneDNN matmul with bias
+//                          instead of a GEMM plus a broadcast add)
 //
 //   x*0.5*(1+Erf(x/sqrt 2))  one `ai.inferd` Gelu(x) (torch.nn.GELU's and
 //                          Hugging Face's orders of the products)

@@ -142,8 +142,8 @@ class OpRegistry {
   std::map<std::pair<std::string, std::string>, Builder> builders_;
 };
 
-// Every op the executor implements. `optimized`: Conv, MatMul, Gemm and the
-// ops around them use pre-packed oneDNN kernels (ops/mkldnn.cc) and the
+// Every op the executor implements. `optimized`: Conv, MaxPool, MatMul and
+// Gemm use oneDNN kernels on weights packed at load (ops/mkldnn.cc) and the
 // fused ops of fusion.h exist; false gives the plain ATen kernels only.
 std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized = true);
 
