@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace inferd::onnxexec::ops {
@@ -70,6 +71,30 @@ TEST(PackedConv2dTest, ReportsInputsThatDoNotFitAndRefusesWhatItCannotPack) {
   ConvGeometry groups;
   groups.groups = 3;  // 4 outputs in 3 groups
   EXPECT_FALSE(PackedConv2d::Make(Noise({4, 3, 3, 3}, 1), at::Tensor(), groups));
+}
+
+TEST(PackedConv2dTest, ConcurrentCallsOnNewShapesAgree) {
+  // A model's instances share one plan: new shapes (and so new primitives and weight layouts) arrive at once.
+  const at::Tensor w = Noise({8, 8, 3, 3}, 20).mul(0.2);
+  ConvGeometry g;
+  g.padding = {1, 1};
+  auto conv = PackedConv2d::Make(w, at::Tensor(), g);
+  ASSERT_TRUE(conv);
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int64_t n = 1; n <= 4; ++n) {
+        for (int64_t side : {6, 9, 12}) {
+          const at::Tensor x = Noise({n, 8, side, side}, 100 * t + 10 * n + side);
+          auto y = (*conv)->Run(x);
+          if (!y.ok() || !at::allclose(*y, at::conv2d(x, w, {}, 1, 1), 1e-4, 1e-4)) ++wrong[t];
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong, std::vector<int>(4, 0));
 }
 
 TEST(MaxPool2dTest, MatchesAtenAndLeavesWhatDoesNotFitToTheCaller) {

@@ -7,7 +7,9 @@
 //
 // A primitive is made for each new input shape on first use (a JIT compile,
 // ~0.1-0.3 ms) and kept, up to kMaxShapes per object; shapes beyond that run
-// on a primitive made for the call.
+// on a primitive made for the call, which oneDNN's own primitive cache
+// (1024 per process, ONEDNN_PRIMITIVE_CACHE_CAPACITY) makes ~3 us for a
+// shape it has seen (traffic of many sequence lengths).
 //
 // dnnl's headers stay in dnnl_gemm.cc.
 // Thread-safety: Run may be called concurrently (each call has its own
