@@ -145,6 +145,8 @@ class OpRegistry {
 // Every op the executor implements. `optimized`: Conv, MaxPool, MatMul and
 // Gemm use oneDNN kernels on weights packed at load (ops/mkldnn.cc) and the
 // fused ops of fusion.h exist; false gives the plain ATen kernels only.
-std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized = true);
+// `winograd`: 3x3 stride-1 convolutions may run as Winograd convolutions
+// (faster, 1.8-4x the weights' memory; ops/dnnl_conv.h).
+std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized = true, bool winograd = true);
 
 }  // namespace inferd::onnxexec

@@ -260,15 +260,25 @@ class OnnxBackend final : public Backend {
 
  private:
   // OPTIMIZE_FOR_INFERENCE "false" (as for TorchScript): no fusion, plain ATen kernels.
+  // CONV_WINOGRAD "false": no Winograd convolutions (less memory; ops/dnnl_conv.h).
   Result<OnnxModel> LoadFile(const ModelSpec& spec, const std::string& version_dir) const {
     auto it = spec.parameters.find("OPTIMIZE_FOR_INFERENCE");
     const bool optimize = it == spec.parameters.end() || (it->second != "false" && it->second != "0");
+    bool winograd = true;
+    if (auto w = spec.parameters.find("CONV_WINOGRAD"); w != spec.parameters.end()) {
+      if (w->second != "true" && w->second != "false") {
+        return Status::InvalidArgument("parameter CONV_WINOGRAD is \"true\" or \"false\", not \"" + w->second + "\"");
+      }
+      winograd = w->second == "true";
+    }
     INFERD_ASSIGN_OR_RETURN(int64_t max_tensor_bytes, MaxTensorBytes(spec));
     aten::AllocationLimitScope limit(max_tensor_bytes);  // constant folding runs kernels
-    return onnxexec::LoadOnnxModelFile(ModelPath(spec, version_dir), optimize ? *ops_ : *plain_ops_, optimize);
+    const onnxexec::OpRegistry& ops = !optimize ? *plain_ops_ : winograd ? *ops_ : *direct_ops_;
+    return onnxexec::LoadOnnxModelFile(ModelPath(spec, version_dir), ops, optimize);
   }
 
   std::unique_ptr<onnxexec::OpRegistry> ops_ = onnxexec::MakeOpRegistry(true);
+  std::unique_ptr<onnxexec::OpRegistry> direct_ops_ = onnxexec::MakeOpRegistry(true, /*winograd=*/false);
   std::unique_ptr<onnxexec::OpRegistry> plain_ops_ = onnxexec::MakeOpRegistry(false);
 };
 

@@ -73,6 +73,24 @@ TEST(PackedConv2dTest, ReportsInputsThatDoNotFitAndRefusesWhatItCannotPack) {
   EXPECT_FALSE(PackedConv2d::Make(Noise({4, 3, 3, 3}, 1), at::Tensor(), groups));
 }
 
+TEST(PackedConv2dTest, WinogradOnlyWhereAskedAndTheSameAnswerWithout) {
+  const at::Tensor w = Noise({32, 32, 3, 3}, 30).mul(0.1);
+  ConvGeometry g;
+  g.padding = {1, 1};
+  g.winograd = false;
+  auto direct = PackedConv2d::Make(w, at::Tensor(), g);
+  g.winograd = true;
+  auto wino = PackedConv2d::Make(w, at::Tensor(), g);
+  ASSERT_TRUE(direct && wino);
+  const at::Tensor x = Noise({2, 32, 14, 14}, 31);
+  EXPECT_EQ((*direct)->ImplFor(x.sizes().vec()).find("wino"), std::string::npos);
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {  // oneDNN's f32 Winograd kernels are AVX-512 ones
+    EXPECT_NE((*wino)->ImplFor(x.sizes().vec()).find("wino"), std::string::npos) << (*wino)->ImplFor(x.sizes().vec());
+  }
+  EXPECT_TRUE(at::allclose((*direct)->Run(x).value(), (*wino)->Run(x).value(), 1e-4, 1e-4));
+}
+
 TEST(PackedConv2dTest, ConcurrentCallsOnNewShapesAgree) {
   // A model's instances share one plan: new shapes (and so new primitives and weight layouts) arrive at once.
   const at::Tensor w = Noise({8, 8, 3, 3}, 20).mul(0.2);

@@ -41,7 +41,7 @@ bool InRange(const std::vector<int64_t>& v, int64_t lo) {
 
 // A 2-D Conv with a float constant weight (and bias) as a oneDNN
 // convolution packed at load (dnnl_conv.h); nullopt when it cannot be.
-std::optional<std::shared_ptr<const PackedConv2d>> Packable(const NodeInfo& n, bool relu) {
+std::optional<std::shared_ptr<const PackedConv2d>> Packable(const NodeInfo& n, bool relu, bool winograd) {
   const Value* w = n.constant(1);
   if (!w || !w->is_tensor()) return std::nullopt;
   const at::Tensor& wt = w->tensor();
@@ -74,14 +74,15 @@ std::optional<std::shared_ptr<const PackedConv2d>> Packable(const NodeInfo& n, b
   g.dilations = {dilations[0], dilations[1]};
   g.padding = {pads[0], pads[1]};
   g.relu = relu;
+  g.winograd = winograd;
   return PackedConv2d::Make(wt, bias, g);
 }
 
 // A 2-D Conv with a float constant weight: packed at load, run by oneDNN.
-Result<Compiled> PackedConv(const Builder& standard, const NodeInfo& n) {
+Result<Compiled> PackedConv(const Builder& standard, const NodeInfo& n, bool winograd) {
   const std::string activation = n.String("activation", "");
   if (!activation.empty() && activation != "Relu") return n.Error("unknown fused activation '" + activation + "'");
-  auto pack = Packable(n, !activation.empty());
+  auto pack = Packable(n, !activation.empty(), winograd);
   if (!pack) {
     INFERD_ASSIGN_OR_RETURN(Compiled c, standard(n));
     if (activation.empty()) return c;
@@ -137,11 +138,11 @@ Result<Epilogue> EpilogueOf(const NodeInfo& n) {
 
 }  // namespace
 
-void RegisterMkldnnOps(OpRegistry& r) {
+void RegisterMkldnnOps(OpRegistry& r, bool winograd) {
   // Copies of the standard builders the wrappers fall back to.
   const Builder conv = *r.Find("", "Conv"), max_pool = *r.Find("", "MaxPool");
-  r.Add("", "Conv", [conv](const NodeInfo& n) { return PackedConv(conv, n); });
-  r.Add("ai.inferd", "Conv", [conv](const NodeInfo& n) { return PackedConv(conv, n); });
+  r.Add("", "Conv", [conv, winograd](const NodeInfo& n) { return PackedConv(conv, n, winograd); });
+  r.Add("ai.inferd", "Conv", [conv, winograd](const NodeInfo& n) { return PackedConv(conv, n, winograd); });
   // MatMul -> Add fused by fusion.h; MatMul and Gemm on constant weights.
   const Builder matmul = *r.Find("", "MatMul"), gemm = *r.Find("", "Gemm");
   r.Add("ai.inferd", "Linear", [](const NodeInfo& n) -> Result<Compiled> {

@@ -72,6 +72,6 @@ void RegisterTrainingOps(OpRegistry& r);
 void RegisterLossOps(OpRegistry& r);
 void RegisterResizeOps(OpRegistry& r);
 // Wraps Conv, Relu, Add, MaxPool, GlobalAveragePool: register last.
-void RegisterMkldnnOps(OpRegistry& r);
+void RegisterMkldnnOps(OpRegistry& r, bool winograd);
 
 }  // namespace inferd::onnxexec::ops

@@ -2,7 +2,7 @@
 
 namespace inferd::onnxexec {
 
-std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized) {
+std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized, bool winograd) {
   auto r = std::make_unique<OpRegistry>();
   ops::RegisterElementwiseOps(*r);
   ops::RegisterShapeOps(*r);
@@ -14,7 +14,7 @@ std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized) {
   ops::RegisterTrainingOps(*r);
   ops::RegisterLossOps(*r);
   ops::RegisterResizeOps(*r);
-  if (optimized) ops::RegisterMkldnnOps(*r);
+  if (optimized) ops::RegisterMkldnnOps(*r, winograd);
   return r;
 }
 
