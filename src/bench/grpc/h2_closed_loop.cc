@@ -50,6 +50,13 @@ bool Resolve(const std::string& target, sockaddr_storage* addr, socklen_t* len, 
 
 class Loop;
 
+// A socket error as the bench reports it: a peer that closed or reset the
+// connection is said so, whichever call noticed first.
+std::string SocketError(const char* call, int err) {
+  if (err == EPIPE || err == ECONNRESET) return "the server closed the connection";
+  return std::string(call) + ": " + std::strerror(err);
+}
+
 // One request in flight on a connection.
 struct Call {
   size_t slot = 0;
@@ -80,8 +87,10 @@ class Connection {
   }
   bool Submit(size_t slot, const std::string* body, std::string* error);
   bool Flush(std::string* error) {
+    send_errno_ = 0;
     if (int rc = nghttp2_session_send(session_); rc != 0) {
-      *error = std::string("HTTP/2 send: ") + nghttp2_strerror(rc);
+      *error =
+          send_errno_ != 0 ? SocketError("send", send_errno_) : std::string("HTTP/2 send: ") + nghttp2_strerror(rc);
       return false;
     }
     return true;
@@ -101,7 +110,9 @@ class Connection {
     auto* c = static_cast<Connection*>(user);
     const ssize_t n = ::send(c->fd_, data, length, MSG_NOSIGNAL);
     if (n >= 0) return n;
-    return errno == EAGAIN || errno == EWOULDBLOCK ? NGHTTP2_ERR_WOULDBLOCK : NGHTTP2_ERR_CALLBACK_FAILURE;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return NGHTTP2_ERR_WOULDBLOCK;
+    c->send_errno_ = errno;
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
   static ssize_t OnReadBody(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
                             nghttp2_data_source* source, void*) {
@@ -119,6 +130,7 @@ class Connection {
   Loop* const loop_;
   const std::string authority_;
   int fd_ = -1;
+  int send_errno_ = 0;  // why the last send failed
   nghttp2_session* session_ = nullptr;
   // By stream; a call's address stays put while nghttp2 reads its body.
   std::unordered_map<int32_t, std::unique_ptr<Call>> calls_;
@@ -285,7 +297,7 @@ bool Connection::Read(std::string* error) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
       if (errno == EINTR) continue;
-      *error = std::string("recv: ") + std::strerror(errno);
+      *error = SocketError("recv", errno);
       return false;
     }
     const ssize_t used = nghttp2_session_mem_recv(session_, buf, static_cast<size_t>(n));
