@@ -29,25 +29,21 @@ std::string BetterBlasCore(std::string_view detected, bool avx2_fma, bool avx512
   return avx512 ? "SkylakeX" : "Haswell";
 }
 
-std::optional<BlasCoreChange> UseBestBlasKernels() {
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return std::nullopt;  // the user's choice
+void UseBestBlasKernels() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;  // the user's choice
   const auto name = Symbol<CoreName>("openblas_get_corename");
   const auto quit = Symbol<Restart>("gotoblas_dynamic_quit");
   const auto init = Symbol<Restart>("gotoblas_dynamic_init");
-  if (!name || !quit || !init || !name()) return std::nullopt;
+  if (!name || !quit || !init || !name()) return;
   __builtin_cpu_init();
   const bool avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-  BlasCoreChange change;
-  change.detected = name();
-  const std::string better = BetterBlasCore(change.detected, avx2_fma, avx512);
-  if (better.empty()) return std::nullopt;
+  const std::string better = BetterBlasCore(name(), avx2_fma, avx512);
+  if (better.empty()) return;
   setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
   quit();
   init();  // reads OPENBLAS_CORETYPE
-  change.now = name() ? name() : "";
-  return change;
 }
 
 std::string BlasCoreName() {

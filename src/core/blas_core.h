@@ -14,7 +14,6 @@
 // (it swaps OpenBLAS's kernel table under whatever runs); BlasCoreName any time.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,15 +24,11 @@ namespace inferd {
 // `detected` names a core without AVX2; "" to keep `detected`.
 std::string BetterBlasCore(std::string_view detected, bool avx2_fma, bool avx512);
 
-struct BlasCoreChange {
-  std::string detected;  // what OpenBLAS chose
-  std::string now;       // what it runs after the restart
-};
-
 // Restarts OpenBLAS on the kernels BetterBlasCore names (setting
-// OPENBLAS_CORETYPE, which child processes inherit). nullopt when nothing was
-// changed: no OpenBLAS, OPENBLAS_CORETYPE already set, or its choice fits the CPU.
-std::optional<BlasCoreChange> UseBestBlasKernels();
+// OPENBLAS_CORETYPE, which child processes inherit). Does nothing without
+// OpenBLAS, with OPENBLAS_CORETYPE already set, or when its choice fits the CPU.
+// BlasCoreName() says what runs.
+void UseBestBlasKernels();
 
 // openblas_get_corename(), or "" without OpenBLAS.
 std::string BlasCoreName();

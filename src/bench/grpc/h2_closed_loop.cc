@@ -26,12 +26,12 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kDrainLimit = std::chrono::seconds(60);  // answers still awaited once the run stops
 constexpr int32_t kWindow = 1 << 30;                    // receive windows: never the bottleneck
 
-// "host:port" -> its first address; false with `error` set.
-bool Resolve(const std::string& target, sockaddr_storage* addr, socklen_t* len, std::string* error) {
+// "host:port" -> its first address; `error` set when it does not resolve.
+void Resolve(const std::string& target, sockaddr_storage* addr, socklen_t* len, std::string* error) {
   const size_t colon = target.rfind(':');
   if (colon == std::string::npos) {
     *error = "gRPC target '" + target + "' is not host:port";
-    return false;
+    return;
   }
   std::string host = target.substr(0, colon);
   if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
@@ -40,12 +40,11 @@ bool Resolve(const std::string& target, sockaddr_storage* addr, socklen_t* len, 
   addrinfo* res = nullptr;
   if (int rc = getaddrinfo(host.c_str(), target.substr(colon + 1).c_str(), &hints, &res); rc != 0 || !res) {
     *error = "cannot resolve '" + target + "': " + gai_strerror(rc);
-    return false;
+    return;
   }
   std::memcpy(addr, res->ai_addr, res->ai_addrlen);
   *len = res->ai_addrlen;
   freeaddrinfo(res);
-  return true;
 }
 
 class Loop;
@@ -153,7 +152,7 @@ class Loop {
     for (size_t i = 0; i < n_conns; ++i) conns_.push_back(std::make_unique<Connection>(this, target));
     next_request_.assign(static_cast<size_t>(concurrency), 0);
     for (size_t i = 0; i < next_request_.size(); ++i) next_request_[i] = i;
-    resolved_ = Resolve(target, &addr_, &addr_len_, &resolve_error_);
+    Resolve(target, &addr_, &addr_len_, &resolve_error_);
   }
 
   const std::string& path() const { return path_; }
@@ -206,7 +205,7 @@ class Loop {
     ++in_flight_;
     Connection& c = *conns_[slot % conns_.size()];
     std::string error = resolve_error_;
-    if (resolved_ && (c.open() || c.Open(addr_, addr_len_, &error))) {
+    if (resolve_error_.empty() && (c.open() || c.Open(addr_, addr_len_, &error))) {
       const std::string* body = &bodies_[next_request_[slot]++ % bodies_.size()];
       if (c.Submit(slot, body, &error)) return;
     }
@@ -230,8 +229,7 @@ class Loop {
   std::vector<std::unique_ptr<Connection>> conns_;
   std::vector<size_t> next_request_;
   int64_t in_flight_ = 0;
-  bool resolved_ = false;
-  std::string resolve_error_;
+  std::string resolve_error_;  // empty: the target resolved to addr_
   sockaddr_storage addr_{};
   socklen_t addr_len_ = 0;
 };
@@ -305,7 +303,6 @@ bool Connection::Read(std::string* error) {
       *error = std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(used));
       return false;
     }
-    if (!session_) return true;  // closed from a callback
   }
 }
 

@@ -1,14 +1,12 @@
 #include "backends/onnx/ops/dnnl_conv.h"
 
 #include <cstring>
-#include <map>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "core/mutex.h"
+#include "backends/onnx/ops/dnnl_common.h"
 
 namespace inferd::onnxexec::ops {
 namespace {
@@ -17,8 +15,8 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using Dt = memory::data_type;
 
-at::Tensor Bytes(const memory::desc& d) {
-  return at::empty({static_cast<int64_t>(d.get_size())}, at::TensorOptions().dtype(at::kByte));
+memory::desc Nchw(const std::vector<int64_t>& dims) {
+  return memory::desc(memory::dims(dims.begin(), dims.end()), Dt::f32, Tag::nchw);
 }
 
 }  // namespace
@@ -39,25 +37,14 @@ struct PackedConv2d::Impl {
   int64_t out_channels = 0, in_channels = 0, kh = 0, kw = 0;
   at::Tensor weight;  // [O, C / groups, kH, kW], contiguous: packed per layout on demand
   std::optional<memory> bias;
-  mutable Mutex mu;
-  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Entry>> by_shape TSA_GUARDED_BY(mu);
+  PrimitiveCache<std::vector<int64_t>, Entry> by_shape;
   // Packed weights by layout, shared by the shapes whose primitives take it.
+  mutable Mutex mu;
   mutable std::vector<std::pair<memory::desc, memory>> packed TSA_GUARDED_BY(mu);
 
   memory::desc PlainWeights() const {
     if (g.groups == 1) return memory::desc({out_channels, in_channels, kh, kw}, Dt::f32, Tag::oihw);
     return memory::desc({g.groups, out_channels / g.groups, in_channels / g.groups, kh, kw}, Dt::f32, Tag::goihw);
-  }
-
-  dnnl::primitive_attr Attr() const {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (g.relu) {
-      dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      attr.set_post_ops(ops);
-    }
-    return attr;
   }
 
   bool WinogradShape() const {
@@ -77,7 +64,7 @@ struct PackedConv2d::Impl {
     return dnnl::convolution_forward::primitive_desc(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src, w, b, dst, strides, dil, pad,
                                         pad),
-        Attr(), eng);
+        Attr(g.relu ? dnnl::algorithm::eltwise_relu : dnnl::algorithm::undef), eng);
   }
 
   // The weights packed in layout `d` (made once per layout).
@@ -108,39 +95,30 @@ struct PackedConv2d::Impl {
     e->src = pd->src_desc();
     e->dst = pd->dst_desc();
     e->scratch = pd->scratchpad_desc();
-    e->reorder_src = e->src != memory::desc(memory::dims(in.begin(), in.end()), Dt::f32, Tag::nchw);
-    e->reorder_dst = e->dst != memory::desc(memory::dims(out.begin(), out.end()), Dt::f32, Tag::nchw);
+    e->reorder_src = e->src != Nchw(in);
+    e->reorder_dst = e->dst != Nchw(out);
     e->weights = Weights(pd->weights_desc());
     e->impl = pd->impl_info_str();
     return e;
   }
 
   std::shared_ptr<const Entry> For(const std::vector<int64_t>& in, const std::vector<int64_t>& out) const {
-    {
-      MutexLock l(&mu);
-      auto it = by_shape.find(in);
-      if (it != by_shape.end()) return it->second;
-    }
-    std::shared_ptr<const Entry> e = Make(in, out);  // outside the lock: a JIT compile
-    MutexLock l(&mu);
-    if (by_shape.size() < kMaxShapes) by_shape.emplace(in, e);
-    return e;
+    return by_shape.Get(in, [&] { return Make(in, out); });
   }
 
-  // Output shape for an input shape; error when the kernel does not fit.
-  Result<std::vector<int64_t>> OutShape(const at::Tensor& x) const {
-    if (x.scalar_type() != at::kFloat || x.dim() != 4 || x.size(1) != in_channels) {
+  // The output shape for an input of shape `in` (float); error when it is no
+  // [N, C, H, W] of this convolution or the kernel does not fit.
+  Result<std::vector<int64_t>> OutShape(at::IntArrayRef in) const {
+    if (in.size() != 4 || in[1] != in_channels) {
       return Status::InvalidArgument("Conv takes a float [N, " + std::to_string(in_channels) +
-                                     ", H, W] input here, got " + std::string(c10::toString(x.scalar_type())) + " " +
-                                     c10::str(x.sizes()));
+                                     ", H, W] input here, got " + c10::str(in));
     }
-    if (x.numel() == 0) return Status::InvalidArgument("Conv of an empty input");
-    std::vector<int64_t> out = {x.size(0), out_channels, 0, 0};
+    if (c10::multiply_integers(in) == 0) return Status::InvalidArgument("Conv of an empty input");
+    std::vector<int64_t> out = {in[0], out_channels, 0, 0};
     const int64_t k[2] = {kh, kw};
     for (int d = 0; d < 2; ++d) {
-      const int64_t span = g.dilations[d] * (k[d] - 1) + 1, padded = x.size(2 + d) + 2 * g.padding[d];
-      if (padded < span)
-        return Status::InvalidArgument("Conv input " + c10::str(x.sizes()) + " is smaller than its kernel");
+      const int64_t span = g.dilations[d] * (k[d] - 1) + 1, padded = in[2 + d] + 2 * g.padding[d];
+      if (padded < span) return Status::InvalidArgument("Conv input " + c10::str(in) + " is smaller than its kernel");
       out[2 + d] = (padded - span) / g.strides[d] + 1;
     }
     return out;
@@ -176,16 +154,19 @@ std::optional<std::shared_ptr<const PackedConv2d>> PackedConv2d::Make(const at::
 
 Result<at::Tensor> PackedConv2d::Run(const at::Tensor& x) const {
   const Impl& p = *impl_;
-  INFERD_ASSIGN_OR_RETURN(std::vector<int64_t> out_shape, p.OutShape(x));
+  if (x.scalar_type() != at::kFloat) {
+    return Status::InvalidArgument("Conv takes a float [N, " + std::to_string(p.in_channels) +
+                                   ", H, W] input here, got " + std::string(c10::toString(x.scalar_type())) + " " +
+                                   c10::str(x.sizes()));
+  }
+  INFERD_ASSIGN_OR_RETURN(std::vector<int64_t> out_shape, p.OutShape(x.sizes()));
   const std::vector<int64_t> in_shape = x.sizes().vec();
   at::Tensor xc = x.contiguous();
   at::Tensor y = at::empty(out_shape, xc.options());
   try {
     std::shared_ptr<const Impl::Entry> e = p.For(in_shape, out_shape);
-    const memory::desc plain_in(memory::dims(in_shape.begin(), in_shape.end()), Dt::f32, Tag::nchw);
-    const memory::desc plain_out(memory::dims(out_shape.begin(), out_shape.end()), Dt::f32, Tag::nchw);
     dnnl::stream s(p.eng);
-    memory user_in(plain_in, p.eng, xc.data_ptr()), user_out(plain_out, p.eng, y.data_ptr());
+    memory user_in(Nchw(in_shape), p.eng, xc.data_ptr()), user_out(Nchw(out_shape), p.eng, y.data_ptr());
     at::Tensor src_buf, dst_buf, pad;
     memory src = user_in, dst = user_out;
     if (e->reorder_src) {
@@ -199,11 +180,7 @@ Result<at::Tensor> PackedConv2d::Run(const at::Tensor& x) const {
     }
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e->weights}, {DNNL_ARG_DST, dst}};
     if (p.bias) args.emplace(DNNL_ARG_BIAS, *p.bias);
-    if (e->scratch.get_size() > 0) {
-      pad = Bytes(e->scratch);
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(e->scratch, p.eng, pad.data_ptr()));
-    }
-    e->prim.execute(s, args);
+    Execute(s, p.eng, e->prim, e->scratch, std::move(args), &pad);
     if (e->reorder_dst) dnnl::reorder(dst, user_out).execute(s, dst, user_out);
     s.wait();
   } catch (const dnnl::error& err) {
@@ -213,8 +190,7 @@ Result<at::Tensor> PackedConv2d::Run(const at::Tensor& x) const {
 }
 
 std::string PackedConv2d::ImplFor(const std::vector<int64_t>& shape) const {
-  at::Tensor probe = at::zeros(shape, at::TensorOptions().dtype(at::kFloat));
-  auto out = impl_->OutShape(probe);
+  auto out = impl_->OutShape(shape);
   if (!out.ok()) return out.status().message();
   try {
     return impl_->For(shape, *out)->impl;
@@ -224,10 +200,13 @@ std::string PackedConv2d::ImplFor(const std::vector<int64_t>& shape) const {
 }
 
 struct MaxPool2d::Impl {
+  struct Entry {
+    dnnl::pooling_forward prim;
+    memory::desc scratch;
+  };
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   std::array<int64_t, 2> kernel, strides, padding;
-  mutable Mutex mu;
-  mutable std::map<std::vector<int64_t>, std::shared_ptr<const dnnl::pooling_forward>> by_shape TSA_GUARDED_BY(mu);
+  PrimitiveCache<std::vector<int64_t>, Entry> by_shape;
 };
 
 MaxPool2d::MaxPool2d(std::array<int64_t, 2> kernel, std::array<int64_t, 2> strides, std::array<int64_t, 2> padding)
@@ -244,35 +223,31 @@ std::optional<Result<at::Tensor>> MaxPool2d::Run(const at::Tensor& x) const {
   std::vector<int64_t> out = {x.size(0), x.size(1), 0, 0};
   for (int d = 0; d < 2; ++d) {
     const int64_t padded = x.size(2 + d) + 2 * p.padding[d];
-    if (p.kernel[d] < 1 || p.strides[d] < 1 || padded < p.kernel[d] || 2 * p.padding[d] > p.kernel[d])
-      return std::nullopt;  // the caller's kernel reports what does not fit
+    if (padded < p.kernel[d]) return std::nullopt;  // the caller's kernel reports what does not fit
     out[2 + d] = (padded - p.kernel[d]) / p.strides[d] + 1;
   }
   const std::vector<int64_t> in = x.sizes().vec();
   at::Tensor xc = x.contiguous();
   at::Tensor y = at::empty(out, xc.options());
   try {
-    const memory::desc src(memory::dims(in.begin(), in.end()), Dt::f32, Tag::nchw);
-    const memory::desc dst(memory::dims(out.begin(), out.end()), Dt::f32, Tag::nchw);
-    std::shared_ptr<const dnnl::pooling_forward> prim;
-    {
-      MutexLock l(&p.mu);
-      if (auto it = p.by_shape.find(in); it != p.by_shape.end()) prim = it->second;
-    }
-    if (!prim) {
+    const memory::desc src = Nchw(in), dst = Nchw(out);
+    std::shared_ptr<const Impl::Entry> e = p.by_shape.Get(in, [&] {
       const memory::dims k = {p.kernel[0], p.kernel[1]}, s = {p.strides[0], p.strides[1]},
                          pad = {p.padding[0], p.padding[1]};
       dnnl::pooling_forward::primitive_desc pd(
           dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src, dst, s, k,
                                       pad, pad),
-          p.eng);
-      prim = std::make_shared<const dnnl::pooling_forward>(pd);
-      MutexLock l(&p.mu);
-      if (p.by_shape.size() < kMaxShapes) p.by_shape.emplace(in, prim);
-    }
+          Attr(), p.eng);
+      auto entry = std::make_shared<Impl::Entry>();
+      entry->prim = dnnl::pooling_forward(pd);
+      entry->scratch = pd.scratchpad_desc();
+      return std::shared_ptr<const Impl::Entry>(std::move(entry));
+    });
     dnnl::stream st(p.eng);
-    prim->execute(
-        st, {{DNNL_ARG_SRC, memory(src, p.eng, xc.data_ptr())}, {DNNL_ARG_DST, memory(dst, p.eng, y.data_ptr())}});
+    at::Tensor pad;
+    Execute(st, p.eng, e->prim, e->scratch,
+            {{DNNL_ARG_SRC, memory(src, p.eng, xc.data_ptr())}, {DNNL_ARG_DST, memory(dst, p.eng, y.data_ptr())}},
+            &pad);
     st.wait();
   } catch (const dnnl::error& err) {
     return Result<at::Tensor>(Status::Internal(std::string("oneDNN pooling: ") + err.what()));

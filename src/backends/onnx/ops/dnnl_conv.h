@@ -63,6 +63,7 @@ class PackedConv2d {
 // floor rounding; nullopt from Run for anything else (the caller's kernel).
 class MaxPool2d {
  public:
+  // kernel and strides >= 1, 0 <= 2 * padding <= kernel (the caller checks).
   MaxPool2d(std::array<int64_t, 2> kernel, std::array<int64_t, 2> strides, std::array<int64_t, 2> padding);
   ~MaxPool2d();
   std::optional<Result<at::Tensor>> Run(const at::Tensor& x) const;

@@ -1,13 +1,11 @@
 #include "backends/onnx/ops/dnnl_gemm.h"
 
-#include <map>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "core/mutex.h"
+#include "backends/onnx/ops/dnnl_common.h"
 
 namespace inferd::onnxexec::ops {
 namespace {
@@ -21,28 +19,16 @@ using Dt = memory::data_type;
 // Ms' primitives take it as it is (checked per M: see Entry).
 constexpr int64_t kPackM = 64;
 
-dnnl::primitive_attr Attr(Epilogue e) {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (e == Epilogue::kGeluErf) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
-  }
-  return attr;
+dnnl::algorithm PostOp(Epilogue e) {
+  return e == Epilogue::kGeluErf ? dnnl::algorithm::eltwise_gelu_erf : dnnl::algorithm::undef;
 }
 
-// Runs `p` with its scratchpad (allocated per call: primitives are shared
-// between threads).
-void Execute(const dnnl::engine& eng, const dnnl::primitive& p, const memory::desc& scratch,
-             std::unordered_map<int, memory> args) {
-  at::Tensor pad;
-  if (scratch.get_size() > 0) {
-    pad = at::empty({static_cast<int64_t>(scratch.get_size())}, at::TensorOptions().dtype(at::kByte));
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratch, eng, pad.data_ptr()));
-  }
+// Runs `p` to the end on a stream of its own.
+void RunToEnd(const dnnl::engine& eng, const dnnl::primitive& p, const memory::desc& scratch,
+              std::unordered_map<int, memory> args) {
   dnnl::stream s(eng);
-  p.execute(s, args);
+  at::Tensor pad;
+  Execute(s, eng, p, scratch, std::move(args), &pad);
   s.wait();
 }
 
@@ -62,8 +48,7 @@ struct PackedGemm::Impl {
   Epilogue epilogue = Epilogue::kNone;
   memory weights;  // packed
   std::optional<memory> bias;
-  mutable Mutex mu;
-  mutable std::unordered_map<int64_t, std::shared_ptr<const Entry>> by_m TSA_GUARDED_BY(mu);
+  PrimitiveCache<int64_t, Entry> by_m;
 
   memory::desc Src(int64_t m) const { return memory::desc({m, k}, Dt::f32, Tag::ab); }
   memory::desc Dst(int64_t m) const { return memory::desc({m, n}, Dt::f32, Tag::ab); }
@@ -71,8 +56,8 @@ struct PackedGemm::Impl {
 
   dnnl::matmul::primitive_desc Pd(int64_t m, const memory::desc& w) const {
     const memory::desc none;
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(Src(m), w, bias ? BiasDesc() : none, Dst(m)), Attr(epilogue),
-                                        eng);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(Src(m), w, bias ? BiasDesc() : none, Dst(m)),
+                                        Attr(PostOp(epilogue)), eng);
   }
 
   std::shared_ptr<const Entry> Make(int64_t m) const {
@@ -96,15 +81,7 @@ struct PackedGemm::Impl {
   }
 
   std::shared_ptr<const Entry> For(int64_t m) const {
-    {
-      MutexLock l(&mu);
-      auto it = by_m.find(m);
-      if (it != by_m.end()) return it->second;
-    }
-    std::shared_ptr<const Entry> e = Make(m);  // outside the lock: a JIT compile
-    MutexLock l(&mu);
-    if (by_m.size() < kMaxShapes) by_m.emplace(m, e);
-    return e;
+    return by_m.Get(m, [&] { return Make(m); });
   }
 };
 
@@ -156,7 +133,7 @@ Result<at::Tensor> PackedGemm::Run(const at::Tensor& x) const {
                                          {DNNL_ARG_WEIGHTS, e->own_weights ? *e->own_weights : p.weights},
                                          {DNNL_ARG_DST, memory(p.Dst(m), p.eng, y.data_ptr())}};
     if (p.bias) args.emplace(DNNL_ARG_BIAS, *p.bias);
-    Execute(p.eng, e->prim, e->scratch, std::move(args));
+    RunToEnd(p.eng, e->prim, e->scratch, std::move(args));
   } catch (const dnnl::error& err) {
     return Status::Internal(std::string("oneDNN matmul: ") + err.what());
   }
@@ -169,10 +146,9 @@ struct BatchedMatMul::Impl {
     memory::desc a, b, c, scratch;
   };
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  mutable Mutex mu;
   // Key: a's and b's dims and strides. A null entry: oneDNN takes no such
   // strides (the call runs on contiguous copies).
-  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Entry>> cache TSA_GUARDED_BY(mu);
+  PrimitiveCache<std::vector<int64_t>, Entry> cache;
 
   std::shared_ptr<const Entry> Make(const at::Tensor& a, const at::Tensor& b) const {
     auto desc = [](const at::Tensor& t) {
@@ -184,7 +160,7 @@ struct BatchedMatMul::Impl {
     e->b = desc(b);
     e->c = memory::desc({a.size(0), a.size(1), b.size(2)}, Dt::f32, Tag::abc);
     try {
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e->a, e->b, e->c), Attr(Epilogue::kNone), eng);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e->a, e->b, e->c), Attr(), eng);
       e->prim = dnnl::matmul(pd);
       e->scratch = pd.scratchpad_desc();
     } catch (const dnnl::error&) {
@@ -200,15 +176,7 @@ struct BatchedMatMul::Impl {
       key.insert(key.end(), t->sizes().begin(), t->sizes().end());
       key.insert(key.end(), t->strides().begin(), t->strides().end());
     }
-    {
-      MutexLock l(&mu);
-      auto it = cache.find(key);
-      if (it != cache.end()) return it->second;
-    }
-    std::shared_ptr<const Entry> e = Make(a, b);
-    MutexLock l(&mu);
-    if (cache.size() < kMaxShapes) cache.emplace(std::move(key), e);
-    return e;
+    return cache.Get(key, [&] { return Make(a, b); });
   }
 };
 
@@ -240,10 +208,10 @@ std::optional<Result<at::Tensor>> BatchedMatMul::Run(const at::Tensor& a, const 
     }
     at::Tensor c = at::empty({a3.size(0), m, n}, a.options());
     const dnnl::engine& eng = impl_->eng;
-    Execute(eng, e->prim, e->scratch,
-            {{DNNL_ARG_SRC, memory(e->a, eng, a3.data_ptr())},
-             {DNNL_ARG_WEIGHTS, memory(e->b, eng, b3.data_ptr())},
-             {DNNL_ARG_DST, memory(e->c, eng, c.data_ptr())}});
+    RunToEnd(eng, e->prim, e->scratch,
+             {{DNNL_ARG_SRC, memory(e->a, eng, a3.data_ptr())},
+              {DNNL_ARG_WEIGHTS, memory(e->b, eng, b3.data_ptr())},
+              {DNNL_ARG_DST, memory(e->c, eng, c.data_ptr())}});
     return Result<at::Tensor>(c.view(shape));
   } catch (const dnnl::error& err) {
     return Result<at::Tensor>(Status::Internal(std::string("oneDNN matmul: ") + err.what()));

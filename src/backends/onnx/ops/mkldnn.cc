@@ -129,6 +129,21 @@ std::optional<Kernel> PackedLinear(const Value* w, const Value* b, bool transpos
   });
 }
 
+// `c` with `fast` tried first: it answers the node's one output, or nullopt
+// for an input it does not take (then `c`'s own kernel runs).
+using FastPath = std::function<std::optional<Result<at::Tensor>>(Args in)>;
+Compiled Preferring(Compiled c, FastPath fast) {
+  c.kernel = [standard = std::move(c.kernel), fast = std::move(fast)](Args in, Outs out) -> Status {
+    if (auto y = fast(in)) {
+      INFERD_RETURN_IF_ERROR(y->status());
+      out[0] = Value::Of(std::move(y->value()));
+      return Status::OK();
+    }
+    return standard(in, out);
+  };
+  return c;
+}
+
 Result<Epilogue> EpilogueOf(const NodeInfo& n) {
   const std::string a = n.String("activation", "");
   if (a.empty()) return Epilogue::kNone;
@@ -176,18 +191,12 @@ void RegisterMkldnnOps(OpRegistry& r, bool winograd) {
     // Products of two computed values (attention's scores and context):
     // one batched oneDNN matmul where the shapes allow, else ATen's.
     INFERD_ASSIGN_OR_RETURN(Compiled c, matmul(n));
-    c.kernel = [standard = std::move(c.kernel), batched = std::make_shared<const BatchedMatMul>()](Args in,
-                                                                                                   Outs out) -> Status {
-      if (in.size() == 2 && in[0] && in[1] && in[0]->is_tensor() && in[1]->is_tensor()) {
-        if (auto y = batched->Run(in[0]->tensor(), in[1]->tensor())) {
-          INFERD_RETURN_IF_ERROR(y->status());
-          out[0] = Value::Of(std::move(y->value()));
-          return Status::OK();
-        }
-      }
-      return standard(in, out);
-    };
-    return c;
+    return Preferring(
+        std::move(c),
+        [batched = std::make_shared<const BatchedMatMul>()](Args in) -> std::optional<Result<at::Tensor>> {
+          if (in.size() != 2 || !in[0] || !in[1] || !in[0]->is_tensor() || !in[1]->is_tensor()) return std::nullopt;
+          return batched->Run(in[0]->tensor(), in[1]->tensor());
+        });
   });
   r.Add("", "Gemm", [gemm](const NodeInfo& n) -> Result<Compiled> {
     // Y = A B' + C with A [M, K], a constant B and a constant C of width N.
@@ -217,24 +226,18 @@ void RegisterMkldnnOps(OpRegistry& r, bool winograd) {
     const bool ok = kernel.size() == 2 && strides.size() == 2 && pads.size() == 4 && SymmetricPads(pads) &&
                     (dilations.empty() || dilations == std::vector<int64_t>{1, 1}) && !n.has_output(1) &&
                     (auto_pad == "NOTSET" || auto_pad.empty()) && InRange(kernel, 1) && InRange(strides, 1) &&
-                    InRange(pads, 0) && n.Int("ceil_mode", 0) == 0 && n.Int("storage_order", 0) == 0;
+                    InRange(pads, 0) && 2 * pads[0] <= kernel[0] && 2 * pads[1] <= kernel[1] &&
+                    n.Int("ceil_mode", 0) == 0 && n.Int("storage_order", 0) == 0;
     INFERD_ASSIGN_OR_RETURN(Compiled c, max_pool(n));
     if (!ok) return c;
     auto pool = std::make_shared<const MaxPool2d>(std::array<int64_t, 2>{kernel[0], kernel[1]},
                                                   std::array<int64_t, 2>{strides[0], strides[1]},
                                                   std::array<int64_t, 2>{pads[0], pads[1]});
-    c.kernel = [standard = std::move(c.kernel), pool](Args in, Outs out) -> Status {
-      if (Present(in, 0) && in[0]->is_tensor()) {
-        // nullopt: not a float NCHW input, or a window that does not fit (the standard kernel says so).
-        if (auto y = pool->Run(in[0]->tensor())) {
-          INFERD_RETURN_IF_ERROR(y->status());
-          out[0] = Value::Of(std::move(y->value()));
-          return Status::OK();
-        }
-      }
-      return standard(in, out);
-    };
-    return c;
+    // Not a float NCHW input, or a window that does not fit: the standard kernel (which says so).
+    return Preferring(std::move(c), [pool](Args in) -> std::optional<Result<at::Tensor>> {
+      if (!Present(in, 0) || !in[0]->is_tensor()) return std::nullopt;
+      return pool->Run(in[0]->tensor());
+    });
   });
 }
 
