@@ -22,6 +22,7 @@ import re
 import statistics
 import struct
 import subprocess
+import time
 import urllib.request
 
 import run_bench as rb
@@ -183,6 +184,16 @@ def main():
                       port, "/v2/health/ready", os.path.join(work, "inferd.log"))
         try:
             pid = srv.p.pid
+            # The metrics port opens after the HTTP port answers ready: wait for it (bounded).
+            deadline = time.time() + 60
+            while True:
+                try:
+                    successes(mport)
+                    break
+                except OSError:
+                    if time.time() > deadline or srv.p.poll() is not None:
+                        raise
+                    time.sleep(0.05)
             for name, fn in (
                     ("json c1", lambda: run_wrk(lua_json, port, "/v2/models/tiny_mlp/infer", 1, s)),
                     ("json c32", lambda: run_wrk(lua_json, port, "/v2/models/tiny_mlp/infer", 32, s)),

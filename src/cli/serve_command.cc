@@ -450,12 +450,13 @@ int Serve(const ServeFlags& f) {
     go.host = f.host;
     go.observer = observer;
     go.tls = tls->grpc;
+    go.io_threads = f.http_threads;
     grpc = std::make_unique<grpcfe::GrpcServer>(go, &server);
     if (Status st = grpc->Start(); !st.ok()) {
       spdlog::critical("{}", st.message());
       return 1;
     }
-    spdlog::info("gRPC service listening on {}:{}", f.host, grpc->port());
+    spdlog::info("gRPC service listening on {}:{} ({})", f.host, grpc->port(), grpc->transport());
   }
 
   std::unique_ptr<http::HttpServer> metrics;
@@ -600,6 +601,11 @@ void AddServeCommand(CLI::App& app, std::function<int()>* run) {
                   "unanswered or unsent")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  cmd->add_option("--grpc-own-http2", flags->grpc.own_http2,
+                  "A plain gRPC port speaks inferd's own HTTP/2 (ModelInfer served on --http-threads I/O threads; the "
+                  "other methods by gRPC's server in the process); false: gRPC's server listens itself. With TLS "
+                  "the port is always gRPC's server's")
+      ->capture_default_str();
   cmd->add_option("--allow-metrics", flags->allow_metrics, "Serve /metrics on the metrics port")->capture_default_str();
   cmd->add_option("--http-threads", flags->http_threads, "HTTP I/O threads (model code never runs on them)")
       ->capture_default_str()

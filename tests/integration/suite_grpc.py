@@ -329,6 +329,36 @@ class Grpc(unittest.TestCase):
         self.assertIn("gRPC: cannot listen on 127.0.0.1:%d" % C.SERVER.grpc_port, out.stderr)
         self.assert_still_serving()
 
+    def test_both_http2_servers_serve_the_same_api(self):
+        # The default: inferd's own HTTP/2 on the plain port (ModelInfer served by it, the rest relayed in the
+        # process); --grpc-own-http2 false: gRPC's server listens itself. Same answers, health and streams.
+        self.assertTrue(any("gRPC service listening" in line and "(inferd's HTTP/2)" in line
+                            for line in C.SERVER.log), "no start line naming inferd's HTTP/2")
+        server = ic.Server(C.ARGS.inferd, C.SERVED, "--grpc-own-http2", "false")
+        try:
+            self.assertTrue(any("gRPC service listening" in line and "(gRPC's server)" in line
+                                for line in server.log))
+            x = np.arange(16, dtype=np.float32).reshape(1, 16)
+            for port in (C.SERVER.grpc_port, server.grpc_port):
+                with grpc.insecure_channel("127.0.0.1:%d" % port) as ch:
+                    stub = self.s.pb_grpc.GRPCInferenceServiceStub(ch)
+                    self.assertTrue(stub.ServerReady(self.pb.ServerReadyRequest(), timeout=60).ready)
+                    r = stub.ModelInfer(gc.infer_request(self.pb, "tiny_mlp", {"input": x}, id="u"), timeout=60,
+                                        metadata=(("x-any", "v"), ("x-any-bin", b"\0\1")))
+                    self.assertEqual(r.id, "u")
+                    np.testing.assert_allclose(gc.outputs_of(r)["output"], C.torch_ref("tiny_mlp", x), atol=C.TOL)
+                    reqs = [gc.infer_request(self.pb, "tiny_mlp", {"input": x * k}, id=str(k)) for k in range(5)]
+                    got = {a.infer_response.id: gc.outputs_of(a.infer_response)["output"]
+                           for a in stub.ModelStreamInfer(iter(reqs), timeout=60)}
+                    self.assertEqual(set(got), {str(k) for k in range(5)})
+                    for k in range(5):
+                        np.testing.assert_allclose(got[str(k)], C.torch_ref("tiny_mlp", x * k), atol=C.TOL)
+                    health = self.s.health_grpc.HealthStub(ch)
+                    self.assertEqual(health.Check(self.s.health.HealthCheckRequest(), timeout=60).status,
+                                     self.s.health.HealthCheckResponse.SERVING)
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_message_size_and_stream_flow_limits(self):
         server = ic.Server(C.ARGS.inferd, C.SERVED, "--grpc-max-message-bytes", "100000",
                            "--grpc-stream-max-in-flight", "1")

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "frontends/grpc/byte_buffers.h"
 
 namespace inferd::grpcfe {
 
@@ -83,15 +84,6 @@ grpc::ByteBuffer RequestBuffer(const std::shared_ptr<const WireRequest>& wire) {
       const_cast<char*>(body.data()), body.size(),
       [](void* p) { delete static_cast<std::shared_ptr<const WireRequest>*>(p); }, keep);
   return grpc::ByteBuffer(&slice, 1);
-}
-
-std::string BytesOf(const grpc::ByteBuffer& b) {
-  std::vector<grpc::Slice> slices;
-  std::string out;
-  if (!b.Dump(&slices).ok()) return out;
-  out.reserve(b.Length());
-  for (const auto& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  return out;
 }
 
 void Prepare(grpc::ClientContext& ctx, const GrpcForwarderOptions& o, const WireRequest& wire,

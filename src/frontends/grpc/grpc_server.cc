@@ -9,6 +9,8 @@
 #include <algorithm>
 
 #include "auth/pem_files.h"
+#include "frontends/grpc/h2_handlers.h"
+#include "frontends/grpc/h2_port.h"
 #include "frontends/grpc/services.h"
 #include "server/inference_server.h"
 
@@ -84,13 +86,30 @@ static Result<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const 
   return grpc::experimental::TlsServerCredentials(options);
 }
 
-Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c, auth::Need need,
-                     std::string_view model) {
-  const auto& md = c->client_metadata();
-  auto it = md.find("authorization");
-  const std::string_view value =
-      it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
-  return ctx.server->front_end().access->Check(value, need, model);
+Status AuthorizeCall(const ServiceContext& ctx, const CallView& c, auth::Need need, std::string_view model) {
+  return ctx.server->front_end().access->Check(c.Metadata("authorization"), need, model);
+}
+
+std::string_view LibraryCall::Metadata(std::string_view key) const {
+  const auto& md = c_->client_metadata();
+  auto it = md.find(grpc::string_ref(key.data(), key.size()));
+  return it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+}
+
+void LibraryCall::ForEachMetadata(const std::function<void(std::string_view, std::string_view)>& f) const {
+  for (const auto& [key, value] : c_->client_metadata())
+    f(std::string_view(key.data(), key.size()), std::string_view(value.data(), value.size()));
+}
+
+// "ipv4:127.0.0.1:5000" -> "127.0.0.1:5000"; "ipv6:[::1]:5000" -> "[::1]:5000". A call the HTTP/2 port
+// handed over in the process carries its client's address in metadata.
+std::string LibraryCall::Peer() const {
+  std::string peer = c_->peer();
+  for (std::string_view prefix : {"ipv4:", "ipv6:"}) {
+    if (peer.compare(0, prefix.size(), prefix) == 0) return peer.substr(prefix.size());
+  }
+  if (std::string_view client = Metadata(kClientAddressMetadata); !client.empty()) return std::string(client);
+  return peer;
 }
 
 bool DrainRegistry::Add(Drainable* d) {
@@ -127,6 +146,10 @@ struct GrpcServer::Impl {
   int port = 0;
   bool stop_begun = false;
   std::thread shutdown_thread;
+  std::chrono::steady_clock::time_point stop_deadline;
+  // With own_http2 on a plain port: the port, and the way to gRPC's server behind it.
+  std::unique_ptr<grpc::GenericStub> in_process;
+  std::unique_ptr<H2Port> h2;
 };
 
 GrpcServer::GrpcServer(GrpcServerOptions options, InferenceServer* server) : impl_(std::make_unique<Impl>()) {
@@ -147,8 +170,9 @@ Status GrpcServer::Start() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   auto credentials = ServerCredentials(o.tls);
   if (!credentials.ok()) return credentials.status();
+  const bool own = o.own_http2 && !o.tls.enabled();
   grpc::ServerBuilder b;
-  b.AddListeningPort(address, *credentials, &impl_->port);
+  if (!own) b.AddListeningPort(address, *credentials, &impl_->port);
   b.RegisterService(&impl_->inference);
   b.RegisterService(&impl_->health);
   b.RegisterService(&impl_->management);
@@ -167,23 +191,57 @@ Status GrpcServer::Start() {
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, o.http2_max_ping_strikes);
   if (o.max_concurrent_streams > 0) b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, o.max_concurrent_streams);
   impl_->server = b.BuildAndStart();
-  if (!impl_->server || impl_->port == 0) {
+  if (!impl_->server || (!own && impl_->port == 0)) {
     impl_->server.reset();
     return Status::Unavailable("gRPC: cannot listen on " + address);
   }
+  if (!own) return Status::OK();
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);  // the port enforces --grpc-max-message-bytes
+  args.SetMaxSendMessageSize(-1);
+  impl_->in_process = std::make_unique<grpc::GenericStub>(impl_->server->InProcessChannel(args));
+  H2PortOptions ho;
+  ho.host = o.host;
+  ho.port = o.port;
+  ho.threads = o.io_threads;
+  ho.max_message_bytes = o.max_message_bytes;
+  ho.max_concurrent_streams = o.max_concurrent_streams;
+  ho.keepalive_time = std::chrono::milliseconds(o.keepalive_time_ms);
+  ho.keepalive_timeout = std::chrono::milliseconds(o.keepalive_timeout_ms);
+  ho.keepalive_permit_without_calls = o.keepalive_permit_without_calls;
+  ho.max_pings_without_data = o.http2_max_pings_without_data;
+  ho.min_recv_ping_interval = std::chrono::milliseconds(o.http2_min_recv_ping_interval_without_data_ms);
+  ho.max_ping_strikes = o.http2_max_ping_strikes;
+  impl_->h2 = std::make_unique<H2Port>(ho, MakeH2Dispatch(&impl_->ctx, impl_->in_process.get()));
+  if (Status st = impl_->h2->Start(); !st.ok()) {
+    impl_->h2.reset();
+    impl_->server->Shutdown();
+    impl_->server.reset();
+    return st;
+  }
+  impl_->port = impl_->h2->port();
   return Status::OK();
 }
 
 uint16_t GrpcServer::port() const { return static_cast<uint16_t>(impl_->port); }
+
+std::string GrpcServer::transport() const { return impl_->h2 ? "inferd's HTTP/2" : "gRPC's server"; }
 
 void GrpcServer::StopAccepting(std::chrono::milliseconds grace) {
   if (!impl_->server || impl_->stop_begun) return;
   impl_->stop_begun = true;
   impl_->ctx.stopping = true;
   impl_->ctx.drains.DrainAll();
+  impl_->stop_deadline = std::chrono::steady_clock::now() + grace;
+  if (impl_->h2) {
+    // A GOAWAY on every connection: their open calls go on, new ones are refused. gRPC's server behind the
+    // port stops in Stop, once the calls relayed to it have ended (its in-process transport would cut them).
+    impl_->h2->StopAccepting();
+    return;
+  }
   const auto deadline = std::chrono::system_clock::now() + grace;
   // Shutdown blocks until every call has finished (unary calls when the
-  // server answers them); calls still open at the deadline are cancelled.
+  // server answers them); calls still open after `grace` are cancelled.
   impl_->shutdown_thread = std::thread([this, deadline] { impl_->server->Shutdown(deadline); });
 }
 
@@ -191,6 +249,13 @@ void GrpcServer::Stop(std::chrono::milliseconds grace) {
   if (!impl_->server) return;
   StopAccepting(grace);
   if (impl_->shutdown_thread.joinable()) impl_->shutdown_thread.join();
+  if (impl_->h2) {
+    impl_->h2->WaitForCalls(impl_->stop_deadline);
+    // What is still open at the deadline is cancelled; the ends of relayed calls still go out (bounded).
+    impl_->server->Shutdown(std::chrono::system_clock::now());
+    impl_->h2->WaitForCalls(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+    impl_->h2->Stop();
+  }
   impl_->server.reset();
 }
 

@@ -1,10 +1,13 @@
 // GrpcServer: the KServe v2 gRPC front end (inference.GRPCInferenceService,
 // grpc.health.v1.Health and server reflection) over the InferenceServer facade.
 //
-// Built on gRPC's callback API: calls are reactors, not threads, so thousands
-// of concurrent calls and streams cost memory, not threads. Inference is
-// handed to InferenceServer::InferAsync and answered from the model worker
-// that ran it; model code never runs on gRPC threads. Repository load/unload
+// The services are built on gRPC's callback API: calls are reactors, not
+// threads, so thousands of concurrent calls and streams cost memory, not
+// threads. Inference is handed to InferenceServer::InferAsync and answered
+// from the model worker that ran it; model code never runs on gRPC threads.
+// On a plain port inferd's own HTTP/2 (h2_port.h) faces the clients: it
+// serves ModelInfer itself and hands every other call to gRPC's server,
+// which then listens on no port (GrpcServerOptions::own_http2). Repository load/unload
 // (which block for a model load) run on one admin thread of this front end.
 //
 // This header is free of gRPC types: the CLI includes it without gRPC headers.
@@ -63,6 +66,12 @@ struct GrpcServerOptions {
   // (SETTINGS_MAX_CONCURRENT_STREAMS); a client opening more waits for one
   // to end. 0: gRPC's default (no limit).
   int max_concurrent_streams = 4096;
+  // Who speaks HTTP/2 on a plain (non-TLS) port: inferd itself (h2_port.h:
+  // ModelInfer served on `io_threads` I/O threads, the other methods handed
+  // to gRPC's server in the process), or gRPC's server (false). With TLS the
+  // port is always gRPC's server's.
+  bool own_http2 = true;
+  int io_threads = 1;
   // Tracing and the access log (docs/observability.md): ModelInfer calls and
   // stream requests are reported to it. Not owned; null: off.
   const tracing::RequestObserver* observer = nullptr;
@@ -79,6 +88,8 @@ class GrpcServer {
   // Binds and starts serving. UNAVAILABLE if the address cannot be bound.
   Status Start();
   uint16_t port() const;
+  // Who speaks HTTP/2 on the port (after Start): "inferd's HTTP/2" or "gRPC's server".
+  std::string transport() const;
 
   // Begins a graceful shutdown: health turns NOT_SERVING, new calls are
   // refused, open streams finish once their accepted requests are answered

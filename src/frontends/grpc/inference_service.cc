@@ -14,13 +14,6 @@ namespace {
 using inference::ModelInferRequest;
 using inference::ModelStreamInferResponse;
 
-// The call's sticky key for traffic splits (metadata inferd-sticky-key).
-std::string StickyKeyOf(const grpc::CallbackServerContext* c) {
-  const auto& md = c->client_metadata();
-  auto it = md.find("inferd-sticky-key");
-  return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
-}
-
 grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* c, const Status& st) {
   auto* reactor = c->DefaultReactor();
   reactor->Finish(ToGrpcStatus(st));
@@ -60,8 +53,9 @@ Result<std::optional<std::string>> LoadConfigParameter(const Params& params) {
 // still queued never runs. OnDone, after Finish, deletes this.
 class InferReactor final : public grpc::ServerUnaryReactor {
  public:
-  explicit InferReactor(InferenceServer* server) : server_(server) {}
+  InferReactor(InferenceServer* server, grpc::CallbackServerContext* c) : server_(server), call_(c) {}
   const std::shared_ptr<Cancellation>& cancellation() const { return cancellation_; }
+  LibraryCall& call() { return call_; }
   void OnCancel() override {
     cancellation_->Cancel();
     server_->CountClientCancellation();
@@ -74,6 +68,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
 
  private:
   InferenceServer* server_;
+  LibraryCall call_;
   std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();
 };
 
@@ -93,7 +88,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
                             public Drainable {
  public:
   StreamReactor(ServiceContext* ctx, grpc::CallbackServerContext* call)
-      : ctx_(ctx), call_(call), sticky_key_(StickyKeyOf(call)) {
+      : ctx_(ctx), call_(call), sticky_key_(StickyKeyOf(call_)) {
     if (!ctx_->drains.Add(this)) {
       finished_ = true;
       Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
@@ -333,8 +328,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<ModelInferRequest, Mo
   }
 
   ServiceContext* ctx_;
-  grpc::CallbackServerContext* const call_;  // gRPC's, until OnDone
-  const std::string sticky_key_;             // the stream's, for every request on it
+  const LibraryCall call_;        // gRPC's context, until OnDone
+  const std::string sticky_key_;  // the stream's, for every request on it
   const std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();  // covers every request
   ModelInferRequest incoming_;  // the read buffer; one read at a time
   Mutex mu_;
@@ -443,50 +438,60 @@ grpc::ServerUnaryReactor* InferenceService::ModelMetadata(grpc::CallbackServerCo
   return reactor;
 }
 
-grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* c,
-                                                       const inference::ModelInferRequest* request,
-                                                       inference::ModelInferResponse* response) {
+std::string StickyKeyOf(const CallView& c) { return std::string(c.Metadata("inferd-sticky-key")); }
+
+void ServeModelInfer(ServiceContext& ctx, CallView& call, inference::ModelInferRequest& request,
+                     inference::ModelInferResponse* response, std::shared_ptr<Cancellation> cancellation,
+                     std::function<void(const grpc::Status&)> finish) {
   // Tracing or the access log on: its root span and its line (null otherwise).
   std::shared_ptr<ObservedCall> observed =
-      ObserveCall(*ctx_, c, "ModelInfer", request, request->model_name(), request->model_version(), request->id());
+      ObserveCall(ctx, call, "ModelInfer", &request, request.model_name(), request.model_version(), request.id());
   auto done = [&](const Status& st) {
-    if (observed) FinishObserved(*observed, c, ToGrpcStatus(st), nullptr, {});
-    return Done(c, st);
+    const grpc::Status status = ToGrpcStatus(st);
+    if (observed) FinishObserved(*observed, &call, status, nullptr, {});
+    finish(status);
   };
-  if (Status st = AuthorizeCall(*ctx_, c, auth::Need::kInfer, request->model_name()); !st.ok()) return done(st);
-  // gRPC owns the request until Finish and reads it no more; decoding moves
-  // the raw input buffers out of it (no copy), hence the const_cast.
-  auto* req = const_cast<inference::ModelInferRequest*>(request);
-  if (Status st = ctx_->server->Admit(req->model_name(), req->model_version()); !st.ok()) return done(st);
-  const bool raw = req->raw_input_contents_size() > 0;
+  if (Status st = AuthorizeCall(ctx, call, auth::Need::kInfer, request.model_name()); !st.ok()) return done(st);
+  if (Status st = ctx.server->Admit(request.model_name(), request.model_version()); !st.ok()) return done(st);
+  const bool raw = request.raw_input_contents_size() > 0;
   std::string forwarded_by;
-  auto wire = GrpcWireForm(*ctx_, c, *req, kModelInferMethod, &forwarded_by);
-  auto decoded = DecodeInferRequest(req);
+  auto wire = GrpcWireForm(ctx, call, request, kModelInferMethod, &forwarded_by);
+  auto decoded = DecodeInferRequest(&request);  // moves the raw input buffers out (no copy)
   if (!decoded.ok()) {
     // An unknown model or version is the more useful answer than a body error.
-    auto ready = ctx_->server->IsModelReady(req->model_name(), req->model_version());
+    auto ready = ctx.server->IsModelReady(request.model_name(), request.model_version());
     return done(ready.ok() ? decoded.status() : ready.status());
   }
-  auto* reactor = new InferReactor(ctx_->server);
-  (*decoded)->cancellation = reactor->cancellation();
-  (*decoded)->sticky_key = StickyKeyOf(c);
+  (*decoded)->cancellation = std::move(cancellation);
+  (*decoded)->sticky_key = StickyKeyOf(call);
   (*decoded)->wire = std::move(wire);
   (*decoded)->forwarded_by = std::move(forwarded_by);
   if (observed) (*decoded)->trace = observed->request.context;
-  ctx_->server->InferAsync(std::move(*decoded), [reactor, c, response, raw, observed](Result<InferResponse> r) {
-    grpc::Status st = grpc::Status::OK;
-    std::string version;
-    if (!r.ok()) {
-      st = ToGrpcStatus(r.status());
-    } else if (r->relayed) {
-      st = RelayUnary(*r->relayed, c, response);
-    } else {
-      EncodeInferResponse(*r, raw, response);
-      version = r->model_version;
-    }
-    if (observed) FinishObserved(*observed, c, st, response, version);
-    reactor->Finish(st);
-  });
+  ctx.server->InferAsync(std::move(*decoded),
+                         [call = &call, response, raw, observed, finish = std::move(finish)](Result<InferResponse> r) {
+                           grpc::Status st = grpc::Status::OK;
+                           std::string version;
+                           if (!r.ok()) {
+                             st = ToGrpcStatus(r.status());
+                           } else if (r->relayed) {
+                             st = RelayUnary(*r->relayed, call, response);
+                           } else {
+                             EncodeInferResponse(*r, raw, response);
+                             version = r->model_version;
+                           }
+                           if (observed) FinishObserved(*observed, call, st, response, version);
+                           finish(st);
+                         });
+}
+
+grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerContext* c,
+                                                       const inference::ModelInferRequest* request,
+                                                       inference::ModelInferResponse* response) {
+  auto* reactor = new InferReactor(ctx_->server, c);
+  // gRPC owns the request until Finish and reads it no more; decoding moves
+  // the raw input buffers out of it (no copy), hence the const_cast.
+  ServeModelInfer(*ctx_, reactor->call(), *const_cast<inference::ModelInferRequest*>(request), response,
+                  reactor->cancellation(), [reactor](const grpc::Status& st) { reactor->Finish(st); });
   return reactor;
 }
 

@@ -6,32 +6,13 @@
 #include "frontends/grpc/services.h"
 
 namespace inferd::grpcfe {
-namespace {
-
-std::string_view Metadata(const grpc::CallbackServerContext* c, std::string_view key) {
-  const auto& md = c->client_metadata();
-  auto it = md.find(grpc::string_ref(key.data(), key.size()));
-  return it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
-}
-
-// "ipv4:127.0.0.1:5000" -> "127.0.0.1:5000"; "ipv6:[::1]:5000" -> "[::1]:5000".
-std::string PeerAddress(const grpc::CallbackServerContext* c) {
-  std::string peer = c->peer();
-  for (std::string_view prefix : {"ipv4:", "ipv6:"}) {
-    if (peer.compare(0, prefix.size(), prefix) == 0) return peer.substr(prefix.size());
-  }
-  return peer;
-}
-
-}  // namespace
-
-std::shared_ptr<ObservedCall> ObserveCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c,
-                                          const char* method, const google::protobuf::Message* request,
-                                          std::string model, std::string version, std::string id) {
+std::shared_ptr<ObservedCall> ObserveCall(const ServiceContext& ctx, const CallView& c, const char* method,
+                                          const google::protobuf::Message* request, std::string model,
+                                          std::string version, std::string id) {
   if (ctx.observer == nullptr || !ctx.observer->active()) return nullptr;
   const tracing::RequestObserver& observer = *ctx.observer;
   const auto start = std::chrono::steady_clock::now();
-  auto decision = observer.Decide(/*inference=*/true, Metadata(c, "traceparent"), Metadata(c, "tracestate"));
+  auto decision = observer.Decide(/*inference=*/true, c.Metadata("traceparent"), c.Metadata("tracestate"));
   if (!observer.Observes(decision)) return nullptr;  // not traced, no log: the call goes unobserved
   auto o = std::make_shared<ObservedCall>();
   o->observer = &observer;
@@ -44,13 +25,13 @@ std::shared_ptr<ObservedCall> ObserveCall(const ServiceContext& ctx, const grpc:
   r.version = std::move(version);
   r.request_id = std::move(id);
   if (observer.access_log() != nullptr) {
-    r.client = PeerAddress(c);
+    r.client = c.Peer();
     if (request) r.bytes_in = request->ByteSizeLong();
   }
   return o;
 }
 
-void FinishObserved(ObservedCall& o, grpc::CallbackServerContext* unary, const grpc::Status& status,
+void FinishObserved(ObservedCall& o, CallView* unary, const grpc::Status& status,
                     const google::protobuf::Message* response, const std::string& served_version) {
   if (unary != nullptr && !o.request.traceparent.empty())
     unary->AddInitialMetadata("traceparent", o.request.traceparent);

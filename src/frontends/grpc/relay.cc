@@ -12,28 +12,29 @@ namespace {
 // Metadata gRPC sets itself, or that names this hop: never passed on.
 bool IsHopMetadata(std::string_view key) {
   return key.empty() || key.front() == ':' || key.substr(0, 5) == "grpc-" || key == "user-agent" || key == "te" ||
-         key == "content-type" || key == "host" || key == "inferd-forwarded-by";
+         key == "content-type" || key == "host" || key == "inferd-forwarded-by" || key == kClientAddressMetadata;
 }
 
 }  // namespace
 
-std::shared_ptr<const WireRequest> GrpcWireForm(const ServiceContext& ctx, const grpc::CallbackServerContext* c,
+std::shared_ptr<const WireRequest> GrpcWireForm(const ServiceContext& ctx, const CallView& c,
                                                 const google::protobuf::Message& req, const char* method,
                                                 std::string* forwarded_by) {
   if (!ctx.server->admin().clustered()) return nullptr;
-  const auto& md = c->client_metadata();
-  if (auto it = md.find("inferd-forwarded-by"); it != md.end()) {
-    if (forwarded_by) *forwarded_by = it->second.empty() ? "?" : std::string(it->second.data(), it->second.size());
-    return nullptr;  // served here: never forwarded again
-  }
+  bool forwarded = false;
+  c.ForEachMetadata([&](std::string_view key, std::string_view value) {
+    if (key != "inferd-forwarded-by") return;
+    forwarded = true;
+    if (forwarded_by) *forwarded_by = value.empty() ? "?" : std::string(value);
+  });
+  if (forwarded) return nullptr;  // served here: never forwarded again
   auto wire = std::make_shared<WireRequest>();
   wire->protocol = WireRequest::Protocol::kGrpc;
   wire->target = method;
-  wire->deadline = c->deadline();  // the holder stops where the client stops waiting
-  for (const auto& [key, value] : md) {
-    const std::string_view k(key.data(), key.size());
-    if (!IsHopMetadata(k)) wire->headers.emplace_back(std::string(k), std::string(value.data(), value.size()));
-  }
+  wire->deadline = c.Deadline();  // the holder stops where the client stops waiting
+  c.ForEachMetadata([&](std::string_view key, std::string_view value) {
+    if (!IsHopMetadata(key)) wire->headers.emplace_back(std::string(key), std::string(value));
+  });
   auto body = std::make_shared<std::string>();
   req.SerializeToString(body.get());
   wire->body = std::move(body);
@@ -51,7 +52,7 @@ std::optional<grpc::Status> RelayedFailure(const RelayedAnswer& a) {
   return grpc::Status(static_cast<grpc::StatusCode>(code), message);
 }
 
-grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c, google::protobuf::Message* response) {
+grpc::Status RelayUnary(const RelayedAnswer& a, CallView* c, google::protobuf::Message* response) {
   for (const auto& [name, value] : a.headers)
     if (name == kServedByHeader) c->AddInitialMetadata("inferd-served-by", value);
   if (auto failed = RelayedFailure(a)) return *failed;
@@ -64,7 +65,7 @@ void RouteModelRead(const ServiceContext& ctx, grpc::CallbackServerContext* c, g
                     const google::protobuf::Message& request, const char* method, const std::string& model,
                     bool wait_for_load, google::protobuf::Message* response, std::function<void()> here) {
   ctx.server->RouteModelRead(
-      model, GrpcWireForm(ctx, c, request, method, nullptr), wait_for_load,
+      model, GrpcWireForm(ctx, LibraryCall(c), request, method, nullptr), wait_for_load,
       [reactor, here = std::move(here)](const Status& st) {
         if (!st.ok()) return reactor->Finish(ToGrpcStatus(st));
         here();
@@ -74,7 +75,8 @@ void RouteModelRead(const ServiceContext& ctx, grpc::CallbackServerContext* c, g
         if (!r->relayed) {
           return reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the node that served it sent no answer"));
         }
-        reactor->Finish(RelayUnary(*r->relayed, c, response));
+        LibraryCall call(c);
+        reactor->Finish(RelayUnary(*r->relayed, &call, response));
       });
 }
 

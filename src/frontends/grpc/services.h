@@ -4,11 +4,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "auth/access_policy.h"
@@ -55,10 +57,51 @@ class DrainRegistry {
 
 struct ServiceContext;
 
+// What a service reads of a call and adds to its answer, whichever server
+// carries it: gRPC's own (LibraryCall) or inferd's HTTP/2 port (h2_port.h).
+// Used by the thread serving the call, until it is answered.
+class CallView {
+ public:
+  virtual ~CallView() = default;
+  // The value of metadata `key` (lower case); "" when absent.
+  virtual std::string_view Metadata(std::string_view key) const = 0;
+  // Every metadata entry as the client sent it.
+  virtual void ForEachMetadata(const std::function<void(std::string_view, std::string_view)>& f) const = 0;
+  // The client's address: "127.0.0.1:5000", "[::1]:5000".
+  virtual std::string Peer() const = 0;
+  // When the client stops waiting (time_point::max(): never).
+  virtual std::chrono::system_clock::time_point Deadline() const = 0;
+  // Adds to the answer's initial metadata (before it is sent).
+  virtual void AddInitialMetadata(const std::string& key, const std::string& value) = 0;
+};
+
+// Metadata the HTTP/2 port adds to a call it hands to gRPC's server in the
+// process (h2_port.h): the client's address. Never taken from a client.
+inline constexpr std::string_view kClientAddressMetadata = "inferd-client-address";
+
+// A call of gRPC's server. Not owned.
+class LibraryCall final : public CallView {
+ public:
+  explicit LibraryCall(grpc::CallbackServerContext* c) : c_(c) {}
+  std::string_view Metadata(std::string_view key) const override;
+  void ForEachMetadata(const std::function<void(std::string_view, std::string_view)>& f) const override;
+  std::string Peer() const override;
+  std::chrono::system_clock::time_point Deadline() const override { return c_->deadline(); }
+  void AddInitialMetadata(const std::string& key, const std::string& value) override {
+    c_->AddInitialMetadata(key, value);
+  }
+
+ private:
+  grpc::CallbackServerContext* const c_;
+};
+
 // The call's `authorization` metadata checked by the server's access policy
 // for a route that needs `need`, naming `model` ("" none): auth/access_policy.h.
-Status AuthorizeCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c, auth::Need need,
-                     std::string_view model = {});
+Status AuthorizeCall(const ServiceContext& ctx, const CallView& c, auth::Need need, std::string_view model = {});
+inline Status AuthorizeCall(const ServiceContext& ctx, grpc::CallbackServerContext* c, auth::Need need,
+                            std::string_view model = {}) {
+  return AuthorizeCall(ctx, LibraryCall(c), need, model);
+}
 
 // A streaming call refused before it starts (e.g. UNAUTHENTICATED).
 template <typename Base>
@@ -75,14 +118,14 @@ class RefusedStream final : public Base {
 // forwarded it here (`forwarded_by` set, when given: served here, never
 // forwarded again). Call before the request is decoded (decoding moves its
 // buffers out).
-std::shared_ptr<const WireRequest> GrpcWireForm(const ServiceContext& ctx, const grpc::CallbackServerContext* c,
+std::shared_ptr<const WireRequest> GrpcWireForm(const ServiceContext& ctx, const CallView& c,
                                                 const google::protobuf::Message& req, const char* method,
                                                 std::string* forwarded_by);
 // The status a relayed answer carries when the peer's call failed.
 std::optional<grpc::Status> RelayedFailure(const RelayedAnswer& a);
 // A relayed unary answer into `response` (and the serving node into the
 // call's initial metadata, inferd-served-by); the status to finish with.
-grpc::Status RelayUnary(const RelayedAnswer& a, grpc::CallbackServerContext* c, google::protobuf::Message* response);
+grpc::Status RelayUnary(const RelayedAnswer& a, CallView* c, google::protobuf::Message* response);
 // A unary call about one model that is not an inference (ModelMetadata,
 // ModelConfig, ModelStatistics): `here` answers it on this node, or, in
 // cluster mode, the node that holds `model` does and its answer is relayed
@@ -101,14 +144,26 @@ struct ObservedCall {
   tracing::AccessRecord record;
 };
 // `request` (may be null) gives the bytes in, when the access log is on.
-std::shared_ptr<ObservedCall> ObserveCall(const ServiceContext& ctx, const grpc::CallbackServerContext* c,
-                                          const char* method, const google::protobuf::Message* request,
-                                          std::string model, std::string version, std::string id);
+std::shared_ptr<ObservedCall> ObserveCall(const ServiceContext& ctx, const CallView& c, const char* method,
+                                          const google::protobuf::Message* request, std::string model,
+                                          std::string version, std::string id);
 // The call was answered with `status`: ends the span, writes the line. `unary`
 // (null for a stream's request): the call, whose initial metadata gets the
 // traceparent of the span (call before Finish).
-void FinishObserved(ObservedCall& o, grpc::CallbackServerContext* unary, const grpc::Status& status,
+void FinishObserved(ObservedCall& o, CallView* unary, const grpc::Status& status,
                     const google::protobuf::Message* response, const std::string& served_version);
+
+// The call's sticky key for traffic splits (metadata inferd-sticky-key).
+std::string StickyKeyOf(const CallView& c);
+
+// One ModelInfer call, whichever server carries it: authorized, observed,
+// decoded (the raw input buffers moved out of `request`) and handed to the
+// server. `finish` is called once, inline on an early error or later on a
+// model worker, after `response` is filled; `call`, `request` and `response`
+// must live until then. `cancellation` is the request's.
+void ServeModelInfer(ServiceContext& ctx, CallView& call, inference::ModelInferRequest& request,
+                     inference::ModelInferResponse* response, std::shared_ptr<Cancellation> cancellation,
+                     std::function<void(const grpc::Status&)> finish);
 
 struct ServiceContext {
   InferenceServer* server = nullptr;

@@ -1,6 +1,5 @@
 #include "frontends/http/http_server.h"
 
-#include <sched.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
@@ -20,6 +19,7 @@
 #include "frontends/codec/compression.h"
 #include "frontends/http/client_connection_cap.h"
 #include "frontends/http/tls_context.h"
+#include "frontends/io/run_loop.h"
 
 namespace inferd::http {
 
@@ -419,23 +419,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
 }  // namespace
 
-void HttpServer::Impl::RunLoop() {
-  while (!ioc.stopped()) {
-    if (ioc.poll() > 0) continue;
-    if (options.idle_spin.count() > 0) {
-      const auto until = std::chrono::steady_clock::now() + options.idle_spin;
-      bool ran = false;
-      // Yielding between polls: on a shared core the model worker that will finish the request runs now (it
-      // does not preempt this thread: SCHED_BATCH), and this thread finds its answer without a wake-up.
-      while (!ran && !ioc.stopped() && std::chrono::steady_clock::now() < until) {
-        ran = ioc.poll() > 0;
-        if (!ran) sched_yield();
-      }
-      if (ran) continue;
-    }
-    ioc.run_one();
-  }
-}
+void HttpServer::Impl::RunLoop() { io::RunWithIdleSpin(ioc, options.idle_spin); }
 
 void HttpServer::Impl::ScheduleCancelCheck() {
   cancel_timer->expires_after(options.cancel_check);

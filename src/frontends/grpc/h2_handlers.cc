@@ -1,0 +1,223 @@
+// The gRPC port's calls when inferd's own HTTP/2 serves it (h2_port.h):
+// ModelInfer is decoded and handed to the server facade here (the request
+// path that matters for speed); every other method -- the other unary RPCs,
+// ModelStreamInfer, health, reflection, management -- is handed, message by
+// message, to gRPC's server running in the same process without a port, so
+// that there is one implementation of each.
+#include "frontends/grpc/h2_handlers.h"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include <deque>
+
+#include "frontends/grpc/byte_buffers.h"
+#include "frontends/grpc/grpc_codec.h"
+#include "server/inference_server.h"
+
+namespace inferd::grpcfe {
+namespace {
+
+constexpr std::string_view kModelInferPath = "/inference.GRPCInferenceService/ModelInfer";
+
+// One ModelInfer call. Lives while the port or the model worker holds it.
+class NativeInfer final : public H2Handler, public CallView, public std::enable_shared_from_this<NativeInfer> {
+ public:
+  NativeInfer(ServiceContext* ctx, std::shared_ptr<H2Call> call) : ctx_(ctx), call_(std::move(call)) {}
+
+  void OnMessage(std::string message) override {
+    ++messages_;
+    message_ = std::move(message);
+  }
+
+  void OnHalfClose() override {
+    if (messages_ != 1) return call_->Finish(grpc::StatusCode::INTERNAL, "a unary call takes exactly one message");
+    if (!request_.ParseFromString(message_))
+      return call_->Finish(grpc::StatusCode::INTERNAL, "the request is not a ModelInferRequest");
+    std::string().swap(message_);
+    started_ = true;
+    ServeModelInfer(*ctx_, *this, request_, &response_, cancellation_,
+                    [self = shared_from_this()](const grpc::Status& st) { self->Answer(st); });
+  }
+
+  void OnCancel() override {
+    if (!started_ || answered_.load(std::memory_order_acquire)) return;
+    cancellation_->Cancel();
+    ctx_->server->CountClientCancellation();
+  }
+
+  void OnDeadline() override {
+    if (answered_.load(std::memory_order_acquire)) return;
+    if (started_) {
+      cancellation_->Cancel();
+      ctx_->server->CountClientCancellation();
+    }
+    call_->Finish(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded");
+  }
+
+  // CallView
+  std::string_view Metadata(std::string_view key) const override { return call_->Metadata(key); }
+  void ForEachMetadata(const std::function<void(std::string_view, std::string_view)>& f) const override {
+    for (const auto& [k, v] : call_->metadata()) f(k, v);
+  }
+  std::string Peer() const override { return call_->peer(); }
+  std::chrono::system_clock::time_point Deadline() const override { return call_->deadline(); }
+  void AddInitialMetadata(const std::string& key, const std::string& value) override {
+    initial_.emplace_back(key, value);
+  }
+
+ private:
+  // On the model worker (or inline, for an early error): the answer, encoded here, sent on the connection's thread.
+  void Answer(const grpc::Status& st) {
+    answered_.store(true, std::memory_order_release);
+    std::string framed;
+    if (st.ok()) {
+      const size_t n = response_.ByteSizeLong();
+      framed.resize(5 + n);
+      framed[1] = static_cast<char>(n >> 24);
+      framed[2] = static_cast<char>(n >> 16);
+      framed[3] = static_cast<char>(n >> 8);
+      framed[4] = static_cast<char>(n);
+      response_.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(framed.data() + 5));
+    }
+    call_->Reply(std::move(initial_), std::move(framed), st.error_code(), st.error_message());
+  }
+
+  ServiceContext* const ctx_;
+  const std::shared_ptr<H2Call> call_;
+  // On the connection's thread:
+  int messages_ = 0;
+  std::string message_;
+  bool started_ = false;
+  // Handed to ServeModelInfer; the worker fills the response and the metadata before it answers.
+  inference::ModelInferRequest request_;
+  inference::ModelInferResponse response_;
+  MetadataList initial_;
+  const std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();
+  std::atomic<bool> answered_{false};
+};
+
+MetadataList ToList(const std::multimap<grpc::string_ref, grpc::string_ref>& md) {
+  MetadataList out;
+  for (const auto& [k, v] : md) out.emplace_back(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
+  return out;
+}
+
+// Any other call: relayed to gRPC's server in the process, message by
+// message in both directions. The client's messages are acknowledged to
+// HTTP/2 flow control as gRPC takes them, so a stream that stops reading
+// (ModelStreamInfer at --grpc-stream-max-in-flight) holds its client back.
+class InProcessCall final : public H2Handler,
+                            public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                            public std::enable_shared_from_this<InProcessCall> {
+ public:
+  explicit InProcessCall(std::shared_ptr<H2Call> call) : call_(std::move(call)) {}
+
+  void Start(grpc::GenericStub* stub) {
+    for (const auto& [k, v] : call_->metadata()) {
+      if (k == "user-agent" || k == kClientAddressMetadata) continue;
+      context_.AddMetadata(k, v);
+    }
+    context_.AddMetadata(std::string(kClientAddressMetadata), call_->peer());
+    if (call_->deadline() != std::chrono::system_clock::time_point::max()) context_.set_deadline(call_->deadline());
+    self_ = shared_from_this();  // until OnDone
+    stub->PrepareBidiStreamingCall(&context_, call_->path(), grpc::StubOptions(), this);
+    StartRead(&read_);
+    StartCall();
+  }
+
+  bool ManualFlowControl() const override { return true; }
+
+  void OnMessage(std::string message) override {
+    grpc::ByteBuffer* write;
+    {
+      MutexLock g(&mu_);
+      if (done_) return;
+      pending_.push_back(BufferOf(message));
+      if (writing_) return;
+      writing_ = true;
+      write = &pending_.front();
+    }
+    StartWrite(write);
+  }
+
+  void OnHalfClose() override {
+    {
+      MutexLock g(&mu_);
+      half_closed_ = true;
+      if (done_ || writing_ || writes_done_) return;
+      writes_done_ = true;
+    }
+    StartWritesDone();
+  }
+
+  void OnCancel() override { context_.TryCancel(); }
+  void OnDeadline() override {}  // the context's deadline ends the call, with gRPC's status
+
+  void OnReadInitialMetadataDone(bool ok) override {
+    if (ok) call_->SendInitialMetadata(ToList(context_.GetServerInitialMetadata()));
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    call_->SendMessage(BytesOf(read_));
+    StartRead(&read_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    call_->Consumed(0);
+    grpc::ByteBuffer* write = nullptr;
+    bool writes_done = false;
+    {
+      MutexLock g(&mu_);
+      pending_.pop_front();
+      if (!ok || done_) {
+        writing_ = false;
+        return;
+      }
+      if (!pending_.empty()) {
+        write = &pending_.front();
+      } else {
+        writing_ = false;
+        if (half_closed_ && !writes_done_) writes_done = writes_done_ = true;
+      }
+    }
+    if (write) StartWrite(write);
+    if (writes_done) StartWritesDone();
+  }
+
+  void OnDone(const grpc::Status& st) override {
+    {
+      MutexLock g(&mu_);
+      done_ = true;
+    }
+    call_->Finish(st.error_code(), st.error_message(), ToList(context_.GetServerTrailingMetadata()));
+    self_.reset();  // may delete this: last
+  }
+
+ private:
+  const std::shared_ptr<H2Call> call_;
+  grpc::ClientContext context_;
+  grpc::ByteBuffer read_;
+  std::shared_ptr<InProcessCall> self_;
+  Mutex mu_;
+  // The front is being written while writing_ (deque: its elements stay put).
+  std::deque<grpc::ByteBuffer> pending_ TSA_GUARDED_BY(mu_);
+  bool writing_ TSA_GUARDED_BY(mu_) = false;
+  bool half_closed_ TSA_GUARDED_BY(mu_) = false;
+  bool writes_done_ TSA_GUARDED_BY(mu_) = false;
+  bool done_ TSA_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+H2Dispatch MakeH2Dispatch(ServiceContext* ctx, grpc::GenericStub* in_process) {
+  return [ctx, in_process](const std::shared_ptr<H2Call>& call) -> std::shared_ptr<H2Handler> {
+    if (call->path() == kModelInferPath) return std::make_shared<NativeInfer>(ctx, call);
+    auto relay = std::make_shared<InProcessCall>(call);
+    relay->Start(in_process);
+    return relay;
+  };
+}
+
+}  // namespace inferd::grpcfe
