@@ -253,7 +253,9 @@ void GrpcServer::Stop(std::chrono::milliseconds grace) {
     impl_->h2->WaitForCalls(impl_->stop_deadline);
     // What is still open at the deadline is cancelled; the ends of relayed calls still go out (bounded).
     impl_->server->Shutdown(std::chrono::system_clock::now());
-    impl_->h2->WaitForCalls(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+    const auto soon = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    if (!impl_->ctx.relays.WaitForNone(soon)) spdlog::warn("gRPC: relayed calls still open at the stop");
+    impl_->h2->WaitForCalls(std::min(soon, std::chrono::steady_clock::now() + std::chrono::seconds(1)));
     impl_->h2->Stop();
   }
   impl_->server.reset();

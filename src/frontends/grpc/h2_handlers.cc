@@ -111,9 +111,10 @@ class InProcessCall final : public H2Handler,
                             public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
                             public std::enable_shared_from_this<InProcessCall> {
  public:
-  explicit InProcessCall(std::shared_ptr<H2Call> call) : call_(std::move(call)) {}
+  InProcessCall(std::shared_ptr<H2Call> call, OpenCount* open) : call_(std::move(call)), open_(open) {}
 
   void Start(grpc::GenericStub* stub) {
+    open_->Add();  // until OnDone
     for (const auto& [k, v] : call_->metadata()) {
       if (k == "user-agent" || k == kClientAddressMetadata) continue;
       context_.AddMetadata(k, v);
@@ -192,11 +193,14 @@ class InProcessCall final : public H2Handler,
       done_ = true;
     }
     call_->Finish(st.error_code(), st.error_message(), ToList(context_.GetServerTrailingMetadata()));
-    self_.reset();  // may delete this: last
+    OpenCount* open = open_;
+    self_.reset();  // may delete this (and the port's call, whose timer needs the port's I/O context): before Done
+    open->Done();
   }
 
  private:
   const std::shared_ptr<H2Call> call_;
+  OpenCount* const open_;
   grpc::ClientContext context_;
   grpc::ByteBuffer read_;
   std::shared_ptr<InProcessCall> self_;
@@ -214,7 +218,7 @@ class InProcessCall final : public H2Handler,
 H2Dispatch MakeH2Dispatch(ServiceContext* ctx, grpc::GenericStub* in_process) {
   return [ctx, in_process](const std::shared_ptr<H2Call>& call) -> std::shared_ptr<H2Handler> {
     if (call->path() == kModelInferPath) return std::make_shared<NativeInfer>(ctx, call);
-    auto relay = std::make_shared<InProcessCall>(call);
+    auto relay = std::make_shared<InProcessCall>(call, &ctx->relays);
     relay->Start(in_process);
     return relay;
   };

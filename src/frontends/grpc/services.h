@@ -57,6 +57,38 @@ class DrainRegistry {
 
 struct ServiceContext;
 
+// How many of something are open, and a bounded wait for none. Thread-safe.
+class OpenCount {
+ public:
+  void Add() {
+    MutexLock g(&mu_);
+    ++n_;
+  }
+  void Done() {
+    bool none;
+    {
+      MutexLock g(&mu_);
+      none = --n_ == 0;
+    }
+    if (none) cv_.NotifyAll();
+  }
+  // True when none is open (at once, or before `deadline`).
+  bool WaitForNone(std::chrono::steady_clock::time_point deadline) {
+    MutexLock g(&mu_);
+    while (n_ > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return false;
+      cv_.WaitForReal(&mu_, deadline - now);
+    }
+    return true;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  int64_t n_ TSA_GUARDED_BY(mu_) = 0;
+};
+
 // What a service reads of a call and adds to its answer, whichever server
 // carries it: gRPC's own (LibraryCall) or inferd's HTTP/2 port (h2_port.h).
 // Used by the thread serving the call, until it is answered.
@@ -171,6 +203,9 @@ struct ServiceContext {
   size_t max_stream_in_flight = 1024;
   std::atomic<bool> stopping{false};
   DrainRegistry drains;
+  // Calls the HTTP/2 port relayed to gRPC's server in the process whose client side has not ended
+  // (h2_handlers.cc); the port is torn down only after them.
+  OpenCount relays;
 };
 
 class InferenceService final : public inference::GRPCInferenceService::CallbackService {
