@@ -156,11 +156,13 @@ class InProcessCall final : public H2Handler,
   void OnDeadline() override {}  // the context's deadline ends the call, with gRPC's status
 
   void OnReadInitialMetadataDone(bool ok) override {
-    if (ok) call_->SendInitialMetadata(ToList(context_.GetServerInitialMetadata()));
+    if (ok) SendInitialMetadataOnce();
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) return;
+    // gRPC may run this reaction on another thread at the same time as the one above: the metadata goes first.
+    SendInitialMetadataOnce();
     call_->SendMessage(BytesOf(read_));
     StartRead(&read_);
   }
@@ -192,13 +194,33 @@ class InProcessCall final : public H2Handler,
       MutexLock g(&mu_);
       done_ = true;
     }
-    call_->Finish(st.error_code(), st.error_message(), ToList(context_.GetServerTrailingMetadata()));
+    MetadataList trailing = ToList(context_.GetServerTrailingMetadata());
+    bool initial_due;
+    {
+      MutexLock g(&mu_);
+      initial_due = !initial_sent_;
+      initial_sent_ = true;
+    }
+    if (initial_due) {  // no message came: the server's initial metadata goes with the status (Trailers-Only)
+      MetadataList initial = ToList(context_.GetServerInitialMetadata());
+      trailing.insert(trailing.begin(), initial.begin(), initial.end());
+    }
+    call_->Finish(st.error_code(), st.error_message(), std::move(trailing));
     OpenCount* open = open_;
     self_.reset();  // may delete this (and the port's call, whose timer needs the port's I/O context): before Done
     open->Done();
   }
 
  private:
+  // The server's initial metadata, once it is in (the port's call sends it before any message; posted under the
+  // lock, so in order before a message another thread sends next).
+  void SendInitialMetadataOnce() {
+    MutexLock g(&mu_);
+    if (initial_sent_) return;
+    initial_sent_ = true;
+    call_->SendInitialMetadata(ToList(context_.GetServerInitialMetadata()));
+  }
+
   const std::shared_ptr<H2Call> call_;
   OpenCount* const open_;
   grpc::ClientContext context_;
@@ -211,6 +233,7 @@ class InProcessCall final : public H2Handler,
   bool half_closed_ TSA_GUARDED_BY(mu_) = false;
   bool writes_done_ TSA_GUARDED_BY(mu_) = false;
   bool done_ TSA_GUARDED_BY(mu_) = false;
+  bool initial_sent_ TSA_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

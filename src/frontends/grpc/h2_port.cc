@@ -143,6 +143,7 @@ struct H2Port::Impl {
   Mutex mu;
   CondVar calls_cv;
   int64_t open_calls TSA_GUARDED_BY(mu) = 0;
+  int64_t open_connections TSA_GUARDED_BY(mu) = 0;  // accepted, not yet closed
   std::unordered_map<H2Connection*, std::weak_ptr<H2Connection>> connections TSA_GUARDED_BY(mu);
 
   nghttp2_session_callbacks* callbacks = nullptr;
@@ -158,6 +159,14 @@ struct H2Port::Impl {
     {
       MutexLock g(&mu);
       none = --open_calls == 0;
+    }
+    if (none) calls_cv.NotifyAll();
+  }
+  void ConnectionClosed() {
+    bool none;
+    {
+      MutexLock g(&mu);
+      none = --open_connections == 0;
     }
     if (none) calls_cv.NotifyAll();
   }
@@ -185,12 +194,13 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
   tcp::socket socket;
   nghttp2_session* session = nullptr;
   std::string peer;
-  std::array<uint8_t, 64 << 10> rbuf;
   std::string wbuf;
   bool writing = false;
   bool closed = false;
   bool in_recv = false;           // inside nghttp2_session_mem_recv: its callbacks may submit, not send
   std::string* memory = nullptr;  // H2Port::ServeBytes: no socket; what would be written is appended here
+  bool counted = false;           // in the port's open_connections until closed
+  bool closing = false;           // the port stops: close once what is queued is written
   // Keepalive and the client's ping policy (H2PortOptions).
   std::optional<net::steady_timer> keepalive;
   bool awaiting_ping_ack = false;
@@ -202,6 +212,7 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
   void Start() {
     boost::system::error_code ec;
     socket.set_option(tcp::no_delay(true), ec);
+    socket.non_blocking(true, ec);
     peer = Endpoint(socket);
     StartSession();
     Flush();
@@ -225,7 +236,7 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
     if (awaiting_ping_ack) {  // the ping sent keepalive_timeout ago is unanswered
       port->keepalive_timeouts.fetch_add(1, std::memory_order_relaxed);
       spdlog::info("gRPC port: closing the connection from {}: no answer to a keepalive ping", peer);
-      return Close();
+      return Close("keepalive ping unanswered");
     }
     const bool may = (!calls.empty() || o.keepalive_permit_without_calls) &&
                      (o.max_pings_without_data <= 0 || pings_without_data < o.max_pings_without_data);
@@ -270,16 +281,25 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
     if (port->draining.load()) GoAway();
   }
 
+  // Waits until the socket is readable, then reads into the I/O thread's buffer: an idle connection holds no
+  // read buffer of its own (10,000 of them would otherwise hold 640 MiB).
   void Read() {
-    socket.async_read_some(net::buffer(rbuf), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+    socket.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
       if (self->closed) return;
-      if (ec) return self->Close();
-      self->in_recv = true;
-      const ssize_t rv = nghttp2_session_mem_recv(self->session, self->rbuf.data(), n);
-      self->in_recv = false;
-      if (rv < 0) {
-        self->Flush();  // nghttp2's GOAWAY, when it queued one
-        return self->Close();
+      if (ec) return self->Close("wait: " + ec.message());
+      thread_local std::array<uint8_t, 64 << 10> buf;
+      for (;;) {
+        const size_t n = self->socket.read_some(net::buffer(buf), ec);
+        if (ec == net::error::would_block || ec == net::error::try_again) break;
+        if (ec) return self->Close("read: " + ec.message());  // the end of the stream too
+        self->in_recv = true;
+        const ssize_t rv = nghttp2_session_mem_recv(self->session, buf.data(), n);
+        self->in_recv = false;
+        if (rv < 0) {
+          self->Flush();  // nghttp2's GOAWAY, when it queued one
+          return self->Close(std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(rv)));
+        }
+        if (n < buf.size() || self->closed) break;  // drained (a full buffer: read again)
       }
       self->Flush();
       if (!self->closed) self->Read();
@@ -291,12 +311,12 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
     while (wbuf.size() < kWriteChunk) {
       const uint8_t* p = nullptr;
       const ssize_t n = nghttp2_session_mem_send(session, &p);
-      if (n < 0) return Close();
+      if (n < 0) return Close(std::string("HTTP/2 send: ") + nghttp2_strerror(static_cast<int>(n)));
       if (n == 0) break;
       wbuf.append(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
     }
     if (wbuf.empty()) {
-      if (!nghttp2_session_want_read(session) && !nghttp2_session_want_write(session)) Close();
+      if (!nghttp2_session_want_read(session) && !nghttp2_session_want_write(session)) Close("done (GOAWAY)");
       return;
     }
     if (memory) {
@@ -308,8 +328,10 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
     net::async_write(socket, net::buffer(wbuf), [self = shared_from_this()](boost::system::error_code ec, size_t) {
       self->writing = false;
       self->wbuf.clear();
-      if (ec) return self->Close();
+      if (self->wbuf.capacity() > kWriteChunk) std::string().swap(self->wbuf);  // an idle connection keeps little
+      if (ec) return self->Close("write: " + ec.message());
       self->Flush();
+      if (self->closing && !self->writing) self->Close("the port stops");
     });
   }
 
@@ -319,9 +341,18 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
   }
 
   // Every open call is cancelled; the socket closes. The session is deleted with this.
-  void Close() {
+  // What nghttp2 still has (the last answers' trailers) is written, then the connection closes.
+  void CloseWhenWritten() {
+    closing = true;
+    Flush();
+    if (!writing) Close("the port stops");
+  }
+
+  void Close(const std::string& why) {
     if (closed) return;
     closed = true;
+    if (counted) port->ConnectionClosed();
+    spdlog::debug("gRPC port: the connection from {} closes: {}", peer, why);
     if (keepalive) keepalive->cancel();
     auto open = std::move(calls);
     calls.clear();
@@ -739,7 +770,7 @@ std::string H2Port::ServeBytes(std::string_view client_bytes, size_t chunk) {
     ioc.poll();  // answers the handlers gave from "another thread"
     if (rv < 0) break;
   }
-  c->Close();
+  c->Close("end of input");
   ioc.poll();
   return answered;
 }
@@ -756,9 +787,11 @@ void H2Port::Impl::Accept() {
       return;
     }
     auto c = std::make_shared<H2Connection>(this, target, std::move(socket));
+    c->counted = true;
     {
       MutexLock g(&mu);
       connections.emplace(c.get(), c);
+      ++open_connections;
     }
     net::post(target, [c] { c->Start(); });
     Accept();
@@ -853,8 +886,21 @@ void H2Port::Stop() {
     return;
   }
   StopAccepting();
+  // Answers already handed to nghttp2 are written first (bounded: a client that reads nothing is cut off).
   for (auto& c : m.Connections()) {
-    net::post(c->ioc, [c] { c->Close(); });
+    net::post(c->ioc, [c] { c->CloseWhenWritten(); });
+  }
+  {
+    MutexLock g(&m.mu);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (m.open_connections > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) break;
+      m.calls_cv.WaitForReal(&m.mu, deadline - now);
+    }
+  }
+  for (auto& c : m.Connections()) {
+    net::post(c->ioc, [c] { c->Close("the port stops"); });
   }
   m.work.clear();
   for (auto& ioc : m.iocs) {
