@@ -145,6 +145,8 @@ class Server:
             raise
         self._drain.join(timeout=10)
         self.proc.stderr.close()
+        if rc != 0:  # it died (a crash, a sanitizer's report) or failed its stop: what it said last
+            print("inferd exited with %d; the end of its log:\n%s" % (rc, "".join(self.log[-150:])), file=sys.stderr)
         # A lifecycle move the state machine refused (manager/model_state.h) is a bug even when nothing else
         # failed: it fails every test that stops a server (they all check the exit status).
         bugs = [line for line in self.log if "(a bug; the state stays)" in line]

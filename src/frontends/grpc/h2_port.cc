@@ -353,7 +353,7 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
     closed = true;
     if (counted) port->ConnectionClosed();
     spdlog::debug("gRPC port: the connection from {} closes: {}", peer, why);
-    if (keepalive) keepalive->cancel();
+    keepalive.reset();
     auto open = std::move(calls);
     calls.clear();
     for (auto& [id, call] : open) StreamGone(*call);
@@ -367,7 +367,7 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
     H2Call::Out& o = *call.out_;
     if (o.closed) return;
     o.closed = true;
-    if (o.timer) o.timer->cancel();
+    o.timer.reset();  // here, on the connection's thread, while its I/O context lives
     std::shared_ptr<H2Handler> handler = std::move(o.handler);
     if (handler && !o.finished) handler->OnCancel();
     if (o.counted) {

@@ -45,6 +45,9 @@ struct H2Connection;
 // thread, in this order: SendInitialMetadata (optional, once), SendMessage
 // (any number), Finish (once; later calls are ignored). After the stream is
 // gone (the client reset it, the connection closed) they do nothing.
+// Ownership: shared by the port and the handler; whoever else holds a call
+// must let it go before the port is destroyed (it refers to the port's I/O
+// context and connection).
 class H2Call : public std::enable_shared_from_this<H2Call> {
  public:
   H2Call(std::shared_ptr<H2Connection> connection, int32_t stream_id);

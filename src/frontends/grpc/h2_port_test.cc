@@ -114,6 +114,7 @@ class H2PortTest : public ::testing::Test {
   void TearDown() override {
     for (auto& c : seen_.hanging) c->Finish(1, "test over");
     port_->Stop();
+    seen_.hanging.clear();  // calls must not outlive their port
   }
 
   struct Answer {
