@@ -56,6 +56,17 @@ ort_baseline() {
   npm install --prefix "$dir" --ignore-scripts --no-audit --no-fund --no-save onnxruntime-node@1.16.3
 }
 
+# llama.cpp, the generative bench's baseline: node-llama-cpp bundles prebuilt llama.cpp libraries for this CPU
+# (bench/baselines/llama_cpp/package.json; no install scripts run, so nothing is built or downloaded later).
+llama_cpp_baseline() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/bench/baselines/llama_cpp"
+  [ -d "$dir/node_modules/node-llama-cpp" ] && return 0
+  ensure_npm
+  echo "setup: npm install node-llama-cpp (bench baseline)"
+  npm install --prefix "$dir" --ignore-scripts --omit=optional --no-audit --no-fund --no-save
+}
+
 # The official OpenAI Node SDK and LangChain's ChatOpenAI, the generative suite's compatibility clients
 # (tests/integration/openai_sdk/package.json; no install scripts run).
 openai_sdk() {
@@ -86,7 +97,7 @@ if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
   openai_sdk
   if [ "$MODE" = "--test" ]; then console_test_driver; fi
-  if [ "$MODE" = "--bench" ]; then ort_baseline; fi
+  if [ "$MODE" = "--bench" ]; then ort_baseline; llama_cpp_baseline; fi
   exit 0
 fi
 SUDO=""
@@ -97,4 +108,4 @@ $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 openai_sdk
 if [ "$MODE" = "--test" ]; then console_test_driver; fi
-if [ "$MODE" = "--bench" ]; then ort_baseline; fi
+if [ "$MODE" = "--bench" ]; then ort_baseline; llama_cpp_baseline; fi
