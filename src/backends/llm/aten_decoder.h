@@ -24,8 +24,12 @@ struct DecoderWeights;  // aten_decoder.cc
 // model.safetensors.index.json names) for `config`.
 Result<std::shared_ptr<const DecoderWeights>> LoadDecoderWeights(const std::string& dir, const DecoderConfig& config);
 
-// A decoder over shared weights, with no cache until AllocateCache.
-// `threads`: intra-op threads of the calling thread (set by the caller).
-std::unique_ptr<DecoderModel> MakeAtenDecoder(std::shared_ptr<const DecoderWeights> weights);
+// A decoder over shared weights, with no cache until AllocateCache. Its
+// intra-op threads are the calling thread's (set by the caller).
+// `fast_decode`: a Llama step in which every sequence runs one token goes
+// through decode_kernels.h on raw buffers (the matrix-vector products split
+// between the threads); false: every step through ATen ops (the reference
+// the tests compare it with).
+std::unique_ptr<DecoderModel> MakeAtenDecoder(std::shared_ptr<const DecoderWeights> weights, bool fast_decode = true);
 
 }  // namespace inferd::llm

@@ -75,6 +75,8 @@ class DecoderTest : public ::testing::TestWithParam<std::string> {
     return t;
   }
 
+  void ExpectDecodeMatchesAten(size_t n);
+
   std::string dir_;
   std::shared_ptr<const DecoderWeights> weights_;
   std::unique_ptr<DecoderModel> decoder_;
@@ -139,6 +141,67 @@ TEST_P(DecoderTest, GreedyContinuationMatchesReference) {
     ASSERT_TRUE(decoder_->Forward(std::span(&step, 1), &logits).ok());
   }
   EXPECT_EQ(out, ref_.greedy);
+}
+
+// Decode steps of several sequences at different positions (Llama's: the raw-buffer path of decode_kernels.h)
+// give the logits of the ATen path, step after step, and greedy tokens that agree.
+// 3 sequences run their products as matrix-vector ones, 6 through ATen's GEMM.
+TEST_P(DecoderTest, DecodeStepsOfManySequencesMatchTheAtenPath) {
+  for (size_t n : {3, 6}) ExpectDecodeMatchesAten(n);
+}
+
+void DecoderTest::ExpectDecodeMatchesAten(size_t n) {
+  SCOPED_TRACE(std::to_string(n) + " sequences");
+  auto aten = MakeAtenDecoder(weights_, /*fast_decode=*/false);
+  ASSERT_TRUE(aten->AllocateCache(kBlocks, kBlockSize).ok());
+  ASSERT_TRUE(decoder_->AllocateCache(kBlocks, kBlockSize).ok());
+  const std::span<const int32_t> prompt(ref_.prompt);
+  std::vector<std::vector<int32_t>> seqs;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<float> fast_logits, ref_logits;
+  for (size_t i = 0; i < n; ++i) {
+    // Disjoint tables of 5 blocks (20 positions), in reverse order.
+    std::vector<int32_t> t;
+    for (int b = 4; b >= 0; --b) t.push_back(static_cast<int32_t>(5 * i + static_cast<size_t>(b)));
+    tables.push_back(t);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const size_t length = std::max<size_t>(1, prompt.size() * (n - i) / n);
+    seqs.emplace_back(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(length));
+    StepInput in{seqs[i], 0, tables[i], true};
+    ASSERT_TRUE(decoder_->Forward(std::span(&in, 1), &fast_logits).ok());
+    ASSERT_TRUE(aten->Forward(std::span(&in, 1), &ref_logits).ok());
+    seqs[i].push_back(
+        static_cast<int32_t>(std::max_element(ref_logits.begin(), ref_logits.end()) - ref_logits.begin()));
+  }
+  for (int step = 0; step < 6; ++step) {
+    std::vector<StepInput> batch;
+    for (size_t i = 0; i < n; ++i) {
+      const auto& sq = seqs[i];
+      batch.push_back({std::span(sq).subspan(sq.size() - 1), static_cast<int64_t>(sq.size() - 1), tables[i],
+                       i != 1 || step % 2 == 0});  // the middle one sometimes wants no logits
+    }
+    ASSERT_TRUE(decoder_->Forward(batch, &fast_logits).ok());
+    ASSERT_TRUE(aten->Forward(batch, &ref_logits).ok());
+    ASSERT_EQ(fast_logits.size(), ref_logits.size());
+    double worst = 0;
+    for (size_t j = 0; j < ref_logits.size(); ++j)
+      worst = std::max(worst, static_cast<double>(std::abs(fast_logits[j] - ref_logits[j])));
+    EXPECT_LT(worst, 1e-4) << "step " << step;
+    size_t row = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!batch[i].want_logits) {
+        seqs[i].push_back(seqs[i].back());
+        continue;
+      }
+      const auto begin = ref_logits.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(vocab_));
+      const auto fbegin = fast_logits.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(vocab_));
+      const auto next = std::max_element(begin, begin + vocab_) - begin;
+      EXPECT_EQ(std::max_element(fbegin, fbegin + vocab_) - fbegin, next) << "step " << step << " seq " << i;
+      seqs[i].push_back(static_cast<int32_t>(next));
+      ++row;
+    }
+  }
 }
 
 TEST_P(DecoderTest, RefusesTokensAndTablesOutOfRange) {

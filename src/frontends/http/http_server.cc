@@ -43,6 +43,12 @@ struct InFlight {
 struct HttpServer::Impl {
   HttpServerOptions options;
   Handler handler;
+  // What a session's destructor touches, declared before the io_context: destroying the context destroys the
+  // sessions its unfinished operations still hold, so these must outlive it.
+  // Open connections (sessions alive).
+  std::atomic<size_t> connections{0};
+  // With a per-client cap: each client address's open connections.
+  std::unique_ptr<ClientConnectionCap> per_client;
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
   std::vector<std::thread> threads;
@@ -67,11 +73,7 @@ struct HttpServer::Impl {
     MutexLock l(&tls_mu);
     tls = std::move(ctx);
   }
-  // Open connections (sessions alive); those refused at the cap (for the log's pace).
-  std::atomic<size_t> connections{0};
-  std::atomic<uint64_t> refused_connections{0};
-  // With a per-client cap: each client address's open connections.
-  std::unique_ptr<ClientConnectionCap> per_client;
+  std::atomic<uint64_t> refused_connections{0};  // refused at the cap (for the log's pace)
   std::atomic<uint64_t> refused_per_client{0};
   std::optional<net::steady_timer> cancel_timer;
 

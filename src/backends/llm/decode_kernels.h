@@ -1,0 +1,42 @@
+// Kernels of the decoder's decode step (one new token per sequence) on raw
+// FP32 buffers: the matrix-vector products that read the weights, and the
+// small per-token work around them (RMSNorm, rotary positions, attention of
+// one query over the paged cache) that op-by-op ATen calls made cost more
+// than the arithmetic. Compiled for AVX-512, AVX2 and plain x86-64, chosen
+// at run time (target_clones). ATen-free; the caller splits rows between
+// threads.
+//
+// Thread-safety: pure functions of their arguments.
+#pragma once
+
+#include <cstdint>
+
+namespace inferd::llm::kernels {
+
+// a . b over n floats.
+float Dot(const float* a, const float* b, int64_t n);
+// y += a * x over n floats.
+void Axpy(float a, const float* x, float* y, int64_t n);
+
+// For every b < batch and r < rows: y[b * y_stride + r] = W[r, :] . x[b * x_stride, ...]
+// (+ bias[r] when bias is not null). W is row-major [rows, cols]; each row is
+// read once for the whole batch.
+void Gemv(const float* w, const float* bias, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
+          int64_t batch, float* y, int64_t y_stride);
+
+// out = w * x / sqrt(mean(x^2) + eps) over n floats (out may be x).
+void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
+
+// Hugging Face's rotary embedding (rotate_half: element i pairs with i + D/2)
+// of `heads` vectors of D floats, in place; cos and sin hold D/2 values.
+void Rope(float* v, int64_t heads, int64_t d, const float* cos, const float* sin);
+
+// One query head over `ctx` cached positions: out[D] = softmax(q . k_p * scale) weighted sum of v_p, where the
+// keys and values of position p are at k + offsets[p] and v + offsets[p]. `scores` holds ctx floats (scratch).
+void AttendOne(const float* q, const float* k, const float* v, const int64_t* offsets, int64_t ctx, int64_t d,
+               float scale, float* scores, float* out);
+
+// gate[i] = silu(gate[i]) * up[i] over n floats (Llama's SwiGLU).
+void SwiGlu(float* gate, const float* up, int64_t n);
+
+}  // namespace inferd::llm::kernels
