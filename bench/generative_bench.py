@@ -12,7 +12,10 @@ random weights, FP32) with a SentencePiece tokenizer, served by inferd with 2 in
      each turn resending the history; TTFT of the later turns, target >= 3x lower with caching;
   C. decode tokens/s at concurrency 16 vs a Python generate loop with a KV cache over the same weights in
      python3-torch (bench/baselines/torch_generate.py: the 16 sequences decoded as one batch, 2 threads);
-     target >= 2x.
+     target >= 2x;
+  D. against llama.cpp on the same weights (bench/llama_cpp_compare.py; issue 39): greedy outputs compared first,
+     decode tokens/s at 1 and 16 sequences against llama.cpp at the same threads and at its best count, TTFT of a
+     512-token prompt; targets >= 1.3x, >= 2.5x, TTFT <= llama.cpp's.
 
 Writes bench/results/<date>-<host>-generative.{json,md}. Usage: generative_bench.py --inferd build/src/inferd [--quick]
 """
@@ -30,6 +33,7 @@ import sentencepiece as spm
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llama_cpp_compare  # noqa: E402
 import run_bench as rb  # noqa: E402
 
 sys.path.insert(0, os.path.join(rb.ROOT, "src", "backends", "llm", "testdata"))
@@ -136,6 +140,7 @@ def main():
                                  "later_ttft_mean_ratio": off["later_ttft_ms"]["mean"] / on["later_ttft_ms"]["mean"]}
         decode = bench(a, port, work, "decode c16", "bench_llama", "--endpoint", "completions", "--concurrency", "16",
                        "--num-prompts", "16", "--prompt-words", "64", "--output-tokens", "128", "--seed", "300")
+        rep["llama_cpp"] = llama_cpp_compare.compare(port, "bench_llama", model_dir, work, threads=2)
     finally:
         p.stop()
     base = json.loads(subprocess.run([rb.PY, os.path.join(rb.ROOT, "bench", "baselines", "torch_generate.py"), model_dir,
@@ -188,6 +193,9 @@ def markdown(rep):
             x["label"], x["requests"], x["output_tokens_per_s"], x["ttft_ms"]["p50"], x["ttft_ms"]["p99"],
             fmt(x["later_ttft_ms"]["p50"], 0) if x["later_ttft_ms"]["p50"] else "-", x["tpot_ms"]["p50"],
             x["tpot_ms"]["p99"], x["itl_ms"]["p99"], x["e2e_ms"]["p99"], x["cached_tokens"]))
+    if rep.get("llama_cpp"):
+        out += ["", "## Against llama.cpp (same weights as GGUF F32, same token ids, greedy)", "",
+                llama_cpp_compare.markdown(rep["llama_cpp"])]
     b = dc["torch_loop"]
     out += ["", "python3-torch loop (16 sequences as one batch, 64 prompt + 128 output tokens): prefill %.2f s, decode "
             "%.1f tokens/s, %.1f tokens/s overall." % (b["prefill_s"], b["decode_tokens_per_s"], b["total_tokens_per_s"]), ""]

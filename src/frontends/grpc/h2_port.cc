@@ -201,6 +201,8 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
   std::string* memory = nullptr;  // H2Port::ServeBytes: no socket; what would be written is appended here
   bool counted = false;           // in the port's open_connections until closed
   bool closing = false;           // the port stops: close once what is queued is written
+  bool sent_fin = false;          // ShutSend: our side is shut, waiting for the client's end
+  const char* fin_reason = "";
   // Keepalive and the client's ping policy (H2PortOptions).
   std::optional<net::steady_timer> keepalive;
   bool awaiting_ping_ack = false;
@@ -291,7 +293,8 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
       for (;;) {
         const size_t n = self->socket.read_some(net::buffer(buf), ec);
         if (ec == net::error::would_block || ec == net::error::try_again) break;
-        if (ec) return self->Close("read: " + ec.message());  // the end of the stream too
+        if (ec) return self->Close(self->sent_fin ? self->fin_reason : "read: " + ec.message());  // the end too
+        if (self->sent_fin) continue;  // after our FIN: read to the client's end, discarding (ShutSend)
         self->in_recv = true;
         const ssize_t rv = nghttp2_session_mem_recv(self->session, buf.data(), n);
         self->in_recv = false;
@@ -307,7 +310,7 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
   }
 
   void Flush() {
-    if (writing || closed || in_recv) return;
+    if (writing || closed || in_recv || sent_fin) return;
     while (wbuf.size() < kWriteChunk) {
       const uint8_t* p = nullptr;
       const ssize_t n = nghttp2_session_mem_send(session, &p);
@@ -316,7 +319,7 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
       wbuf.append(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
     }
     if (wbuf.empty()) {
-      if (!nghttp2_session_want_read(session) && !nghttp2_session_want_write(session)) Close("done (GOAWAY)");
+      if (!nghttp2_session_want_read(session) && !nghttp2_session_want_write(session)) ShutSend("done (GOAWAY)");
       return;
     }
     if (memory) {
@@ -331,7 +334,7 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
       if (self->wbuf.capacity() > kWriteChunk) std::string().swap(self->wbuf);  // an idle connection keeps little
       if (ec) return self->Close("write: " + ec.message());
       self->Flush();
-      if (self->closing && !self->writing) self->Close("the port stops");
+      if (self->closing && !self->writing) self->ShutSend("the port stops");
     });
   }
 
@@ -345,7 +348,20 @@ struct H2Connection : std::enable_shared_from_this<H2Connection> {
   void CloseWhenWritten() {
     closing = true;
     Flush();
-    if (!writing) Close("the port stops");
+    if (!writing) ShutSend("the port stops");
+  }
+
+  // Ends a connection whose last frames are written: our side is shut (FIN), then the client's bytes are read and
+  // dropped until it closes too. Closing at once could reset the connection (the kernel answers unread input
+  // with RST), and an RST makes the client's kernel drop what it had not yet read: the last answer's trailers.
+  // A client that never closes is cut off when the port stops.
+  void ShutSend(const char* why) {
+    if (closed || sent_fin) return;
+    sent_fin = true;
+    fin_reason = why;
+    boost::system::error_code ec;
+    socket.shutdown(tcp::socket::shutdown_send, ec);
+    if (ec || memory) Close(why);
   }
 
   void Close(const std::string& why) {
