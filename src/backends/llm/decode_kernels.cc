@@ -3,8 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
-// Each kernel is compiled three times and the best the CPU runs is bound at load (GCC's ifunc).
+// Each kernel is compiled three times and the best the CPU runs is bound at load (GCC's ifunc). Not under the
+// sanitizers: the dynamic loader runs ifunc resolvers before the sanitizer's runtime is up, and an instrumented
+// resolver crashes the program before main (seen with ThreadSanitizer). INFERD_NO_IFUNC: set by CMake for the
+// sanitizer builds (the TSan build undefines __SANITIZE_THREAD__ for the system headers' sake).
+#if defined(INFERD_NO_IFUNC) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define INFERD_KERNEL
+#else
 #define INFERD_KERNEL __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 
 namespace inferd::llm::kernels {
 
