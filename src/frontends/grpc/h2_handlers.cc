@@ -123,36 +123,47 @@ class InProcessCall final : public H2Handler,
     if (call_->deadline() != std::chrono::system_clock::time_point::max()) context_.set_deadline(call_->deadline());
     self_ = shared_from_this();  // until OnDone
     stub->PrepareBidiStreamingCall(&context_, call_->path(), grpc::StubOptions(), this);
+    AddHold();  // see OnMessage
     StartRead(&read_);
     StartCall();
   }
 
   bool ManualFlowControl() const override { return true; }
 
+  // The port's side (its connection's thread) starts writes while gRPC's may end the call: gRPC forbids starting
+  // an operation once OnDone may run. A hold (taken at Start) keeps OnDone away while the port may still start
+  // one; writes and writes-done are started under the lock and only while the hold is kept, and the hold goes
+  // when the port has nothing more to start (after writes-done, a reset), or when the server has ended the call
+  // (its read stream ended), whichever comes first.
   void OnMessage(std::string message) override {
-    grpc::ByteBuffer* write;
-    {
-      MutexLock g(&mu_);
-      if (done_) return;
-      pending_.push_back(BufferOf(message));
-      if (writing_) return;
-      writing_ = true;
-      write = &pending_.front();
-    }
-    StartWrite(write);
+    RecursiveMutexLock g(&mu_);
+    if (!held_) return;
+    pending_.push_back(BufferOf(message));
+    if (writing_) return;
+    writing_ = true;
+    StartWrite(&pending_.front());
   }
 
   void OnHalfClose() override {
+    bool release;
     {
-      MutexLock g(&mu_);
+      RecursiveMutexLock g(&mu_);
       half_closed_ = true;
-      if (done_ || writing_ || writes_done_) return;
-      writes_done_ = true;
+      release = MaybeWritesDoneLocked();
     }
-    StartWritesDone();
+    if (release) RemoveHold();  // may run OnDone (and delete this) inline: last
   }
 
-  void OnCancel() override { context_.TryCancel(); }
+  void OnCancel() override {
+    context_.TryCancel();
+    bool release;
+    {
+      RecursiveMutexLock g(&mu_);
+      release = held_;
+      held_ = false;
+    }
+    if (release) RemoveHold();
+  }
   void OnDeadline() override {}  // the context's deadline ends the call, with gRPC's status
 
   void OnReadInitialMetadataDone(bool ok) override {
@@ -160,7 +171,16 @@ class InProcessCall final : public H2Handler,
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return;
+    if (!ok) {  // the server ended the call: nothing more is started on it
+      bool release;
+      {
+        RecursiveMutexLock g(&mu_);
+        release = held_;
+        held_ = false;
+      }
+      if (release) RemoveHold();
+      return;
+    }
     // gRPC may run this reaction on another thread at the same time as the one above: the metadata goes first.
     SendInitialMetadataOnce();
     call_->SendMessage(BytesOf(read_));
@@ -169,35 +189,28 @@ class InProcessCall final : public H2Handler,
 
   void OnWriteDone(bool ok) override {
     call_->Consumed(0);
-    grpc::ByteBuffer* write = nullptr;
-    bool writes_done = false;
+    bool release = false;
     {
-      MutexLock g(&mu_);
+      RecursiveMutexLock g(&mu_);
       pending_.pop_front();
-      if (!ok || done_) {
-        writing_ = false;
-        return;
-      }
-      if (!pending_.empty()) {
-        write = &pending_.front();
-      } else {
-        writing_ = false;
-        if (half_closed_ && !writes_done_) writes_done = writes_done_ = true;
+      writing_ = false;
+      if (ok && held_) {
+        if (!pending_.empty()) {
+          writing_ = true;
+          StartWrite(&pending_.front());
+        } else {
+          release = MaybeWritesDoneLocked();
+        }
       }
     }
-    if (write) StartWrite(write);
-    if (writes_done) StartWritesDone();
+    if (release) RemoveHold();
   }
 
   void OnDone(const grpc::Status& st) override {
-    {
-      MutexLock g(&mu_);
-      done_ = true;
-    }
     MetadataList trailing = ToList(context_.GetServerTrailingMetadata());
     bool initial_due;
     {
-      MutexLock g(&mu_);
+      RecursiveMutexLock g(&mu_);
       initial_due = !initial_sent_;
       initial_sent_ = true;
     }
@@ -212,10 +225,20 @@ class InProcessCall final : public H2Handler,
   }
 
  private:
+  // After the client's last message is written: writes-done, and the hold can go (true: the caller removes it,
+  // outside the lock).
+  bool MaybeWritesDoneLocked() TSA_REQUIRES(mu_) {
+    if (!held_ || !half_closed_ || writing_ || writes_done_) return false;
+    writes_done_ = true;
+    StartWritesDone();
+    held_ = false;
+    return true;
+  }
+
   // The server's initial metadata, once it is in (the port's call sends it before any message; posted under the
   // lock, so in order before a message another thread sends next).
   void SendInitialMetadataOnce() {
-    MutexLock g(&mu_);
+    RecursiveMutexLock g(&mu_);
     if (initial_sent_) return;
     initial_sent_ = true;
     call_->SendInitialMetadata(ToList(context_.GetServerInitialMetadata()));
@@ -226,13 +249,14 @@ class InProcessCall final : public H2Handler,
   grpc::ClientContext context_;
   grpc::ByteBuffer read_;
   std::shared_ptr<InProcessCall> self_;
-  Mutex mu_;
+  // Recursive: gRPC may run a reaction inline inside an operation started under it.
+  RecursiveMutex mu_;
   // The front is being written while writing_ (deque: its elements stay put).
   std::deque<grpc::ByteBuffer> pending_ TSA_GUARDED_BY(mu_);
+  bool held_ TSA_GUARDED_BY(mu_) = true;  // the hold taken at Start is kept
   bool writing_ TSA_GUARDED_BY(mu_) = false;
   bool half_closed_ TSA_GUARDED_BY(mu_) = false;
   bool writes_done_ TSA_GUARDED_BY(mu_) = false;
-  bool done_ TSA_GUARDED_BY(mu_) = false;
   bool initial_sent_ TSA_GUARDED_BY(mu_) = false;
 };
 
