@@ -36,9 +36,11 @@ PACKAGES=(
 MODE="${1:-}"
 if [ "$MODE" = "--test" ]; then
   PACKAGES+=(chromium)                    # the web console's browser tests (headless, driven by playwright-core)
+  PACKAGES+=(python3-jsonschema)          # structured outputs: every answer validated against its schema
 fi
 if [ "$MODE" = "--bench" ]; then
   PACKAGES+=(python3-fastapi python3-uvicorn python3-matplotlib nginx-light nodejs wrk nghttp2-client)  # wrk, h2load: C load generators
+  PACKAGES+=(python3-jsonschema)          # the structured-output bench validates every answer
 fi
 # Debian packages npm apart from nodejs (a nodejs from elsewhere may bring its own npm and conflict with it).
 ensure_npm() {

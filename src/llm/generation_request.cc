@@ -202,6 +202,7 @@ Result<GenerationRequest> ParseGenerationRequest(const InferRequest& request) {
     }
   }
   INFERD_RETURN_IF_ERROR(g.sampling.Validate());
+  INFERD_ASSIGN_OR_RETURN(g.structured, ParseStructuredOutput(request.parameters));
   return g;
 }
 

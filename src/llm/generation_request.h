@@ -7,7 +7,8 @@
 //   parameters  max_tokens, min_tokens, temperature, top_k, top_p, min_p, seed,
 //               presence_penalty, frequency_penalty, logprobs (top count),
 //               stop (a string, or a JSON array of strings), stop_token_ids
-//               (a JSON array of ids), ignore_eos, skip_special_tokens
+//               (a JSON array of ids), ignore_eos, skip_special_tokens, and the
+//               structured-output ones (llm/structured_output.h)
 // Unknown parameters are left alone (front ends add their own); a known
 // one with the wrong type or range is an error naming it.
 //
@@ -23,6 +24,7 @@
 #include "core/status.h"
 #include "llm/chat_template.h"
 #include "llm/sampling.h"
+#include "llm/structured_output.h"
 
 namespace inferd::llm {
 
@@ -42,6 +44,7 @@ struct GenerationRequest {
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   bool skip_special_tokens = true;
+  std::optional<StructuredOutput> structured;  // response_format, guided_*, ... (llm/structured_output.h)
 };
 
 Result<GenerationRequest> ParseGenerationRequest(const InferRequest& request);

@@ -36,21 +36,36 @@ IncrementalDecoder::IncrementalDecoder(const Tokenizer* tokenizer, std::span<con
   read_ = ids_.size();
 }
 
+// Bytes at the end of `s` that may still become part of a character: an
+// unfinished UTF-8 sequence, or the U+FFFD a decoder put for one.
+static size_t PendingTail(std::string_view s) {
+  size_t n = IncompleteUtf8Tail(s);
+  if (n > 0) return n;
+  // At most three: the bytes a 4-byte character has before its last.
+  while (n < 9 && n + 3 <= s.size() && s.compare(s.size() - n - 3, 3, "\xEF\xBF\xBD") == 0) n += 3;
+  return n;
+}
+
 std::string IncrementalDecoder::Push(int32_t id) {
   ids_.push_back(id);
   std::span<const int32_t> all(ids_);
   const std::string before = tokenizer_->Decode(all.subspan(prefix_, read_ - prefix_), skip_special_);
   const std::string now = tokenizer_->Decode(all.subspan(prefix_), skip_special_);
-  // Wait while the text ends inside a character (raw bytes, or U+FFFD from a
-  // decoder that replaces partial bytes) or has not grown past the context.
-  if (now.size() <= before.size() || IncompleteUtf8Tail(now) > 0 ||
-      (now.size() >= 3 && now.compare(now.size() - 3, 3, "\xEF\xBF\xBD") == 0)) {
-    return "";
+  if (now.size() <= before.size()) return "";
+  // Send what is final: all but the bytes of a character still arriving (so
+  // one multi-byte character never holds back the text before it).
+  const size_t tail = PendingTail(now);
+  const size_t from = before.size() + sent_;
+  const size_t to = now.size() - tail;
+  std::string out = to > from ? now.substr(from, to - from) : std::string();
+  if (tail > 0) {
+    sent_ = std::max(sent_, to > before.size() ? to - before.size() : size_t{0});
+    return out;
   }
-  std::string out = now.substr(before.size());
-  // Keep a short window of context: the new text starts after read_.
+  // Everything is final: the window moves on (the new text starts after read_).
   prefix_ = read_;
   read_ = ids_.size();
+  sent_ = 0;
   if (prefix_ > 64) {  // drop ids no longer needed as context
     ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(prefix_));
     read_ -= prefix_;
@@ -63,9 +78,11 @@ std::string IncrementalDecoder::Flush() {
   std::span<const int32_t> all(ids_);
   const std::string before = tokenizer_->Decode(all.subspan(prefix_, read_ - prefix_), skip_special_);
   const std::string now = tokenizer_->Decode(all.subspan(prefix_), skip_special_);
+  const size_t from = before.size() + sent_;
   read_ = prefix_ = ids_.size();
-  if (now.size() <= before.size()) return "";
-  return SanitizeUtf8(std::string_view(now).substr(before.size()));
+  sent_ = 0;
+  if (now.size() <= from) return "";
+  return SanitizeUtf8(std::string_view(now).substr(from));
 }
 
 }  // namespace inferd::llm

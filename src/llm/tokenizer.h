@@ -29,6 +29,13 @@ class Tokenizer {
   // invalid UTF-8 when the ids do). Special tokens are left out when
   // `skip_special`. Ids outside the vocabulary spell nothing.
   virtual std::string Decode(std::span<const int32_t> ids, bool skip_special) const = 0;
+  // The bytes token `id` adds to text that already has some (SentencePiece's
+  // word-boundary mark as a space, a byte piece as its byte): what a grammar
+  // sees. Empty for special tokens and ids outside the vocabulary.
+  virtual std::string TokenBytes(int32_t id) const {
+    if (IsSpecial(id)) return {};
+    return Decode(std::span<const int32_t>(&id, 1), true);
+  }
   // The id of a token given by its text (special tokens: "</s>"), if any.
   virtual std::optional<int32_t> TokenId(std::string_view token) const = 0;
   virtual bool IsSpecial(int32_t id) const = 0;
@@ -73,6 +80,8 @@ class IncrementalDecoder {
   std::vector<int32_t> ids_;
   size_t prefix_ = 0;  // ids_[prefix_, read_) were decoded and emitted already
   size_t read_ = 0;
+  size_t sent_ =
+      0;  // bytes past the decoding of ids_[prefix_, read_) already returned (text before a partial character)
 };
 
 }  // namespace inferd::llm

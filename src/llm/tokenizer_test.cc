@@ -55,6 +55,41 @@ void ExpectStreamsLikeWhole(const Tokenizer& t, const std::vector<int32_t>& ids)
   EXPECT_EQ(streamed, t.Decode(ids, false));
 }
 
+// Ids spell fixed bytes (a tokenizer with byte tokens, in miniature).
+class TableTokenizer final : public Tokenizer {
+ public:
+  explicit TableTokenizer(std::vector<std::string> table) : table_(std::move(table)) {}
+  std::vector<int32_t> Encode(std::string_view, bool) const override { return {}; }
+  std::string Decode(std::span<const int32_t> ids, bool) const override {
+    std::string out;
+    for (int32_t id : ids) out += table_.at(static_cast<size_t>(id));
+    return out;
+  }
+  std::optional<int32_t> TokenId(std::string_view) const override { return std::nullopt; }
+  bool IsSpecial(int32_t) const override { return false; }
+  int64_t vocab_size() const override { return static_cast<int64_t>(table_.size()); }
+
+ private:
+  std::vector<std::string> table_;
+};
+
+TEST(IncrementalDecoderTest, APartialCharacterHoldsBackOnlyItsOwnBytes) {
+  TableTokenizer t({"Hello", " wor", "\xE2", "\x82", "\xAC", "ld", "ab\xE2"});
+  IncrementalDecoder dec(&t, {}, false);
+  EXPECT_EQ(dec.Push(0), "Hello");
+  EXPECT_EQ(dec.Push(6), "ab");  // sent at once; the euro sign's first byte waits
+  EXPECT_EQ(dec.Push(3), "");
+  EXPECT_EQ(dec.Push(4), "\xE2\x82\xAC");
+  EXPECT_EQ(dec.Push(1), " wor");
+  EXPECT_EQ(dec.Push(2), "");
+  EXPECT_EQ(dec.Push(5),
+            "\xE2"
+            "ld");  // a byte that never became a character goes out as it is (the JSON writers replace it)
+  EXPECT_EQ(dec.Push(2), "");
+  EXPECT_EQ(dec.Flush(), "\xEF\xBF\xBD");
+  ExpectStreamsLikeWhole(t, {0, 6, 3, 4, 1, 5});
+}
+
 TEST(ByteLevelBpe, VocabAndMergesMatchGpt2Encoding) {
   auto t = ByteLevelBpe::FromVocabAndMerges(Read(kFixtures + "/bpe/vocab.json"), Read(kFixtures + "/bpe/merges.txt"));
   ASSERT_TRUE(t.ok()) << t.status().ToString();

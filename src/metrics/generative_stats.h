@@ -30,6 +30,13 @@ struct GenerativeStats {
   std::atomic<int64_t> running{0}, waiting{0};
   std::atomic<double> kv_usage{0};  // fraction of KV blocks in use
   std::atomic<int64_t> kv_blocks{0};
+  // Structured outputs (llm/structured_output.h): grammars compiled (cache
+  // misses) and their compile time; token masks and the time spent on them.
+  Histogram structured_compile_s{SecondsBuckets()};
+  std::atomic<uint64_t> structured_requests{0};
+  std::atomic<uint64_t> structured_cache_hits{0};
+  std::atomic<uint64_t> structured_masks{0};
+  std::atomic<uint64_t> structured_mask_ns{0};
 };
 
 }  // namespace inferd

@@ -10,6 +10,7 @@
 #include "llm/stop_matcher.h"
 #include "llm/unicode_tables.h"
 #include "scheduler/scheduler_factory.h"
+#include "scheduler/structured_decoding.h"
 
 namespace inferd {
 namespace {
@@ -112,6 +113,8 @@ struct GenerativeScheduler::Sequence {
   bool streaming = false;
   bool finished = false;
   std::string finish_reason;
+  Status error;                              // why, when finish_reason is "error"
+  std::unique_ptr<SequenceGrammar> grammar;  // a structured output's position
 };
 
 Result<std::unique_ptr<GenerativeScheduler>> GenerativeScheduler::Create(GenerativeOptions options,
@@ -427,6 +430,12 @@ class GenerativeStepper {
 
   // Samples the next token of `s` and sends what became final.
   void Advance(Sequence& s, std::span<float> logits) {
+    if (s.grammar) {
+      if (Status st = s.grammar->Mask(logits, s.gen.ignore_eos ? std::span<const int32_t>() : s.end_ids); !st.ok()) {
+        Fail(s, std::move(st));
+        return;
+      }
+    }
     const llm::SampledToken t = s.sampler->Sample(logits, s.gen.sampling, s.counts);
     const TimePoint now = clock_->Now();
     if (s.generated == 0) {
@@ -451,11 +460,22 @@ class GenerativeStepper {
       delta = s.stop->Feed(s.detok->Flush());
       delta += s.stop->Flush();
     } else {
+      if (s.grammar) {
+        if (Status st = s.grammar->Accept(t.token); !st.ok()) {
+          Fail(s, std::move(st));
+          return;
+        }
+      }
       s.tokens.push_back(t.token);
       delta = s.stop->Feed(s.detok->Push(t.token));
       if (s.stop->stopped()) {
         s.finished = true;
         s.finish_reason = "stop";
+      } else if (s.grammar && s.grammar->finished()) {  // the structured output is complete
+        s.finished = true;
+        s.finish_reason = "stop";
+        delta += s.stop->Feed(s.detok->Flush());
+        delta += s.stop->Flush();
       } else if (static_cast<int64_t>(s.generated) >= s.max_tokens ||
                  static_cast<int64_t>(s.tokens.size()) >= max_model_len_) {
         s.finished = true;
@@ -475,6 +495,12 @@ class GenerativeStepper {
       }
     }
     if (s.streaming) s.text = s.finished ? delta : "";
+  }
+
+  void Fail(Sequence& s, Status why) {
+    s.finished = true;
+    s.finish_reason = "error";
+    s.error = std::move(why);
   }
 
   void AppendLogprobs(Sequence& s, const llm::SampledToken& t) {
@@ -560,7 +586,7 @@ class GenerativeStepper {
     counters_->prompt_tokens += s.prompt_len;
     if (stats_) stats_->AddPending(-1);
     if (!status.ok() || s.finish_reason == "cancelled" || s.finish_reason == "error") {
-      const Status why = !status.ok() ? status : Status::Cancelled("the client went away");
+      const Status why = !status.ok() ? status : !s.error.ok() ? s.error : Status::Cancelled("the client went away");
       if (stats_) {
         stats_->RecordFailure(
             why.code() == StatusCode::kCancelled ? FailureReason::kCancelled : FailureReason::kBackend, total);
@@ -592,6 +618,7 @@ void GenerativeScheduler::Loop() {
   instance_->OnWorkerThreadStart();
   gstats_->kv_blocks = num_blocks_;
   GenerativeStepper stepper(options_, model_, num_blocks_, max_model_len_, clock_, stats_.get(), gstats_);
+  StructuredDecoding structured(model_->info().tokenizer.get(), model_->decoder().config().vocab_size, gstats_);
   std::deque<std::unique_ptr<Sequence>> arrived;
   while (true) {
     bool stop = false;
@@ -603,7 +630,16 @@ void GenerativeScheduler::Loop() {
     }
     for (auto& seq : arrived) {
       queued_.fetch_sub(1, std::memory_order_relaxed);
-      if (Status st = Tokenize(*seq); !st.ok()) {
+      Status st = Tokenize(*seq);
+      if (st.ok() && seq->gen.structured) {
+        Result<std::unique_ptr<SequenceGrammar>> g = structured.Start(*seq->gen.structured);
+        if (g.ok()) {
+          seq->grammar = std::move(*g);
+        } else {
+          st = g.status();
+        }
+      }
+      if (!st.ok()) {
         if (stats_) {
           stats_->AddPending(-1);
           stats_->RecordFailure(FailureReason::kInvalid, 0);

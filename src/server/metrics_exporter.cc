@@ -62,6 +62,8 @@ void WriteGenerativeMetrics(PrometheusWriter& w, const std::vector<std::shared_p
        &GenerativeStats::inter_token_latency_s},
       {"vllm:e2e_request_latency_seconds", "End-to-end latency of finished requests (s)",
        &GenerativeStats::e2e_latency_s},
+      {"inferd_structured_output_compile_seconds", "Time to compile a structured output's grammar (cache misses, s)",
+       &GenerativeStats::structured_compile_s},
   };
   for (const Hist& h : kHists) {
     w.Family(h.name, "histogram", h.help);
@@ -96,6 +98,14 @@ void WriteGenerativeMetrics(PrometheusWriter& w, const std::vector<std::shared_p
        [](const GenerativeStats& g) { return static_cast<double>(g.preemptions.load()); }},
       {"inferd_kv_cache_blocks", "gauge", "KV cache blocks the model's budget holds",
        [](const GenerativeStats& g) { return static_cast<double>(g.kv_blocks.load()); }},
+      {"inferd_structured_output_requests_total", "counter", "Requests with a structured output (schema, regex...)",
+       [](const GenerativeStats& g) { return static_cast<double>(g.structured_requests.load()); }},
+      {"inferd_structured_output_cache_hits_total", "counter", "Of which found their grammar compiled already",
+       [](const GenerativeStats& g) { return static_cast<double>(g.structured_cache_hits.load()); }},
+      {"inferd_structured_output_masks_total", "counter", "Token masks computed for structured outputs",
+       [](const GenerativeStats& g) { return static_cast<double>(g.structured_masks.load()); }},
+      {"inferd_structured_output_mask_seconds_total", "counter", "Time spent on those masks (s)",
+       [](const GenerativeStats& g) { return static_cast<double>(g.structured_mask_ns.load()) / 1e9; }},
   };
   for (const Series& s : kSeries) {
     w.Family(s.name, s.type, s.help);

@@ -7,10 +7,13 @@ cache small enough to force preemption, with prefix caching off and with static 
 import http.client
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 import unittest
+
+import jsonschema
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
@@ -61,6 +64,44 @@ def sse(body):
             assert block.startswith("data: "), block
             events.append(block[len("data: "):])
     return events
+
+
+# Schemas of the structured-output tests: nested objects, arrays, enums, bounded numbers, patterns, refs, anyOf.
+STRUCTURED_SCHEMAS = [
+    {"type": "object", "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 8},
+        "age": {"type": "integer", "minimum": 18, "maximum": 99},
+        "address": {"type": "object", "properties": {
+            "city": {"enum": ["Paris", "Lyon", "Nice"]},
+            "zip": {"type": "string", "pattern": "^[0-9]{5}$"}}, "required": ["city", "zip"],
+            "additionalProperties": False},
+        "nickname": {"type": "string", "maxLength": 5},
+        "score": {"type": "number", "minimum": 0, "maximum": 1}},
+     "required": ["name", "age", "address", "score"], "additionalProperties": False},
+    {"type": "object", "properties": {
+        "items": {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "object", "properties": {
+            "sku": {"type": "string", "pattern": "^[A-Z]{3}-\\d{2}$"},
+            "qty": {"type": "integer", "minimum": 1, "maximum": 9},
+            "price": {"type": "number", "minimum": 0.5, "maximum": 100}}, "required": ["sku", "qty", "price"]}},
+        "status": {"enum": ["new", "paid", "shipped"]},
+        "express": {"type": "boolean"},
+        "note": {"type": ["string", "null"], "maxLength": 6}},
+     "required": ["items", "status", "express", "note"]},
+    {"type": "array", "minItems": 2, "maxItems": 4, "items": {"type": "object", "properties": {
+        "k": {"enum": ["x", "y", 3, None]},
+        "v": {"type": "number", "minimum": -5, "exclusiveMaximum": 5}}, "required": ["k", "v"]}},
+    {"anyOf": [{"type": "integer", "minimum": -20, "maximum": 20}, {"const": "none"}, {"type": "null"},
+               {"$ref": "#/$defs/point"}],
+     "$defs": {"point": {"type": "object", "properties": {"x": {"type": "integer", "exclusiveMinimum": 0},
+                                                           "y": {"type": "integer", "maximum": 0}},
+                         "required": ["x", "y"]}}},
+    {"type": "object", "properties": {
+        "when": {"type": "string", "format": "date"},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 4}, "maxItems": 4},
+        "level": {"type": "integer", "enum": [1, 2, 3]},
+        "ok": {"const": True}},
+     "required": ["when", "tags", "level", "ok"]},
+]
 
 
 def post(path, obj, timeout=120):
@@ -301,6 +342,8 @@ class Generative(unittest.TestCase):
         self.assertEqual(got["chat_stream"]["usage"]["completion_tokens"], n)
         self.assertEqual(got["completion"]["text"], expected(PROMPTS[0], 16)[0])
         self.assertEqual(got["completion_stream"], expected(PROMPTS[0], 16)[0])
+        self.assertEqual(got["structured"]["finish"], "stop", got["structured"])
+        jsonschema.validate(json.loads(got["structured"]["text"]), got["structured"]["schema"])
         self.assertEqual(got["not_found"]["status"], 404)
         self.assertEqual(got["bad_request"]["status"], 400)
         self.assertEqual(got["bad_request"]["type"], "invalid_request_error")
@@ -320,6 +363,133 @@ class Generative(unittest.TestCase):
         self.assertEqual(got["invoke"], plain)
         self.assertEqual(got["stream"], plain)
         self.assertEqual(got["batch"], [plain, brief])
+
+    def test_structured_outputs_validate_against_their_schemas(self):
+        # 200 answers under 5 schemas, sampled (temperature 1, seeds), 8 at a time so structured sequences share
+        # batches; through OpenAI's response_format, vLLM's guided_json and structured_outputs, streamed and not.
+        # Every one must parse and validate (jsonschema), and end by itself ("stop"), not by max_tokens.
+        results, errors = [], []
+        lock = threading.Lock()
+
+        def one(i):
+            schema = STRUCTURED_SCHEMAS[i % len(STRUCTURED_SCHEMAS)]
+            form = (i // len(STRUCTURED_SCHEMAS)) % 4
+            body = {"model": "tiny_chat", "max_tokens": 900, "seed": i, "temperature": 1.0}
+            if form in (0, 1):
+                path = "/v1/chat/completions"
+                body["messages"] = [{"role": "user", "content": "Answer in JSON, please (%d)" % i}]
+                body["response_format"] = {"type": "json_schema",
+                                           "json_schema": {"name": "s%d" % i, "schema": schema, "strict": True}}
+            else:
+                path = "/v1/completions"
+                body["prompt"] = "JSON answer number %d:" % i
+                if form == 2:
+                    body["guided_json"] = schema
+                else:
+                    body["structured_outputs"] = {"json": schema}
+            body["stream"] = form in (1, 3)
+            try:
+                status, _, data = post(path, body)
+                self.assertEqual(status, 200, data[:300])
+                if body["stream"]:
+                    events = sse(data)
+                    if path.endswith("chat/completions"):
+                        text, finish = chat_stream_text(events)
+                    else:
+                        chunks = [json.loads(e) for e in events[:-1]]
+                        text = "".join(ch["choices"][0]["text"] for ch in chunks if ch["choices"])
+                        finish = [ch["choices"][0]["finish_reason"] for ch in chunks if ch["choices"]][-1]
+                else:
+                    answer = json.loads(data)
+                    choice = answer["choices"][0]
+                    text = choice["message"]["content"] if "message" in choice else choice["text"]
+                    finish = choice["finish_reason"]
+                with lock:
+                    results.append((i, schema, text, finish))
+            except Exception as e:  # noqa: BLE001 -- reported below with the request
+                with lock:
+                    errors.append((i, repr(e)))
+
+        pending = list(range(200))
+        while pending:
+            batch, pending = pending[:8], pending[8:]
+            threads = [threading.Thread(target=one, args=(i,)) for i in batch]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=120)
+                self.assertFalse(t.is_alive(), "a structured request did not finish in 120 s")
+        self.assertEqual(errors, [])
+        self.assertEqual(len(results), 200)
+        for i, schema, text, finish in results:
+            self.assertEqual(finish, "stop", (i, text))
+            jsonschema.validate(json.loads(text), schema)
+        # The metrics count them; every schema after its first request came from the cache.
+        self.assertGreaterEqual(self.metric("inferd_structured_output_requests_total", "tiny_chat"), 200)
+        self.assertGreaterEqual(self.metric("inferd_structured_output_cache_hits_total", "tiny_chat"), 195)
+        self.assertGreater(self.metric("inferd_structured_output_masks_total", "tiny_chat"), 200)
+        self.assertIn("inferd_structured_output_compile_seconds_count{", SERVER.metrics())
+
+    def test_choice_regex_grammar_and_json_object(self):
+        def text_of(body):
+            status, answer = SERVER.post_json("/v1/completions", dict(body, model="tiny_chat", prompt="Say:"))
+            self.assertEqual(status, 200, answer)
+            return answer["choices"][0]["text"], answer["choices"][0]["finish_reason"]
+        for seed in range(10):
+            text, finish = text_of({"guided_choice": ["red", "green", "blue"], "seed": seed, "max_tokens": 20})
+            self.assertIn(text, ["red", "green", "blue"])
+            self.assertEqual(finish, "stop")
+            text, finish = text_of({"guided_regex": r"\d{3}-[a-z]{2,4}( ok)?", "seed": seed, "max_tokens": 20})
+            self.assertRegex(text, r"^\d{3}-[a-z]{2,4}( ok)?$")
+            grammar = 'root ::= "(" item ("," item){0,3} ")"\nitem ::= [0-9] | "x"\n'
+            text, finish = text_of({"guided_grammar": grammar, "seed": seed, "max_tokens": 30})
+            self.assertRegex(text, r"^\(([0-9]|x)(,([0-9]|x)){0,3}\)$")
+            self.assertEqual(finish, "stop")
+            text, _ = text_of({"grammar": 'root ::= "yes" | "no"', "seed": seed, "max_tokens": 5})  # llama.cpp's
+            self.assertIn(text, ["yes", "no"])
+        # Any JSON object: random weights write long strings, so only the answers that ended are parsed, and a
+        # stream that ran out of tokens is still a prefix the grammar allows (it starts with "{").
+        ended = 0
+        for seed in range(12):
+            text, finish = text_of({"response_format": {"type": "json_object"}, "seed": seed, "max_tokens": 300,
+                                    "temperature": 0.7})
+            self.assertTrue(text.lstrip().startswith("{"), text)
+            if finish == "stop":
+                self.assertIsInstance(json.loads(text), dict)
+                ended += 1
+        self.assertGreater(ended, 0)
+
+    def test_structured_outputs_that_cannot_be_kept_get_400(self):
+        cases = [
+            ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+                "type": "array", "uniqueItems": True}}}}, "uniqueItems"),
+            ({"guided_json": {"type": "string", "format": "email"}}, "format 'email'"),
+            ({"guided_json": {"type": "object", "patternProperties": {"^a": {}}}}, "patternProperties"),
+            ({"guided_regex": "(?<=a)b"}, "lookaround"),
+            ({"guided_regex": "(a)\\1"}, "backreference"),
+            ({"guided_grammar": "root ::= missing"}, "rule 'missing' is used but not defined"),
+            ({"guided_grammar": "root ::= root \"a\""}, "left-recursive"),
+            ({"guided_choice": []}, "guided_choice"),
+            ({"response_format": {"type": "xml"}}, "response_format.type"),
+            ({"response_format": {"type": "json_schema"}}, "response_format.json_schema"),
+            ({"guided_regex": "a", "guided_choice": ["a"]}, "not both"),
+            ({"guided_json": "{not json"}, "guided_json is not valid JSON"),
+        ]
+        for extra, needle in cases:
+            for path, base in (("/v1/completions", {"prompt": "x"}),
+                               ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}]})):
+                body = dict(base, model="tiny_chat", max_tokens=5, **extra)
+                status, answer = SERVER.post_json(path, body)
+                self.assertEqual(status, 400, (extra, answer))
+                self.assertIn(needle, answer["error"]["message"], extra)
+        # A streamed request is refused before its stream begins.
+        status, _, data = post("/v1/completions", {"model": "tiny_chat", "prompt": "x", "stream": True,
+                                                   "guided_json": {"not": {}}})
+        self.assertEqual(status, 400, data)
+        self.assertIn("'not'", json.loads(data)["error"]["message"])
+        # The server is still well.
+        status, answer = SERVER.post_json("/v1/completions", {"model": "tiny_chat", "prompt": "x", "max_tokens": 2})
+        self.assertEqual(status, 200, answer)
 
     def test_models_list(self):
         status, body = SERVER.get_json("/v1/models")

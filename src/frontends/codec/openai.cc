@@ -191,13 +191,19 @@ Result<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, con
   if (const Value* lb = in.Get("logit_bias"); lb != nullptr && !(lb->IsObject() && lb->MemberCount() == 0)) {
     return Bad("logit_bias", "is not supported by this server");
   }
-  if (const Value* rf = in.Get("response_format")) {
-    // Only an object has members to look at (rapidjson asserts otherwise).
-    const bool text = rf->IsObject() && [rf] {
-      auto t = rf->FindMember("type");
-      return t != rf->MemberEnd() && t->value.IsString() && std::string_view(t->value.GetString()) == "text";
-    }();
-    if (!text) return Bad("response_format", "other than {\"type\": \"text\"} is not supported by this server");
+  // Structured outputs (OpenAI's, vLLM's and llama.cpp's spellings) go to the
+  // scheduler as parameters: JSON text for objects and arrays, strings as they are.
+  for (const char* name : {"response_format", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                           "structured_outputs", "json_schema", "grammar", "guided_whitespace_pattern"}) {
+    const Value* v = in.Get(name);
+    if (v == nullptr || v->IsNull()) continue;
+    if (v->IsString()) {
+      req->parameters[name] = std::string(v->GetString(), v->GetStringLength());
+    } else if (v->IsObject() || v->IsArray()) {
+      req->parameters[name] = Serialize(*v);
+    } else {
+      return Bad(name, "must be an object, an array or a string");
+    }
   }
   // The scheduler's own checks (ranges), early, so every choice is valid.
   INFERD_RETURN_IF_ERROR(llm::ParseGenerationRequest(*req).status());

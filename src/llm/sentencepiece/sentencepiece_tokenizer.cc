@@ -80,11 +80,16 @@ class SentencePieceTokenizer final : public Tokenizer {
     if (n <= 0) return Status::InvalidArgument("tokenizer.model: the vocabulary is empty");
     t->control_.assign(static_cast<size_t>(n), false);
     t->pieces_.resize(static_cast<size_t>(n));
+    t->byte_.assign(static_cast<size_t>(n), -1);
     for (int id = 0; id < n; ++id) {
       char buf[256];
       const long len = api->piece(h, id, buf, sizeof(buf));
       std::string piece(buf, static_cast<size_t>(std::min<long>(len, sizeof(buf))));
-      if (api->piece_type(h, id) & 1) {
+      const int type = api->piece_type(h, id);
+      if ((type & 4) && piece.size() == 6 && piece.starts_with("<0x") && piece.back() == '>') {
+        t->byte_[static_cast<size_t>(id)] = static_cast<int16_t>(std::stoi(piece.substr(3, 2), nullptr, 16));
+      }
+      if (type & 1) {
         t->control_[static_cast<size_t>(id)] = true;
         if (!piece.empty()) t->specials_.push_back({piece, id});
       }
@@ -145,6 +150,24 @@ class SentencePieceTokenizer final : public Tokenizer {
     if (id == unk_ && pieces_[static_cast<size_t>(id)] != token) return std::nullopt;
     return id;
   }
+  // The piece with its word-boundary mark as a space; a byte piece as its byte.
+  std::string TokenBytes(int32_t id) const override {
+    if (id < 0 || static_cast<size_t>(id) >= pieces_.size() || control_[static_cast<size_t>(id)] || id == unk_) {
+      return {};
+    }
+    if (byte_[static_cast<size_t>(id)] >= 0) return std::string(1, static_cast<char>(byte_[static_cast<size_t>(id)]));
+    std::string out;
+    const std::string& p = pieces_[static_cast<size_t>(id)];
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (p.compare(i, 3, "\xE2\x96\x81") == 0) {
+        out.push_back(' ');
+        i += 2;
+      } else {
+        out.push_back(p[i]);
+      }
+    }
+    return out;
+  }
   bool IsSpecial(int32_t id) const override {
     return id >= 0 && static_cast<size_t>(id) < control_.size() && control_[static_cast<size_t>(id)];
   }
@@ -172,6 +195,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   void* handle_;
   std::vector<bool> control_;
   std::vector<std::string> pieces_;
+  std::vector<int16_t> byte_;            // a byte piece's byte, else -1
   std::vector<VerbatimToken> specials_;  // control pieces, longest first
   int32_t bos_ = -1, eos_ = -1, unk_ = -1;
 };

@@ -39,6 +39,24 @@ let ctext = "";
 for await (const chunk of cstream) ctext += chunk.choices[0]?.text ?? "";
 out.completion_stream = ctext;
 
+// Structured outputs as the SDK sends them (response_format json_schema, strict); the suite validates the answer.
+const personSchema = {
+  type: "object",
+  properties: {
+    name: { type: "string", maxLength: 10 },
+    age: { type: "integer", minimum: 0, maximum: 120 },
+    pets: { type: "array", items: { enum: ["cat", "dog"] }, maxItems: 3 },
+  },
+  required: ["name", "age", "pets"],
+  additionalProperties: false,
+};
+const structured = await client.chat.completions.create({
+  model, messages: [{ role: "user", content: "A person, as JSON" }], max_tokens: 200, seed: 7,
+  response_format: { type: "json_schema", json_schema: { name: "person", schema: personSchema, strict: true } },
+});
+out.structured = { schema: personSchema, text: structured.choices[0].message.content,
+                   finish: structured.choices[0].finish_reason };
+
 try {
   await client.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "hi" }] });
   out.not_found = "no error";
