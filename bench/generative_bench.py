@@ -15,7 +15,10 @@ random weights, FP32) with a SentencePiece tokenizer, served by inferd with 2 in
      target >= 2x;
   D. against llama.cpp on the same weights (bench/llama_cpp_compare.py; issue 39): greedy outputs compared first,
      decode tokens/s at 1 and 16 sequences against llama.cpp at the same threads and at its best count, TTFT of a
-     512-token prompt; targets >= 1.3x, >= 2.5x, TTFT <= llama.cpp's.
+     512-token prompt; targets >= 1.3x, >= 2.5x, TTFT <= llama.cpp's;
+  E. structured outputs (bench/structured_outputs_bench.py; issue 39): 200 answers under JSON schemas from 16
+     clients, every one validated with jsonschema, and the time spent on token masks against decode time; targets
+     100% valid, masks <= 10% of decode time.
 
 Writes bench/results/<date>-<host>-generative.{json,md}. Usage: generative_bench.py --inferd build/src/inferd [--quick]
 """
@@ -35,6 +38,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_cpp_compare  # noqa: E402
 import run_bench as rb  # noqa: E402
+import structured_outputs_bench  # noqa: E402
 
 sys.path.insert(0, os.path.join(rb.ROOT, "src", "backends", "llm", "testdata"))
 import reference  # noqa: E402
@@ -141,6 +145,7 @@ def main():
         decode = bench(a, port, work, "decode c16", "bench_llama", "--endpoint", "completions", "--concurrency", "16",
                        "--num-prompts", "16", "--prompt-words", "64", "--output-tokens", "128", "--seed", "300")
         rep["llama_cpp"] = llama_cpp_compare.compare(port, "bench_llama", model_dir, work, threads=2)
+        rep["structured"] = structured_outputs_bench.compare(port, mport, "bench_llama")
     finally:
         p.stop()
     base = json.loads(subprocess.run([rb.PY, os.path.join(rb.ROOT, "bench", "baselines", "torch_generate.py"), model_dir,
@@ -196,6 +201,9 @@ def markdown(rep):
     if rep.get("llama_cpp"):
         out += ["", "## Against llama.cpp (same weights as GGUF F32, same token ids, greedy)", "",
                 llama_cpp_compare.markdown(rep["llama_cpp"])]
+    if rep.get("structured"):
+        out += ["", "## Structured outputs (JSON schemas, 16 concurrent clients, temperature 1)", "",
+                structured_outputs_bench.markdown(rep["structured"])]
     b = dc["torch_loop"]
     out += ["", "python3-torch loop (16 sequences as one batch, 64 prompt + 128 output tokens): prefill %.2f s, decode "
             "%.1f tokens/s, %.1f tokens/s overall." % (b["prefill_s"], b["decode_tokens_per_s"], b["total_tokens_per_s"]), ""]

@@ -447,6 +447,14 @@ class Generative(unittest.TestCase):
             self.assertEqual(finish, "stop")
             text, _ = text_of({"grammar": 'root ::= "yes" | "no"', "seed": seed, "max_tokens": 5})  # llama.cpp's
             self.assertIn(text, ["yes", "no"])
+        # KServe's generate extension: the same fields among its parameters (objects and arrays as JSON).
+        for seed in range(3):
+            status, answer = SERVER.post_json("/v2/models/tiny_chat/generate", {
+                "text_input": "x", "parameters": {"seed": seed, "max_tokens": 60, "guided_json": {
+                    "type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 5}},
+                    "required": ["n"]}}})
+            self.assertEqual(status, 200, answer)
+            self.assertIn(json.loads(answer["text_output"])["n"], [1, 2, 3, 4, 5])
         # Any JSON object: random weights write long strings, so only the answers that ended are parsed, and a
         # stream that ran out of tokens is still a prefix the grammar allows (it starts with "{").
         ended = 0

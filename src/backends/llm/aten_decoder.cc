@@ -287,8 +287,6 @@ class AtenDecoder final : public DecoderModel {
     return Status::OK();
   }
 
-  static constexpr int64_t kGemvBatch = 4;  // most sequences of a step whose products run as matrix-vector ones
-
   // A step of Llama-architecture sequences that each run one token: the raw-buffer path (decode_kernels.h).
   bool DecodeOnly(std::span<const StepInput> batch) const {
     if (w_->config.architecture != Architecture::kLlama) return false;
@@ -297,12 +295,15 @@ class AtenDecoder final : public DecoderModel {
     return true;
   }
 
-  // y[b, :rows] = W x[b] (+ bias) for the batch. A few rows: matrix-vector products reading W once, its rows split
-  // between the intra-op threads; more: ATen's matrix product (a blocked GEMM does better once W's rows are
-  // reused enough: measured 16 sequences 541 -> 355 tokens/s with the matrix-vector kernel).
+  // y[b, :rows] = W x[b] (+ bias) for the batch: W's rows split between the intra-op threads, each read once for
+  // the whole batch in register tiles of rows x sequences (kernels::GemmSmall); ATen's GEMM past kTiledBatch
+  // sequences, where its packed blocks pay off. Measured on bench_llama, decode tokens/s: 16 sequences, ATen's
+  // addmm 540 (a third of it packing W: OpenBLAS's sgemm_incopy), the tiles 750-850; 1 sequence, a row-by-row
+  // matrix-vector product 242, the tiles (4 rows at once, the next tile prefetched) 254.
+  static constexpr int64_t kTiledBatch = 64;
   static void Linear(const at::Tensor& w, const at::Tensor& b, const float* x, int64_t batch, float* y) {
     const int64_t rows = w.size(0), cols = w.size(1);
-    if (batch > kGemvBatch) {
+    if (batch > kTiledBatch) {
       const auto opts = at::TensorOptions().dtype(at::kFloat);
       at::Tensor xt = at::from_blob(const_cast<float*>(x), {batch, cols}, opts);
       at::Tensor yt = at::from_blob(y, {batch, rows}, opts);
@@ -314,10 +315,11 @@ class AtenDecoder final : public DecoderModel {
     }
     const float* wp = w.data_ptr<float>();
     const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
-    // Enough rows per task that a thread's share is worth the hand-off (~64 KiB of weights).
-    const int64_t grain = std::max<int64_t>(16, (64 << 10) / (cols * static_cast<int64_t>(sizeof(float))));
+    // Enough rows per task that a thread's share is worth the hand-off (~64 KiB of weights), a multiple of 4.
+    const int64_t grain =
+        std::max<int64_t>(16, (64 << 10) / (cols * static_cast<int64_t>(sizeof(float)))) & ~int64_t{3};
     at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-      kernels::Gemv(wp + r0 * cols, bp ? bp + r0 : nullptr, r1 - r0, cols, x, cols, batch, y + r0, rows);
+      kernels::GemmSmall(wp + r0 * cols, bp ? bp + r0 : nullptr, r1 - r0, cols, x, cols, batch, y + r0, rows);
     });
   }
 

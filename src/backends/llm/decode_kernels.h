@@ -19,10 +19,13 @@ float Dot(const float* a, const float* b, int64_t n);
 void Axpy(float a, const float* x, float* y, int64_t n);
 
 // For every b < batch and r < rows: y[b * y_stride + r] = W[r, :] . x[b * x_stride, ...]
-// (+ bias[r] when bias is not null). W is row-major [rows, cols]; each row is
-// read once for the whole batch.
-void Gemv(const float* w, const float* bias, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
-          int64_t batch, float* y, int64_t y_stride);
+// (+ bias[r] when bias is not null), W row-major [rows, cols], for a batch of
+// 1-64 sequences: W's rows are taken a few at a time and multiplied with every
+// sequence's x while they are in cache (register tiles of rows x sequences,
+// the next tile's rows prefetched), so W is read from memory once per call and
+// no packed copy is made. AVX-512, AVX2+FMA or SSE, chosen by the CPU.
+void GemmSmall(const float* w, const float* bias, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
+               int64_t batch, float* y, int64_t y_stride);
 
 // out = w * x / sqrt(mean(x^2) + eps) over n floats (out may be x).
 void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);

@@ -66,7 +66,7 @@ Result<std::unique_ptr<InferRequest>> ReadGenerateRequest(std::string_view body,
       if (!m.value.IsString()) return Status::InvalidArgument("'id' must be a string");
       req->id.assign(m.value.GetString(), m.value.GetStringLength());
     } else if (key == "parameters") {
-      INFERD_RETURN_IF_ERROR(json::ParseParameters(m.value, &req->parameters, "request"));
+      INFERD_RETURN_IF_ERROR(json::ParseParameters(m.value, &req->parameters, "request", /*json_values=*/true));
     }
   }
   req->decode = [doc](const std::vector<InputInfo>& inputs, InferRequest& r) { return DecodeInputs(*doc, inputs, r); };

@@ -1,5 +1,8 @@
 #include "frontends/codec/json_tensor.h"
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -217,7 +220,7 @@ void AppendNestedImpl(std::string* out, const Tensor& t, const Shape& dims, size
 
 }  // namespace
 
-Status ParseParameters(const rapidjson::Value& v, Parameters* out, std::string_view where) {
+Status ParseParameters(const rapidjson::Value& v, Parameters* out, std::string_view where, bool json_values) {
   if (!v.IsObject()) return Status::InvalidArgument(std::string(where) + " 'parameters' must be an object");
   for (const auto& m : v.GetObject()) {
     std::string key(m.name.GetString(), m.name.GetStringLength());
@@ -230,7 +233,12 @@ Status ParseParameters(const rapidjson::Value& v, Parameters* out, std::string_v
       (*out)[key] = val.GetDouble();
     else if (val.IsString())
       (*out)[key] = std::string(val.GetString(), val.GetStringLength());
-    else
+    else if (json_values && (val.IsObject() || val.IsArray())) {
+      rapidjson::StringBuffer b;
+      rapidjson::Writer<rapidjson::StringBuffer> w(b);
+      val.Accept(w);
+      (*out)[key] = std::string(b.GetString(), b.GetSize());
+    } else
       return Status::InvalidArgument(std::string(where) + " parameter '" + key + "' must be a bool, number or string");
   }
   return Status::OK();

@@ -43,7 +43,9 @@ void AppendNestedData(std::string* out, const Tensor& t, const Shape& dims, int6
 
 // KServe v2 "parameters" (an object of bool, number or string values) into
 // `out`; `where` names the object in errors ("request", "input 'x'").
-Status ParseParameters(const rapidjson::Value& v, Parameters* out, std::string_view where);
+// With `json_values`, object and array values are kept as their JSON text (the
+// generate extension's structured-output parameters: guided_json, response_format...).
+Status ParseParameters(const rapidjson::Value& v, Parameters* out, std::string_view where, bool json_values = false);
 
 std::string Base64Encode(std::string_view in);
 Result<std::string> Base64Decode(std::string_view in);
