@@ -15,7 +15,9 @@ random weights, FP32) with a SentencePiece tokenizer, served by inferd with 2 in
      target >= 2x;
   D. against llama.cpp on the same weights (bench/llama_cpp_compare.py; issue 39): greedy outputs compared first,
      decode tokens/s at 1 and 16 sequences against llama.cpp at the same threads and at its best count, TTFT of a
-     512-token prompt; targets >= 1.3x, >= 2.5x, TTFT <= llama.cpp's;
+     512-token prompt; targets >= 1.3x, >= 2.5x, TTFT <= llama.cpp's; then `quantization: int8` against
+     llama.cpp's Q8_0 of the same weights (target >= 1.2x at 1 and 16 sequences) and int8's greedy tokens against
+     FP32's, teacher-forced (target >= 95% equal);
   E. structured outputs (bench/structured_outputs_bench.py; issue 39): 200 answers under JSON schemas from 16
      clients, every one validated with jsonschema, and the time spent on token masks against decode time; targets
      100% valid, masks <= 10% of decode time.
@@ -68,7 +70,8 @@ def make_model(repo):
     with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
         json.dump({"add_bos_token": True}, f)
     for name, extra in [("bench_llama", {}), ("bench_llama_static", {"scheduling": "static"}),
-                        ("bench_llama_noprefix", {"enable_prefix_caching": "false"})]:
+                        ("bench_llama_noprefix", {"enable_prefix_caching": "false"}),
+                        ("bench_llama_int8", {"quantization": "int8"})]:
         if name != "bench_llama":
             shutil.copytree(d, os.path.join(repo, name, "1"))
         params = dict({"chat_template": "chatml", "INTRA_OP_THREAD_COUNT": "2", "kv_cache_bytes": str(512 << 20),
@@ -145,12 +148,19 @@ def main():
         decode = bench(a, port, work, "decode c16", "bench_llama", "--endpoint", "completions", "--concurrency", "16",
                        "--num-prompts", "16", "--prompt-words", "64", "--output-tokens", "128", "--seed", "300")
         rep["llama_cpp"] = llama_cpp_compare.compare(port, "bench_llama", model_dir, work, threads=2)
+        rep["llama_cpp_int8"] = llama_cpp_compare.compare(port, "bench_llama_int8", model_dir, work, threads=2, q8_0=True)
+        rep["llama_cpp_int8"]["agreement"] = llama_cpp_compare.agreement(
+            port, "bench_llama", "bench_llama_int8", llama_cpp_compare.prompts(8, 64, 4), 64)
         rep["structured"] = structured_outputs_bench.compare(port, mport, "bench_llama")
     finally:
         p.stop()
     base = json.loads(subprocess.run([rb.PY, os.path.join(rb.ROOT, "bench", "baselines", "torch_generate.py"), model_dir,
                                       "--batch", "16", "--prompt-tokens", "64", "--output-tokens", "128", "--threads", "2"],
                                      capture_output=True, text=True, check=True).stdout)
+    chat = os.path.join(rb.ROOT, "examples", "repository", "license_chat", "1")
+    if os.path.isdir(chat):  # the trained example model (make examples-all): int8's agreement where it means something
+        import int8_agreement
+        rep["int8_agreement_license_chat"] = int8_agreement.measure(a.inferd, chat)
     rep["decode"] = {"inferd": decode, "torch_loop": base,
                      "ratio_total": decode["output_tokens_per_s"] / base["total_tokens_per_s"]}
     stem = os.path.join(rb.ROOT, "bench", "results", "%s-%s-generative" % (rep["date"], rep["host"]))
@@ -201,6 +211,14 @@ def markdown(rep):
     if rep.get("llama_cpp"):
         out += ["", "## Against llama.cpp (same weights as GGUF F32, same token ids, greedy)", "",
                 llama_cpp_compare.markdown(rep["llama_cpp"])]
+    if rep.get("llama_cpp_int8"):
+        out += ["", "## int8 weights against llama.cpp's Q8_0 (same weights)", "",
+                llama_cpp_compare.markdown(rep["llama_cpp_int8"])]
+        t = rep.get("int8_agreement_license_chat")
+        out += ["", "On the trained example model license_chat (text prompts): %s" % (
+            "teacher-forced tokens equal **%.1f%%**, running free the first %.1f of %d tokens equal on average."
+            % (100 * t["teacher_forced_equal"], t["free_running_equal_prefix_mean"], t["tokens"] // t["prompts"])
+            if t else "not measured (`make examples-all` trains it).")]
     if rep.get("structured"):
         out += ["", "## Structured outputs (JSON schemas, 16 concurrent clients, temperature 1)", "",
                 structured_outputs_bench.markdown(rep["structured"])]

@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """A Llama model folder as inferd serves it (config.json, model.safetensors, a SentencePiece tokenizer.model) written
-as a GGUF file that llama.cpp reads (F32 tensors), for the llama.cpp baseline of `make bench-generative`.
+as a GGUF file that llama.cpp reads (F32 tensors, or the weight matrices as Q8_0), for the llama.cpp baseline of
+`make bench-generative`.
 
 GGUF v3 as llama.cpp's gguf.h and docs describe it: a header, typed key/value metadata (the `llama` architecture's
 hyperparameters and the SentencePiece vocabulary as tokenizer.ggml.*), tensor infos (dimensions innermost first)
 and the tensor data, each aligned to 32 bytes. Q and K projections are stored with llama.cpp's rotary layout: the
 halves Hugging Face's rotate_half pairs up become adjacent pairs.
 
-Usage: gguf.py MODEL_DIR OUT.gguf
+Usage: gguf.py MODEL_DIR OUT.gguf [q8_0]
 """
 import json
 import os
@@ -20,6 +21,7 @@ import sentencepiece as spm
 ALIGN = 32
 T_UINT32, T_INT32, T_FLOAT32, T_BOOL, T_STRING, T_ARRAY = 4, 5, 6, 7, 8, 9
 GGML_F32 = 0
+GGML_Q8_0 = 8  # blocks of 32: an FP16 scale, then 32 int8
 # llama.cpp's token types.
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, BYTE = 1, 2, 3, 4, 6
 
@@ -108,7 +110,20 @@ def vocabulary(tokenizer_model):
     return tokens, scores, types
 
 
-def write(model_dir, out_path):
+def q8_0(t):
+    """A 2-D float32 array as GGML Q8_0 bytes (per row, blocks of 32: d = max|x| / 127 as FP16, q = round(x / d))."""
+    blocks = t.reshape(-1, 32).astype(np.float32)
+    d = np.abs(blocks).max(axis=1) / 127.0
+    inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1), 0.0)
+    q = np.clip(np.round(blocks * inv[:, None]), -127, 127).astype(np.int8)
+    out = np.empty((blocks.shape[0], 34), dtype=np.uint8)
+    out[:, :2] = d.astype(np.float16).view(np.uint8).reshape(-1, 2)
+    out[:, 2:] = q.view(np.uint8)
+    return out.tobytes()
+
+
+def write(model_dir, out_path, quantize_q8_0=False):
+    """The model as GGUF: every tensor F32, or with `quantize_q8_0` the 2-D weight matrices as Q8_0 (norms stay F32)."""
     with open(os.path.join(model_dir, "config.json")) as f:
         c = json.load(f)
     H, L = c["hidden_size"], c["num_hidden_layers"]
@@ -137,7 +152,7 @@ def write(model_dir, out_path):
         _kv("general.architecture", T_STRING, "llama"),
         _kv("general.name", T_STRING, os.path.basename(os.path.dirname(os.path.abspath(model_dir))) or "model"),
         _kv("general.alignment", T_UINT32, ALIGN),
-        _kv("general.file_type", T_UINT32, 0),  # all F32
+        _kv("general.file_type", T_UINT32, 7 if quantize_q8_0 else 0),  # MOSTLY_Q8_0, or all F32
         _kv("llama.context_length", T_UINT32, c["max_position_embeddings"]),
         _kv("llama.embedding_length", T_UINT32, H),
         _kv("llama.block_count", T_UINT32, L),
@@ -158,13 +173,16 @@ def write(model_dir, out_path):
         _kv("tokenizer.ggml.add_bos_token", T_BOOL, True),
         _kv("tokenizer.ggml.add_eos_token", T_BOOL, False),
     ]
-    infos, offset = [], 0
+    datas, infos, offset = [], [], 0
     for name, t in tensors:
         t = np.ascontiguousarray(t, dtype=np.float32)
+        quant = quantize_q8_0 and t.ndim == 2 and t.shape[1] % 32 == 0
+        b = q8_0(t) if quant else t.tobytes()
         dims = list(reversed(t.shape))
         infos.append(_str(name) + struct.pack("<I", len(dims)) + struct.pack("<%dQ" % len(dims), *dims) +
-                     struct.pack("<IQ", GGML_F32, offset))
-        offset += (t.nbytes + ALIGN - 1) // ALIGN * ALIGN
+                     struct.pack("<IQ", GGML_Q8_0 if quant else GGML_F32, offset))
+        datas.append(b)
+        offset += (len(b) + ALIGN - 1) // ALIGN * ALIGN
     with open(out_path, "wb") as f:
         f.write(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)))
         for kv in kvs:
@@ -172,11 +190,10 @@ def write(model_dir, out_path):
         for info in infos:
             f.write(info)
         f.write(b"\0" * ((-f.tell()) % ALIGN))
-        for _, t in tensors:
-            b = np.ascontiguousarray(t, dtype=np.float32).tobytes()
+        for b in datas:
             f.write(b)
             f.write(b"\0" * ((-len(b)) % ALIGN))
 
 
 if __name__ == "__main__":
-    write(sys.argv[1], sys.argv[2])
+    write(sys.argv[1], sys.argv[2], quantize_q8_0=len(sys.argv) > 3 and sys.argv[3] == "q8_0")

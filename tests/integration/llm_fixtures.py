@@ -60,6 +60,8 @@ def make(repo):
     copy(repo, "tiny_chat_small_kv", kv_cache_bytes=str(BLOCK_BYTES * 12))
     copy(repo, "tiny_chat_static", kv_cache_bytes=str(BLOCK_BYTES * 256), scheduling="static")
     copy(repo, "tiny_chat_no_prefix", kv_cache_bytes=str(BLOCK_BYTES * 256), enable_prefix_caching="false")
+    copy(repo, "tiny_chat_int8", kv_cache_bytes=str(BLOCK_BYTES * 256), quantization="int8")
+    copy(repo, "tiny_chat_bad_quant", quantization="fp4")
 
 
 def copy(repo, name, **params):
@@ -72,10 +74,13 @@ def copy(repo, name, **params):
 class Reference:
     """Greedy generation with the float64 reference and the model's own tokenizer."""
 
-    def __init__(self, repo):
+    def __init__(self, repo, int8=False):
         d = os.path.join(repo, "tiny_chat", "1")
         self.sp = spm.SentencePieceProcessor(model_file=os.path.join(d, "tokenizer.model"))
-        self.W = {k: v.to(torch.float64) for k, v in load_safetensors(os.path.join(d, "model.safetensors")).items()}
+        W = load_safetensors(os.path.join(d, "model.safetensors"))
+        if int8:  # the server's quantization: int8, dequantized: every projection matrix, not the embedding or norms
+            W = {k: q8_dequantized(v) if k.endswith("proj.weight") or k == "lm_head.weight" else v for k, v in W.items()}
+        self.W = {k: v.to(torch.float64) for k, v in W.items()}
 
     def prompt_ids(self, text):
         return [1] + self.sp.encode(text)
@@ -98,6 +103,16 @@ class Reference:
     def text(self, prompt_ids, out_ids):
         """The text of out_ids as the server streams it: decoded after the prompt, without special pieces."""
         return self.sp.decode(prompt_ids[-5:] + out_ids)[len(self.sp.decode(prompt_ids[-5:])):]
+
+
+def q8_dequantized(w):
+    """w through the server's Q8 (blocks of 32 per row, scale max|x| / 127, round half to even), in float32 as the
+    server computes it, back to float32 values."""
+    b = w.to(torch.float32).reshape(-1, 32)
+    s = b.abs().amax(dim=1) / torch.tensor(127.0, dtype=torch.float32)
+    inv = torch.where(s > 0, 1.0 / torch.where(s > 0, s, torch.ones_like(s)), torch.zeros_like(s))
+    q = torch.clamp(torch.round(b * inv[:, None]), -127, 127)
+    return (q * s[:, None]).reshape(w.shape)
 
 
 def load_safetensors(path):

@@ -33,7 +33,7 @@ def setUpModule():
     REF = llm_fixtures.Reference(C.REPO)
     SERVER = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_chat",
                        "--load-model", "tiny_chat_small_kv", "--load-model", "tiny_chat_static",
-                       "--load-model", "tiny_chat_no_prefix", "--load-model", "mlp")
+                       "--load-model", "tiny_chat_no_prefix", "--load-model", "tiny_chat_int8", "--load-model", "mlp")
 
 
 def tearDownModule():
@@ -498,6 +498,33 @@ class Generative(unittest.TestCase):
         # The server is still well.
         status, answer = SERVER.post_json("/v1/completions", {"model": "tiny_chat", "prompt": "x", "max_tokens": 2})
         self.assertEqual(status, 200, answer)
+
+    def test_int8_weights_match_the_dequantized_reference(self):
+        # quantization: int8 answers as the float64 reference does over the same weights quantized and dequantized
+        # (token for token), streamed and not; and it is a different model from FP32 (the weights did change).
+        ref8 = llm_fixtures.Reference(C.REPO, int8=True)
+        differs = 0
+        for prompt in PROMPTS[:4]:
+            ids = ref8.prompt_ids(prompt)
+            out, finish = ref8.greedy(ids, 12)
+            status, answer = SERVER.post_json("/v1/completions", {"model": "tiny_chat_int8", "prompt": prompt,
+                                                                   "max_tokens": 12, "temperature": 0})
+            self.assertEqual(status, 200, answer)
+            self.assertEqual(answer["choices"][0]["text"], ref8.text(ids, out), prompt)
+            self.assertEqual(answer["choices"][0]["finish_reason"], finish)
+            differs += out != REF.greedy(ids, 12)[0]
+        self.assertGreater(differs, 0, "int8 greedy equals FP32 on every prompt: were the weights quantized?")
+        status, _, data = post("/v1/completions", {"model": "tiny_chat_int8", "prompt": PROMPTS[0], "max_tokens": 12,
+                                                   "temperature": 0, "stream": True})
+        self.assertEqual(status, 200)
+        chunks = [json.loads(e) for e in sse(data)[:-1]]
+        ids = ref8.prompt_ids(PROMPTS[0])
+        self.assertEqual("".join(c["choices"][0]["text"] for c in chunks if c["choices"]),
+                         ref8.text(ids, ref8.greedy(ids, 12)[0]))
+        # An unknown quantization fails the load (503, as every failed load answers), naming the choices.
+        status, body = SERVER.post_json("/v2/repository/models/tiny_chat_bad_quant/load", {})
+        self.assertEqual(status, 503, body)
+        self.assertIn("'quantization' 'fp4' is not one of none, int8", body["error"])
 
     def test_models_list(self):
         status, body = SERVER.get_json("/v1/models")

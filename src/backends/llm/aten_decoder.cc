@@ -17,12 +17,21 @@
 
 namespace inferd::llm {
 
+// A weight matrix as int8 blocks with scales (decode_kernels.h's Q8); empty when not quantized.
+struct Q8Matrix {
+  int64_t rows = 0, cols = 0;
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  bool empty() const { return rows == 0; }
+};
+
 struct LayerWeights {
   at::Tensor norm1_w, norm1_b, norm2_w, norm2_b;  // biases: GPT-2 only
   at::Tensor qkv_w, qkv_b;                        // [q + k + v, hidden]; bias may be undefined
   at::Tensor o_w, o_b;
   at::Tensor up_w, up_b;  // Llama: gate and up stacked [2 * inter, hidden]; GPT-2: c_fc
   at::Tensor down_w, down_b;
+  Q8Matrix qkv_q, o_q, up_q, down_q;  // WeightOptions::int8
 };
 
 struct DecoderWeights {
@@ -33,6 +42,8 @@ struct DecoderWeights {
   at::Tensor final_w, final_b;
   at::Tensor lm_head;   // [vocab, hidden] (the embedding when tied)
   at::Tensor inv_freq;  // Llama: [head_dim / 2]
+  Q8Matrix lm_head_q;
+  bool int8 = false;
 };
 
 namespace {
@@ -214,6 +225,33 @@ Result<std::shared_ptr<const DecoderWeights>> LoadGpt2(const WeightFiles& f, con
   return std::shared_ptr<const DecoderWeights>(std::move(w));
 }
 
+// `w` as int8, its FP32 copy released (shared with the embedding: kept); a
+// matrix whose width is not a multiple of the block stays FP32 (empty result).
+Q8Matrix Quantize(at::Tensor& w, const at::Tensor& keep) {
+  Q8Matrix m;
+  if (w.size(1) % kernels::kQ8Block != 0) return m;
+  m.rows = w.size(0);
+  m.cols = w.size(1);
+  m.q.resize(static_cast<size_t>(m.rows * m.cols));
+  m.scales.resize(static_cast<size_t>(m.rows * (m.cols / kernels::kQ8Block)));
+  const at::Tensor c = w.contiguous();
+  kernels::QuantizeQ8(c.data_ptr<float>(), m.rows, m.cols, m.q.data(), m.scales.data());
+  if (!w.is_same(keep)) w = at::Tensor();
+  return m;
+}
+
+// Int8 copies of every matrix the decode path multiplies by.
+void QuantizeLlama(DecoderWeights* w) {
+  for (LayerWeights& L : w->layers) {
+    L.qkv_q = Quantize(L.qkv_w, w->embed);
+    L.o_q = Quantize(L.o_w, w->embed);
+    L.up_q = Quantize(L.up_w, w->embed);
+    L.down_q = Quantize(L.down_w, w->embed);
+  }
+  w->lm_head_q = Quantize(w->lm_head, w->embed);
+  w->int8 = true;
+}
+
 at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w, double eps) {
   at::Tensor var = x.pow(2).mean(-1, /*keepdim=*/true);
   return w * (x * at::rsqrt(var + eps));
@@ -301,8 +339,49 @@ class AtenDecoder final : public DecoderModel {
   // addmm 540 (a third of it packing W: OpenBLAS's sgemm_incopy), the tiles 750-850; 1 sequence, a row-by-row
   // matrix-vector product 242, the tiles (4 rows at once, the next tile prefetched) 254.
   static constexpr int64_t kTiledBatch = 64;
-  static void Linear(const at::Tensor& w, const at::Tensor& b, const float* x, int64_t batch, float* y) {
-    const int64_t rows = w.size(0), cols = w.size(1);
+  // x [n, in] through a projection: ATen's linear, or the Q8 kernel when the matrix is int8 (its FP32 copy gone).
+  static at::Tensor Project(const at::Tensor& x, const at::Tensor& w, const Q8Matrix& q8, const at::Tensor& b) {
+    if (q8.empty()) return at::linear(x, w, b);
+    const at::Tensor xc = x.contiguous();
+    at::Tensor y = at::empty({xc.size(0), q8.rows}, at::TensorOptions().dtype(at::kFloat));
+    Linear(w, q8, b, xc.data_ptr<float>(), xc.size(0), y.data_ptr<float>());
+    return y;
+  }
+
+  static void Linear(const at::Tensor& w, const Q8Matrix& q8, const at::Tensor& b, const float* x, int64_t batch,
+                     float* y) {
+    const int64_t rows = q8.empty() ? w.size(0) : q8.rows, cols = q8.empty() ? w.size(1) : q8.cols;
+    const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+    if (!q8.empty() && batch > kTiledBatch) {
+      // Many rows of x (a prompt): blocks of W widened to FP32 for ATen's GEMM, whose packed kernels beat the
+      // tiles once each weight is reused this often (TTFT of a 512-token prompt on bench_llama: 392 ms with the
+      // tiles in steps of 64 rows).
+      const auto opts = at::TensorOptions().dtype(at::kFloat);
+      constexpr int64_t kChunk = 256;
+      at::Tensor xt = at::from_blob(const_cast<float*>(x), {batch, cols}, opts);
+      at::Tensor yt = at::from_blob(y, {batch, rows}, opts);
+      at::Tensor wt = at::empty({std::min(kChunk, rows), cols}, opts);
+      for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
+        const int64_t n = std::min(kChunk, rows - r0);
+        kernels::DequantizeQ8(q8.q.data() + r0 * cols, q8.scales.data() + r0 * (cols / kernels::kQ8Block), n, cols,
+                              wt.data_ptr<float>());
+        at::Tensor part = at::mm(xt, wt.narrow(0, 0, n).t());
+        if (bp != nullptr) part.add_(at::from_blob(const_cast<float*>(bp + r0), {n}, opts));
+        yt.narrow(1, r0, n).copy_(part);
+      }
+      return;
+    }
+    if (!q8.empty()) {  // int8 weights, up to kTiledBatch sequences: the tiles
+      const int64_t grain = std::max<int64_t>(16, (64 << 10) / cols) & ~int64_t{3};
+      for (int64_t s0 = 0; s0 < batch; s0 += kTiledBatch) {
+        const int64_t n = std::min(kTiledBatch, batch - s0);
+        at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+          kernels::GemmSmallQ8(q8.q.data() + r0 * cols, q8.scales.data() + r0 * (cols / kernels::kQ8Block),
+                               bp ? bp + r0 : nullptr, r1 - r0, cols, x + s0 * cols, cols, n, y + s0 * rows + r0, rows);
+        });
+      }
+      return;
+    }
     if (batch > kTiledBatch) {
       const auto opts = at::TensorOptions().dtype(at::kFloat);
       at::Tensor xt = at::from_blob(const_cast<float*>(x), {batch, cols}, opts);
@@ -314,7 +393,6 @@ class AtenDecoder final : public DecoderModel {
       return;
     }
     const float* wp = w.data_ptr<float>();
-    const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
     // Enough rows per task that a thread's share is worth the hand-off (~64 KiB of weights), a multiple of 4.
     const int64_t grain =
         std::max<int64_t>(16, (64 << 10) / (cols * static_cast<int64_t>(sizeof(float)))) & ~int64_t{3};
@@ -371,7 +449,7 @@ class AtenDecoder final : public DecoderModel {
       float* vc = cache + (static_cast<int64_t>(l) * 2 + 1) * slots * nkv * D;
       for (int64_t s = 0; s < B; ++s)
         kernels::RmsNorm(x_.data() + s * H, L.norm1_w.data_ptr<float>(), H, eps, h_.data() + s * H);
-      Linear(L.qkv_w, L.qkv_b, h_.data(), B, qkv_.data());
+      Linear(L.qkv_w, L.qkv_q, L.qkv_b, h_.data(), B, qkv_.data());
       for (int64_t s = 0; s < B; ++s) {
         float* q = qkv_.data() + s * qkv_rows;
         float* k = q + nh * D;
@@ -392,17 +470,17 @@ class AtenDecoder final : public DecoderModel {
                              h_.data() + s * nh * D + hq * D);
         }
       }
-      Linear(L.o_w, L.o_b, h_.data(), B, o_.data());
+      Linear(L.o_w, L.o_q, L.o_b, h_.data(), B, o_.data());
       for (int64_t s = 0; s < B; ++s) kernels::Axpy(1.0f, o_.data() + s * H, x_.data() + s * H, H);
       for (int64_t s = 0; s < B; ++s)
         kernels::RmsNorm(x_.data() + s * H, L.norm2_w.data_ptr<float>(), H, eps, h_.data() + s * H);
-      Linear(L.up_w, L.up_b, h_.data(), B, up_.data());
+      Linear(L.up_w, L.up_q, L.up_b, h_.data(), B, up_.data());
       for (int64_t s = 0; s < B; ++s) {
         float* u = up_.data() + s * 2 * I;
         kernels::SwiGlu(u, u + I, I);
         std::copy_n(u, I, act_.data() + s * I);
       }
-      Linear(L.down_w, L.down_b, act_.data(), B, h_.data());
+      Linear(L.down_w, L.down_q, L.down_b, act_.data(), B, h_.data());
       for (int64_t s = 0; s < B; ++s) kernels::Axpy(1.0f, h_.data() + s * H, x_.data() + s * H, H);
     }
     // The final norm and the head, for the sequences that want logits.
@@ -413,7 +491,7 @@ class AtenDecoder final : public DecoderModel {
       ++rows;
     }
     logits->resize(static_cast<size_t>(rows * c.vocab_size));
-    if (rows > 0) Linear(w_->lm_head, at::Tensor(), h_.data(), rows, logits->data());
+    if (rows > 0) Linear(w_->lm_head, w_->lm_head_q, at::Tensor(), h_.data(), rows, logits->data());
     return Status::OK();
   }
 
@@ -465,7 +543,7 @@ class AtenDecoder final : public DecoderModel {
       const LayerWeights& L = w_->layers[l];
       at::Tensor h =
           llama ? RmsNorm(x, L.norm1_w, c.norm_eps) : at::layer_norm(x, {H}, L.norm1_w, L.norm1_b, c.norm_eps);
-      at::Tensor qkv = at::linear(h, L.qkv_w, L.qkv_b);
+      at::Tensor qkv = Project(h, L.qkv_w, L.qkv_q, L.qkv_b);
       at::Tensor q = qkv.narrow(1, 0, nh * D).view({T, nh, D});
       at::Tensor k = qkv.narrow(1, nh * D, nkv * D).view({T, nkv, D});
       at::Tensor v = qkv.narrow(1, (nh + nkv) * D, nkv * D).view({T, nkv, D});
@@ -500,9 +578,9 @@ class AtenDecoder final : public DecoderModel {
         row += n;
       }
       at::Tensor attn = outs.size() == 1 ? outs[0] : at::cat(outs, 0);
-      x = x + at::linear(attn, L.o_w, L.o_b);
+      x = x + Project(attn, L.o_w, L.o_q, L.o_b);
       h = llama ? RmsNorm(x, L.norm2_w, c.norm_eps) : at::layer_norm(x, {H}, L.norm2_w, L.norm2_b, c.norm_eps);
-      at::Tensor up = at::linear(h, L.up_w, L.up_b);
+      at::Tensor up = Project(h, L.up_w, L.up_q, L.up_b);
       at::Tensor act;
       if (llama) {
         const int64_t I = c.intermediate_size;
@@ -514,14 +592,14 @@ class AtenDecoder final : public DecoderModel {
       } else {
         act = at::gelu(up, "tanh");
       }
-      x = x + at::linear(act, L.down_w, L.down_b);
+      x = x + Project(act, L.down_w, L.down_q, L.down_b);
     }
     if (last_rows.empty()) return Status::OK();
     at::Tensor rows = at::from_blob(last_rows.data(), {static_cast<int64_t>(last_rows.size())}, long_opts);
     at::Tensor last = x.index_select(0, rows);
     last = llama ? RmsNorm(last, w_->final_w, c.norm_eps)
                  : at::layer_norm(last, {H}, w_->final_w, w_->final_b, c.norm_eps);
-    at::Tensor out = at::linear(last, w_->lm_head).contiguous();
+    at::Tensor out = Project(last, w_->lm_head, w_->lm_head_q, at::Tensor()).contiguous();
     logits->assign(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
     return Status::OK();
   }
@@ -538,12 +616,23 @@ class AtenDecoder final : public DecoderModel {
 
 }  // namespace
 
-Result<std::shared_ptr<const DecoderWeights>> LoadDecoderWeights(const std::string& dir, const DecoderConfig& config) {
+Result<std::shared_ptr<const DecoderWeights>> LoadDecoderWeights(const std::string& dir, const DecoderConfig& config,
+                                                                 const WeightOptions& options) {
   try {
     c10::InferenceMode guard;
     WeightFiles files;
     INFERD_RETURN_IF_ERROR(files.Open(dir));
-    return config.architecture == Architecture::kLlama ? LoadLlama(files, config) : LoadGpt2(files, config);
+    if (config.architecture != Architecture::kLlama) {
+      if (options.int8) return Status::InvalidArgument("quantization int8 needs a Llama-architecture model");
+      return LoadGpt2(files, config);
+    }
+    INFERD_ASSIGN_OR_RETURN(auto w, LoadLlama(files, config));
+    if (options.int8) {
+      auto q = std::make_shared<DecoderWeights>(*w);
+      QuantizeLlama(q.get());
+      return std::shared_ptr<const DecoderWeights>(std::move(q));
+    }
+    return w;
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("cannot load the weights: ") + e.what());
   }

@@ -20,9 +20,21 @@ namespace inferd::llm {
 
 struct DecoderWeights;  // aten_decoder.cc
 
+struct WeightOptions {
+  // Weight-only int8 (the model's `quantization: int8`): every projection
+  // matrix as int8 blocks of 32 with a scale each (GGUF's Q8_0 layout, FP32
+  // scales), multiplied in FP32 registers (decode_kernels.h); the FP32 copies
+  // are released (a quarter of the bytes to hold and to read per token). The
+  // embedding and norms stay FP32 (a tied lm_head is the embedding: FP32 for
+  // the lookup, int8 for the logits). Llama only; a matrix whose width is not
+  // a multiple of 32 stays FP32.
+  bool int8 = false;
+};
+
 // Reads and checks the weights of `dir` (model.safetensors, or the shards a
 // model.safetensors.index.json names) for `config`.
-Result<std::shared_ptr<const DecoderWeights>> LoadDecoderWeights(const std::string& dir, const DecoderConfig& config);
+Result<std::shared_ptr<const DecoderWeights>> LoadDecoderWeights(const std::string& dir, const DecoderConfig& config,
+                                                                 const WeightOptions& options = {});
 
 // A decoder over shared weights, with no cache until AllocateCache. Its
 // intra-op threads are the calling thread's (set by the caller).

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "backends/llm/decode_kernels.h"
 #include "llm/decoder_config.h"
 
 namespace inferd::llm {
@@ -217,6 +218,118 @@ TEST_P(DecoderTest, RefusesTokensAndTablesOutOfRange) {
   std::vector<int32_t> one = {1};
   StepInput far{one, 0, outside, true};
   EXPECT_EQ(decoder_->Forward(std::span(&far, 1), &logits).code(), StatusCode::kInvalidArgument);
+}
+
+// Weight-only int8 (the model's quantization: int8): decode steps read the int8 copies; their logits stay
+// within a small fraction of the FP32 ones and greedy tokens mostly agree; GPT-2 is refused by name.
+TEST_P(DecoderTest, Int8DecodeStepsStayCloseToFp32) {
+  auto config = ParseDecoderConfig(ReadText(dir_ + "/config.json"));
+  ASSERT_TRUE(config.ok());
+  auto q = LoadDecoderWeights(dir_, *config, WeightOptions{.int8 = true});
+  if (config->architecture != Architecture::kLlama) {
+    ASSERT_FALSE(q.ok());
+    EXPECT_NE(q.status().message().find("Llama-architecture"), std::string::npos) << q.status().message();
+    return;
+  }
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  auto int8 = MakeAtenDecoder(*q);
+  auto fp32 = MakeAtenDecoder(weights_, /*fast_decode=*/false);
+  ASSERT_TRUE(int8->AllocateCache(kBlocks, kBlockSize).ok());
+  ASSERT_TRUE(fp32->AllocateCache(kBlocks, kBlockSize).ok());
+  constexpr size_t n = 5;
+  std::vector<std::vector<int32_t>> seqs, tables;
+  std::vector<float> a, b;
+  for (size_t i = 0; i < n; ++i) {
+    tables.emplace_back();
+    for (int k = 0; k < 8; ++k) tables.back().push_back(static_cast<int32_t>(8 * i + static_cast<size_t>(k)));
+    seqs.emplace_back(ref_.prompt.begin(), ref_.prompt.begin() + static_cast<std::ptrdiff_t>(2 + i));
+    StepInput in{seqs[i], 0, tables[i], true};
+    ASSERT_TRUE(int8->Forward(std::span(&in, 1), &a).ok());  // prefill: int8 products too
+    ASSERT_TRUE(fp32->Forward(std::span(&in, 1), &b).ok());
+    seqs[i].push_back(static_cast<int32_t>(std::max_element(b.begin(), b.end()) - b.begin()));
+  }
+  int agree = 0, rows = 0;
+  double worst = 0, scale = 0;
+  for (int step = 0; step < 8; ++step) {
+    std::vector<StepInput> batch;
+    for (size_t i = 0; i < n; ++i) {
+      batch.push_back(
+          {std::span(seqs[i]).subspan(seqs[i].size() - 1), static_cast<int64_t>(seqs[i].size() - 1), tables[i], true});
+    }
+    ASSERT_TRUE(int8->Forward(batch, &a).ok());
+    ASSERT_TRUE(fp32->Forward(batch, &b).ok());
+    for (size_t i = 0; i < n; ++i) {
+      const float* x = a.data() + i * static_cast<size_t>(vocab_);
+      const float* y = b.data() + i * static_cast<size_t>(vocab_);
+      for (int64_t j = 0; j < vocab_; ++j) {
+        worst = std::max(worst, static_cast<double>(std::abs(x[j] - y[j])));
+        scale = std::max(scale, static_cast<double>(std::abs(y[j])));
+      }
+      const auto want = std::max_element(y, y + vocab_) - y;
+      agree += (std::max_element(x, x + vocab_) - x) == want;
+      ++rows;
+      seqs[i].push_back(static_cast<int32_t>(want));  // both continue with the FP32 choice
+    }
+  }
+  // Q8 rounds each weight by up to half its block's step (0.4% of the block's largest); through two layers of
+  // these random fixtures (wide weights, unlike trained ones) the logits move by up to ~5% of their range.
+  EXPECT_LT(worst, 0.08 * scale) << "worst logit difference " << worst << " of logits up to " << scale;
+  EXPECT_GE(agree, rows * 9 / 10) << agree << " of " << rows << " greedy tokens agree";
+  // A prompt of more than 64 tokens in one step (int8 blocks widened for ATen's GEMM) against the same prompt
+  // in chunks of 10 (the int8 tiles): the same logits.
+  std::vector<int32_t> longp;
+  while (longp.size() < 70) longp.insert(longp.end(), ref_.prompt.begin(), ref_.prompt.end());
+  longp.resize(70);
+  std::vector<int32_t> table;
+  for (int k = 0; k < 18; ++k) table.push_back(static_cast<int32_t>(50 + k));
+  StepInput whole{longp, 0, table, true};
+  ASSERT_TRUE(int8->Forward(std::span(&whole, 1), &a).ok());
+  auto chunked = MakeAtenDecoder(*q);
+  ASSERT_TRUE(chunked->AllocateCache(kBlocks, kBlockSize).ok());
+  for (size_t at = 0; at < longp.size(); at += 10) {
+    StepInput part{std::span(longp).subspan(at, 10), static_cast<int64_t>(at), table, at + 10 == longp.size()};
+    ASSERT_TRUE(chunked->Forward(std::span(&part, 1), &b).ok());
+  }
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-3) << j;
+}
+
+// The int8 kernel against the same products over its dequantized weights, for tiles and their remainders.
+TEST(DecodeKernelsTest, Q8ProductsEqualTheDequantizedOnes) {
+  constexpr int64_t rows = 37, cols = 96;
+  std::vector<float> w(rows * cols), x(9 * cols), bias(rows);
+  uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
+  };
+  for (float& v : w) v = next();
+  for (float& v : x) v = next();
+  for (float& v : bias) v = next();
+  w[5] = 3.0f;  // one block with a large value: its scale grows, the others keep theirs
+  std::vector<int8_t> q(rows * cols);
+  std::vector<float> scales(rows * cols / kernels::kQ8Block);
+  kernels::QuantizeQ8(w.data(), rows, cols, q.data(), scales.data());
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    const float back = q[static_cast<size_t>(i)] * scales[static_cast<size_t>(i / kernels::kQ8Block)];
+    EXPECT_LE(std::abs(back - w[static_cast<size_t>(i)]), scales[static_cast<size_t>(i / kernels::kQ8Block)] / 2 + 1e-6)
+        << i;
+  }
+  for (int64_t batch : {1, 2, 3, 4, 5, 9}) {
+    std::vector<float> y(static_cast<size_t>(batch * rows), 0.f);
+    kernels::GemmSmallQ8(q.data(), scales.data(), bias.data(), rows, cols, x.data(), cols, batch, y.data(), rows);
+    for (int64_t s = 0; s < batch; ++s) {
+      for (int64_t r = 0; r < rows; ++r) {
+        double want = bias[static_cast<size_t>(r)];
+        for (int64_t k = 0; k < cols; ++k) {
+          want += static_cast<double>(q[static_cast<size_t>(r * cols + k)]) *
+                  scales[static_cast<size_t>((r * cols + k) / kernels::kQ8Block)] *
+                  x[static_cast<size_t>(s * cols + k)];
+        }
+        EXPECT_NEAR(y[static_cast<size_t>(s * rows + r)], want, 1e-4) << "batch " << batch << " s " << s << " r " << r;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DecoderTest, ::testing::Values("llama", "llama_bf16", "qwen2", "gpt2"));

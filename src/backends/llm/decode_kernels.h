@@ -27,6 +27,19 @@ void Axpy(float a, const float* x, float* y, int64_t n);
 void GemmSmall(const float* w, const float* bias, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
                int64_t batch, float* y, int64_t y_stride);
 
+// Weight-only int8 (GGUF's Q8_0 layout, with FP32 scales): each row of W in
+// blocks of 32 values, q = round(w / s) in [-127, 127] with s = max|w| / 127
+// per block. `cols` must be a multiple of kQ8Block.
+inline constexpr int64_t kQ8Block = 32;
+void QuantizeQ8(const float* w, int64_t rows, int64_t cols, int8_t* q, float* scales);
+// The FP32 values back (w[i] = q[i] * its block's scale).
+void DequantizeQ8(const int8_t* q, const float* scales, int64_t rows, int64_t cols, float* w);
+
+// GemmSmall over Q8 weights: q [rows, cols] and scales [rows, cols / 32];
+// the blocks are widened to FP32 in registers (read a quarter of the bytes).
+void GemmSmallQ8(const int8_t* q, const float* scales, const float* bias, int64_t rows, int64_t cols, const float* x,
+                 int64_t x_stride, int64_t batch, float* y, int64_t y_stride);
+
 // out = w * x / sqrt(mean(x^2) + eps) over n floats (out may be x).
 void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
 

@@ -171,11 +171,20 @@ class LlmBackend final : public Backend {
     for (const std::string& end : llm::ChatEndTokens(info->chat_template)) {
       if (auto id = t.TokenId(end)) info->chat_end_ids.push_back(*id);
     }
-    INFERD_ASSIGN_OR_RETURN(auto weights, llm::LoadDecoderWeights(dir, config));
+    llm::WeightOptions wopts;
+    if (auto it = spec.parameters.find("quantization"); it != spec.parameters.end()) {
+      if (it->second == "int8") {
+        wopts.int8 = true;
+      } else if (it->second != "none" && !it->second.empty()) {
+        return Status::InvalidArgument("parameter 'quantization' '" + it->second.substr(0, 32) +
+                                       "' is not one of none, int8");
+      }
+    }
+    INFERD_ASSIGN_OR_RETURN(auto weights, llm::LoadDecoderWeights(dir, config, wopts));
     std::string note = config.model_type + ": " + std::to_string(config.num_layers) + " layers, hidden " +
                        std::to_string(config.hidden_size) + ", vocab " + std::to_string(config.vocab_size) +
                        ", context " + std::to_string(config.max_positions) + ", chat template " +
-                       std::string(llm::ChatTemplateName(info->chat_template));
+                       std::string(llm::ChatTemplateName(info->chat_template)) + (wopts.int8 ? ", int8 weights" : "");
     if (tok.has_jinja_template && !tok.chat_template && spec.parameters.count("chat_template") == 0) {
       note += " (tokenizer_config.json's chat_template was not recognised; set the chat_template parameter)";
     }
