@@ -296,10 +296,59 @@ __attribute__((target("avx512f"))) void GemmQ8Avx512(const int8_t* q, const floa
   }
 }
 
+// AVX2 by intrinsics too (vpmovsxbd + vcvtdq2ps on 8 lanes), tiles of 2 rows x 2 sequences (16 registers).
+__attribute__((target("avx2,fma"))) inline __m256 Widen8(const int8_t* p, __m256 scale) {
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))),
+                       scale);
+}
+
+__attribute__((target("avx2,fma"))) inline float HSum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <int S>
+__attribute__((target("avx2,fma"))) void Q8Tile256(const int8_t* q, const float* scales, const float* bias, int64_t r0,
+                                                   int64_t cols, const float* x, int64_t x_stride, int64_t s0, float* y,
+                                                   int64_t y_stride) {
+  const int64_t blocks = cols / kQ8Block;
+  __m256 acc[2][S];
+  for (int r = 0; r < 2; ++r)
+    for (int s = 0; s < S; ++s) acc[r][s] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256 w[2][4];
+    for (int r = 0; r < 2; ++r) {
+      const __m256 sc = _mm256_set1_ps(scales[(r0 + r) * blocks + b]);
+      for (int n = 0; n < 4; ++n) w[r][n] = Widen8(q + (r0 + r) * cols + b * kQ8Block + n * 8, sc);
+    }
+    for (int s = 0; s < S; ++s) {
+      const float* xs = x + (s0 + s) * x_stride + b * kQ8Block;
+      for (int n = 0; n < 4; ++n) {
+        const __m256 xv = _mm256_loadu_ps(xs + n * 8);
+        for (int r = 0; r < 2; ++r) acc[r][s] = _mm256_fmadd_ps(w[r][n], xv, acc[r][s]);
+      }
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    for (int s = 0; s < S; ++s) y[(s0 + s) * y_stride + r0 + r] = HSum256(acc[r][s]) + (bias ? bias[r0 + r] : 0.0f);
+  }
+}
+
 __attribute__((target("avx2,fma"))) void GemmQ8Avx2(const int8_t* q, const float* scales, const float* bias,
                                                     int64_t rows, int64_t cols, const float* x, int64_t x_stride,
                                                     int64_t batch, float* y, int64_t y_stride) {
-  TiledGemmQ8<V8, I8x8, 2, 2>(q, scales, bias, rows, cols, x, x_stride, batch, y, y_stride);
+  int64_t r0 = 0;
+  for (; r0 + 2 <= rows; r0 += 2) {
+    int64_t s0 = 0;
+    for (; s0 + 2 <= batch; s0 += 2) Q8Tile256<2>(q, scales, bias, r0, cols, x, x_stride, s0, y, y_stride);
+    if (s0 < batch) Q8Tile256<1>(q, scales, bias, r0, cols, x, x_stride, s0, y, y_stride);
+  }
+  if (r0 < rows) {
+    TiledGemmQ8<V8, I8x8, 1, 1>(q + r0 * cols, scales + r0 * (cols / kQ8Block), bias ? bias + r0 : nullptr, rows - r0,
+                                cols, x, x_stride, batch, y + r0, y_stride);
+  }
 }
 #endif
 
@@ -352,6 +401,20 @@ void GemmSmallQ8(const int8_t* q, const float* scales, const float* bias, int64_
                  int64_t x_stride, int64_t batch, float* y, int64_t y_stride) {
   static const GemmQ8Fn fn = PickGemmQ8();
   fn(q, scales, bias, rows, cols, x, x_stride, batch, y, y_stride);
+}
+
+bool GemmSmallQ8With(std::string_view isa, const int8_t* q, const float* scales, const float* bias, int64_t rows,
+                     int64_t cols, const float* x, int64_t x_stride, int64_t batch, float* y, int64_t y_stride) {
+  GemmQ8Fn fn = nullptr;
+  if (isa == "portable") fn = GemmQ8Sse;
+#if !defined(INFERD_NO_IFUNC) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+  __builtin_cpu_init();
+  if (isa == "avx512" && __builtin_cpu_supports("avx512f")) fn = GemmQ8Avx512;
+  if (isa == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fn = GemmQ8Avx2;
+#endif
+  if (fn == nullptr) return false;
+  fn(q, scales, bias, rows, cols, x, x_stride, batch, y, y_stride);
+  return true;
 }
 
 void GemmSmall(const float* w, const float* bias, int64_t rows, int64_t cols, const float* x, int64_t x_stride,

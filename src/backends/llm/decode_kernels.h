@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace inferd::llm::kernels {
 
@@ -39,6 +40,10 @@ void DequantizeQ8(const int8_t* q, const float* scales, int64_t rows, int64_t co
 // the blocks are widened to FP32 in registers (read a quarter of the bytes).
 void GemmSmallQ8(const int8_t* q, const float* scales, const float* bias, int64_t rows, int64_t cols, const float* x,
                  int64_t x_stride, int64_t batch, float* y, int64_t y_stride);
+// Tests: GemmSmallQ8 with one instruction set ("avx512", "avx2", "portable");
+// false when this CPU (or build: the sanitizers use the portable one) lacks it.
+bool GemmSmallQ8With(std::string_view isa, const int8_t* q, const float* scales, const float* bias, int64_t rows,
+                     int64_t cols, const float* x, int64_t x_stride, int64_t batch, float* y, int64_t y_stride);
 
 // out = w * x / sqrt(mean(x^2) + eps) over n floats (out may be x).
 void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
