@@ -19,8 +19,10 @@ Status SequenceGrammar::Mask(std::span<float> logits, std::span<const int32_t> e
   const std::span<const uint64_t> allowed = matcher_->Mask(state_, *trie_);
   if (!matcher_->health().ok()) return matcher_->health();
   constexpr float kRefused = -std::numeric_limits<float>::infinity();
+  size_t open = 0;  // tokens the mask allows, end tokens aside (below)
   for (size_t w = 0; w < allowed.size(); ++w) {
     uint64_t bits = allowed[w];
+    open += static_cast<size_t>(__builtin_popcountll(bits));
     if (bits == ~uint64_t{0}) continue;
     const size_t end = std::min(logits.size(), w * 64 + 64);
     for (size_t t = w * 64; t < end; ++t, bits >>= 1) {
@@ -31,12 +33,17 @@ Status SequenceGrammar::Mask(std::span<float> logits, std::span<const int32_t> e
   // End tokens only where the text may end, with the model's own logit (a
   // chat's end token may also spell text the grammar allows: it still ends).
   const bool may_end = llm::GrammarMatcher::Complete(state_);
+  bool any_end = false;
   for (size_t k = 0; k < end_ids.size(); ++k) {
-    const int32_t e = end_ids[k];
-    if (e < 0 || static_cast<size_t>(e) >= logits.size()) continue;
-    logits[static_cast<size_t>(e)] = may_end ? end_logits_[k] : kRefused;
+    const auto e = static_cast<size_t>(end_ids[k]);
+    if (end_ids[k] < 0 || e >= logits.size()) continue;
+    const bool repeated = std::find(end_ids.begin(), end_ids.begin() + static_cast<std::ptrdiff_t>(k), end_ids[k]) !=
+                          end_ids.begin() + static_cast<std::ptrdiff_t>(k);
+    if (!repeated && e / 64 < allowed.size() && (allowed[e / 64] >> (e % 64) & 1)) --open;
+    logits[e] = may_end ? end_logits_[k] : kRefused;
+    any_end = any_end || may_end;
   }
-  const bool any = std::any_of(logits.begin(), logits.end(), [](float l) { return l != kRefused; });
+  const bool any = open > 0 || any_end;
   stats_->structured_masks.fetch_add(1, std::memory_order_relaxed);
   stats_->structured_mask_ns.fetch_add(
       static_cast<uint64_t>(

@@ -43,7 +43,6 @@ struct DecoderWeights {
   at::Tensor lm_head;   // [vocab, hidden] (the embedding when tied)
   at::Tensor inv_freq;  // Llama: [head_dim / 2]
   Q8Matrix lm_head_q;
-  bool int8 = false;
 };
 
 namespace {
@@ -249,7 +248,6 @@ void QuantizeLlama(DecoderWeights* w) {
     L.down_q = Quantize(L.down_w, w->embed);
   }
   w->lm_head_q = Quantize(w->lm_head, w->embed);
-  w->int8 = true;
 }
 
 at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w, double eps) {
@@ -373,13 +371,10 @@ class AtenDecoder final : public DecoderModel {
     }
     if (!q8.empty()) {  // int8 weights, up to kTiledBatch sequences: the tiles
       const int64_t grain = std::max<int64_t>(16, (64 << 10) / cols) & ~int64_t{3};
-      for (int64_t s0 = 0; s0 < batch; s0 += kTiledBatch) {
-        const int64_t n = std::min(kTiledBatch, batch - s0);
-        at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-          kernels::GemmSmallQ8(q8.q.data() + r0 * cols, q8.scales.data() + r0 * (cols / kernels::kQ8Block),
-                               bp ? bp + r0 : nullptr, r1 - r0, cols, x + s0 * cols, cols, n, y + s0 * rows + r0, rows);
-        });
-      }
+      at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+        kernels::GemmSmallQ8(q8.q.data() + r0 * cols, q8.scales.data() + r0 * (cols / kernels::kQ8Block),
+                             bp ? bp + r0 : nullptr, r1 - r0, cols, x, cols, batch, y + r0, rows);
+      });
       return;
     }
     if (batch > kTiledBatch) {
