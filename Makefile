@@ -24,7 +24,7 @@
 #   make bench-batch  batch jobs: rows/s vs the in-process best batch, online p99 while jobs run (~3 min)
 #   make bench-batching  adaptive batching vs fixed delays, sequence bucketing (~35 min)
 #   make bench-batching-check  tiny_mlp's adaptive vs no batching / the best fixed delay, 20 paired rounds per rate (~33 min)
-#   make bench-generative  LLM serving: continuous vs static batching, prefix caching, decode vs a torch loop and vs llama.cpp (~7 min)
+#   make bench-generative  LLM serving: continuous vs static batching, prefix caching, decode vs a torch loop and vs llama.cpp, structured outputs, speculative decoding (~10 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
 SHELL := /bin/bash

@@ -20,7 +20,11 @@ random weights, FP32) with a SentencePiece tokenizer, served by inferd with 2 in
      FP32's, teacher-forced (target >= 95% equal);
   E. structured outputs (bench/structured_outputs_bench.py; issue 39): 200 answers under JSON schemas from 16
      clients, every one validated with jsonschema, and the time spent on token masks against decode time; targets
-     100% valid, masks <= 10% of decode time.
+     100% valid, masks <= 10% of decode time;
+  F. prompt-lookup speculative decoding (bench/speculative_bench.py; issue 39): decode tokens/s with and without it
+     on summarise-this-text prompts at 1 sequence (a copying model built by hand at bench_llama's size:
+     bench/copy_model.py), at 16 sequences, on random weights (drafts rarely right) and on license_chat when it
+     exists; targets >= 1.5x at 1 sequence, no slower where drafts do not pay.
 
 Writes bench/results/<date>-<host>-generative.{json,md}. Usage: generative_bench.py --inferd build/src/inferd [--quick]
 """
@@ -161,6 +165,8 @@ def main():
     if os.path.isdir(chat):  # the trained example model (make examples-all): int8's agreement where it means something
         import int8_agreement
         rep["int8_agreement_license_chat"] = int8_agreement.measure(a.inferd, chat)
+    import speculative_bench  # (it imports this module: imported here, not at the top)
+    rep["speculative"] = speculative_bench.measure(a.inferd, chat if os.path.isdir(chat) else None)
     rep["decode"] = {"inferd": decode, "torch_loop": base,
                      "ratio_total": decode["output_tokens_per_s"] / base["total_tokens_per_s"]}
     stem = os.path.join(rb.ROOT, "bench", "results", "%s-%s-generative" % (rep["date"], rep["host"]))
@@ -222,6 +228,9 @@ def markdown(rep):
     if rep.get("structured"):
         out += ["", "## Structured outputs (JSON schemas, 16 concurrent clients, temperature 1)", "",
                 structured_outputs_bench.markdown(rep["structured"])]
+    if rep.get("speculative"):
+        import speculative_bench
+        out += ["", "## Prompt-lookup speculative decoding", "", speculative_bench.markdown(rep["speculative"])]
     b = dc["torch_loop"]
     out += ["", "python3-torch loop (16 sequences as one batch, 64 prompt + 128 output tokens): prefill %.2f s, decode "
             "%.1f tokens/s, %.1f tokens/s overall." % (b["prefill_s"], b["decode_tokens_per_s"], b["total_tokens_per_s"]), ""]

@@ -56,23 +56,9 @@ def stream_completion(port, model, prompt, max_tokens, out):
     r = c.getresponse()
     if r.status != 200:
         raise RuntimeError("completion: HTTP %d %s" % (r.status, r.read()[:300]))
-    first = last = None
-    text, tokens = [], 0
-    for raw in r:
-        line = raw.decode().strip()
-        if not line.startswith("data: ") or line == "data: [DONE]":
-            continue
-        ev = json.loads(line[6:])
-        for ch in ev.get("choices") or []:
-            if ch.get("text"):
-                now = time.perf_counter()
-                first = first or now
-                last = now
-                text.append(ch["text"])
-        if ev.get("usage"):
-            tokens = ev["usage"]["completion_tokens"]
+    got = rb.read_openai_stream(r)
     c.close()
-    out.update({"start": t0, "first": first, "last": last, "text": "".join(text), "tokens": tokens})
+    out.update(got, start=t0)
 
 
 def inferd_run(port, model, ps, max_tokens):

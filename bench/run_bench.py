@@ -54,6 +54,29 @@ def wait_http(port, path, timeout=60):
     raise RuntimeError("server on port %d did not come up" % port)
 
 
+def read_openai_stream(response, chat=False):
+    """An OpenAI server-sent event stream (completions, or chat when `chat`) read to its end: the times of its first
+    and last text, the text, and usage.completion_tokens (stream_options.include_usage)."""
+    import json
+    first = last = None
+    text, tokens = [], 0
+    for raw in response:
+        line = raw.decode().strip()
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        ev = json.loads(line[6:])
+        for ch in ev.get("choices") or []:
+            piece = (ch.get("delta") or {}).get("content") if chat else ch.get("text")
+            if piece:
+                now = time.perf_counter()
+                first = first or now
+                last = now
+                text.append(piece)
+        if ev.get("usage"):
+            tokens = ev["usage"]["completion_tokens"]
+    return {"first": first, "last": last, "text": "".join(text), "tokens": tokens}
+
+
 class Proc:
     def __init__(self, args, ready_port, ready_path, log):
         self.log = open(log, "w")

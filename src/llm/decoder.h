@@ -24,7 +24,10 @@ struct StepInput {
   std::span<const int32_t> tokens;  // tokens to run, at positions [position, position + tokens.size())
   int64_t position = 0;             // positions before these are already in the cache
   std::span<const int32_t> blocks;  // cache blocks of positions [0, position + tokens.size()), in order
-  bool want_logits = true;          // the last token's logits are wanted (false: a prefill chunk)
+  // Logits wanted for the last `num_logits` tokens: 1 for a decode step or a
+  // prompt's last chunk, 0 for a prefill chunk, tokens.size() for a
+  // speculative step's verification (every drafted position).
+  int32_t num_logits = 1;
 };
 
 class DecoderModel {
@@ -36,10 +39,12 @@ class DecoderModel {
   // (Re)allocates the cache; its contents are undefined until written.
   virtual Status AllocateCache(int64_t num_blocks, int64_t block_size) = 0;
   // Runs the tokens of every sequence in one pass, writing their keys and
-  // values into the cache, and returns config().vocab_size logits per
-  // sequence with want_logits, in batch order, back to back in `logits`.
-  // INVALID_ARGUMENT for a token outside the vocabulary or a block table
-  // that does not cover the positions.
+  // values into the cache (a token attends to its sequence's positions up to
+  // its own), and returns config().vocab_size logits for each of the last
+  // num_logits tokens of every sequence, in batch and position order, back
+  // to back in `logits`. INVALID_ARGUMENT for a token outside the
+  // vocabulary, num_logits outside [0, tokens], or a block table that does
+  // not cover the positions.
   virtual Status Forward(std::span<const StepInput> batch, std::vector<float>* logits) = 0;
 };
 

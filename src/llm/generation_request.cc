@@ -199,6 +199,9 @@ Result<GenerationRequest> ParseGenerationRequest(const InferRequest& request) {
       INFERD_ASSIGN_OR_RETURN(g.ignore_eos, Bool(value, name));
     } else if (name == "skip_special_tokens") {
       INFERD_ASSIGN_OR_RETURN(g.skip_special_tokens, Bool(value, name));
+    } else if (name == "speculative_decoding") {
+      INFERD_ASSIGN_OR_RETURN(bool on, Bool(value, name));
+      g.speculative = on;
     }
   }
   INFERD_RETURN_IF_ERROR(g.sampling.Validate());

@@ -7,8 +7,9 @@
 //   parameters  max_tokens, min_tokens, temperature, top_k, top_p, min_p, seed,
 //               presence_penalty, frequency_penalty, logprobs (top count),
 //               stop (a string, or a JSON array of strings), stop_token_ids
-//               (a JSON array of ids), ignore_eos, skip_special_tokens, and the
-//               structured-output ones (llm/structured_output.h)
+//               (a JSON array of ids), ignore_eos, skip_special_tokens,
+//               speculative_decoding (bool), and the structured-output ones
+//               (llm/structured_output.h)
 // Unknown parameters are left alone (front ends add their own); a known
 // one with the wrong type or range is an error naming it.
 //
@@ -45,6 +46,7 @@ struct GenerationRequest {
   bool ignore_eos = false;
   bool skip_special_tokens = true;
   std::optional<StructuredOutput> structured;  // response_format, guided_*, ... (llm/structured_output.h)
+  std::optional<bool> speculative;             // speculative_decoding: on or off for this request (none: the model's)
 };
 
 Result<GenerationRequest> ParseGenerationRequest(const InferRequest& request);

@@ -37,6 +37,11 @@ struct GenerativeStats {
   std::atomic<uint64_t> structured_cache_hits{0};
   std::atomic<uint64_t> structured_masks{0};
   std::atomic<uint64_t> structured_mask_ns{0};
+  // Speculative decoding (scheduler/prompt_lookup.h): verification steps,
+  // tokens drafted, and of which kept.
+  std::atomic<uint64_t> spec_drafts{0};
+  std::atomic<uint64_t> spec_draft_tokens{0};
+  std::atomic<uint64_t> spec_accepted_tokens{0};
 };
 
 }  // namespace inferd

@@ -9,6 +9,7 @@
 #include "llm/sampling.h"
 #include "llm/stop_matcher.h"
 #include "llm/unicode_tables.h"
+#include "scheduler/prompt_lookup.h"
 #include "scheduler/scheduler_factory.h"
 #include "scheduler/structured_decoding.h"
 
@@ -82,6 +83,7 @@ Result<GenerativeOptions> GenerativeOptions::FromSpec(const ModelSpec& spec, siz
     o.static_batching = it->second == "static";
   }
   o.max_queue = spec.batching.queue.max_queue_size > 0 ? spec.batching.queue.max_queue_size : default_max_queue;
+  INFERD_ASSIGN_OR_RETURN(o.speculation, SpeculationOptions::FromSpec(spec));
   return o;
 }
 
@@ -115,6 +117,8 @@ struct GenerativeScheduler::Sequence {
   std::string finish_reason;
   Status error;                              // why, when finish_reason is "error"
   std::unique_ptr<SequenceGrammar> grammar;  // a structured output's position
+  std::unique_ptr<PromptLookup> lookup;      // speculative decoding's drafts, when on
+  std::vector<int32_t> verify;               // a speculative step's tokens: the next one, then the draft
 };
 
 Result<std::unique_ptr<GenerativeScheduler>> GenerativeScheduler::Create(GenerativeOptions options,
@@ -243,6 +247,9 @@ Status GenerativeScheduler::Tokenize(Sequence& seq) const {
       &tok, std::span<const int32_t>(seq.tokens).subspan(seq.tokens.size() - std::min<size_t>(seq.tokens.size(), 5)),
       gen.skip_special_tokens);
   seq.stop = std::make_unique<llm::StopMatcher>(gen.stop);
+  if (gen.speculative.value_or(options_.speculation.enabled) && !options_.static_batching) {
+    seq.lookup = std::make_unique<PromptLookup>(options_.speculation);
+  }
   return Status::OK();
 }
 
@@ -277,8 +284,9 @@ class GenerativeStepper {
   // One iteration: schedule, run, sample, answer.
   void Step() {
     DropCancelled();
-    std::vector<std::pair<Sequence*, size_t>> batch;  // sequence, tokens to run
+    std::vector<StepItem> batch;
     int64_t budget = o_.max_batched_tokens;
+    const size_t running = running_.size();
     // Running sequences first, in admission order.
     for (size_t i = 0; i < running_.size() && budget > 0;) {
       Sequence* s = running_[i].get();
@@ -288,8 +296,9 @@ class GenerativeStepper {
         ++i;
         continue;
       }
-      batch.emplace_back(s, n);
       budget -= static_cast<int64_t>(n);
+      batch.push_back({s, n, n == 1 && s->lookup ? Draft(*s, running, static_cast<size_t>(budget)) : 0});
+      budget -= static_cast<int64_t>(batch.back().draft);
       ++i;
     }
     // Then waiting ones (continuous: whenever there is room; static: only
@@ -317,7 +326,7 @@ class GenerativeStepper {
       }
       if (!s->admitted_once) s->admitted = clock_->Now();
       s->admitted_once = true;
-      batch.emplace_back(s, n);
+      batch.push_back({s, n, 0});
       budget -= static_cast<int64_t>(n);
       running_.push_back(std::move(waiting_.front()));
       waiting_.pop_front();
@@ -329,6 +338,29 @@ class GenerativeStepper {
   }
 
  private:
+  struct StepItem {
+    Sequence* s;
+    size_t n;      // tokens to run from s->computed
+    size_t draft;  // speculative tokens after them (s->verify holds the n == 1 token and the draft)
+  };
+
+  // A decoding sequence's draft (s.verify: its next token, then the draft), fitted to the token budget, its
+  // max_tokens and the context, in the blocks it holds or free ones (never preempting for a draft).
+  size_t Draft(Sequence& s, size_t running, size_t budget) {
+    const size_t left = static_cast<size_t>(std::max<int64_t>(0, s.max_tokens - static_cast<int64_t>(s.generated)));
+    const size_t context =
+        static_cast<size_t>(std::max<int64_t>(0, max_model_len_ - static_cast<int64_t>(s.tokens.size())));
+    const size_t room = std::min({budget, left > 0 ? left - 1 : 0, context});
+    std::span<const int32_t> d = s.lookup->Propose(s.tokens, running, room);
+    size_t n = d.size();
+    if (n > 0 && !Reserve(&s, s.computed + 1 + n, /*may_preempt=*/false))
+      n = std::min(n, s.blocks.size() * static_cast<size_t>(o_.block_size) - s.computed - 1);
+    if (n == 0) return 0;
+    s.verify.assign(1, s.tokens[s.computed]);
+    s.verify.insert(s.verify.end(), d.begin(), d.begin() + static_cast<std::ptrdiff_t>(n));
+    return n;
+  }
+
   // Blocks for positions [0, end); preempts the most recently admitted
   // running sequences (never `s` unless it is the last) when may_preempt.
   bool Reserve(Sequence* s, size_t end, bool may_preempt) {
@@ -386,29 +418,58 @@ class GenerativeStepper {
     counters_->kv_usage = pool_.usage();
   }
 
-  void Run(const std::vector<std::pair<Sequence*, size_t>>& batch) {
+  void Run(const std::vector<StepItem>& batch) {
     std::vector<llm::StepInput> inputs;
     inputs.reserve(batch.size());
-    for (const auto& [s, n] : batch) {
-      inputs.push_back({std::span<const int32_t>(s->tokens).subspan(s->computed, n), static_cast<int64_t>(s->computed),
-                        s->blocks, s->computed + n == s->tokens.size()});
+    for (const StepItem& it : batch) {
+      Sequence* s = it.s;
+      if (it.draft > 0) {
+        inputs.push_back({s->verify, static_cast<int64_t>(s->computed), s->blocks, static_cast<int32_t>(it.draft + 1)});
+      } else {
+        inputs.push_back({std::span<const int32_t>(s->tokens).subspan(s->computed, it.n),
+                          static_cast<int64_t>(s->computed), s->blocks, s->computed + it.n == s->tokens.size()});
+      }
     }
     std::vector<float> logits;
     const Status st = model_->decoder().Forward(inputs, &logits);
     const int64_t vocab = model_->decoder().config().vocab_size;
+    auto row_logits = [&](size_t row) {
+      return std::span<float>(logits.data() + static_cast<int64_t>(row) * vocab, static_cast<size_t>(vocab));
+    };
     size_t row = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
-      Sequence* s = batch[i].first;
+      Sequence* s = batch[i].s;
       if (!st.ok()) {
         s->finished = true;
         s->finish_reason = "error";
         continue;
       }
-      s->computed += batch[i].second;
-      const size_t full = s->computed / static_cast<size_t>(o_.block_size);
-      for (; s->registered < full; ++s->registered) pool_.Register(s->blocks, s->registered, s->tokens);
-      if (!inputs[i].want_logits) continue;
-      Advance(*s, std::span<float>(logits.data() + static_cast<int64_t>(row) * vocab, static_cast<size_t>(vocab)));
+      if (batch[i].draft > 0) {
+        // Verification: sample row by row while the draft agrees; the token sampled where it does not (or
+        // after it) is kept too. Positions up to the last agreeing draft token hold the right keys and values.
+        const size_t draft = batch[i].draft;
+        size_t kept = 0, accepted = 0;
+        for (size_t j = 0; j <= draft; ++j) {
+          Advance(*s, row_logits(row + j));
+          ++kept;
+          if (s->finished || j == draft || s->tokens.back() != s->verify[j + 1]) break;
+          ++accepted;
+        }
+        row += draft + 1;
+        s->computed += kept;
+        s->lookup->Record(draft, accepted);
+        counters_->spec_drafts++;
+        counters_->spec_draft_tokens += draft;
+        counters_->spec_accepted_tokens += accepted;
+        RegisterFull(*s);
+        Send(*s);
+        continue;
+      }
+      s->computed += batch[i].n;
+      RegisterFull(*s);
+      if (inputs[i].num_logits == 0) continue;
+      Advance(*s, row_logits(row));
+      Send(*s);
       ++row;
     }
     // Release the finished ones, publish the gauges, then answer (a client
@@ -486,15 +547,25 @@ class GenerativeStepper {
     }
     if (s.gen.sampling.logprobs >= 0 && !(is_end || is_stop_id)) AppendLogprobs(s, t);
     s.text += delta;
-    if (s.streaming && !s.finished && (!delta.empty() || !s.logprobs.empty())) {
-      InferResponse part = Answer(s, delta, /*final=*/false);
-      s.logprobs.clear();
-      if (!s.pending->partial(std::move(part))) {
-        s.finished = true;  // the client is gone
-        s.finish_reason = "cancelled";
-      }
+  }
+
+  // After a step's tokens of `s`: a streaming client gets the text that became final (one part per step, however
+  // many tokens it kept); the rest waits for the final answer.
+  void Send(Sequence& s) {
+    if (!s.streaming || s.finished || (s.text.empty() && s.logprobs.empty())) return;
+    InferResponse part = Answer(s, s.text, /*final=*/false);
+    s.text.clear();
+    s.logprobs.clear();
+    if (!s.pending->partial(std::move(part))) {
+      s.finished = true;  // the client is gone
+      s.finish_reason = "cancelled";
     }
-    if (s.streaming) s.text = s.finished ? delta : "";
+  }
+
+  // Registers the sequence's newly full blocks in the prefix cache.
+  void RegisterFull(Sequence& s) {
+    const size_t full = s.computed / static_cast<size_t>(o_.block_size);
+    for (; s.registered < full; ++s.registered) pool_.Register(s.blocks, s.registered, s.tokens);
   }
 
   void Fail(Sequence& s, Status why) {

@@ -32,6 +32,7 @@
 #include "core/mutex.h"
 #include "metrics/generative_stats.h"
 #include "metrics/model_stats.h"
+#include "scheduler/prompt_lookup.h"
 #include "scheduler/scheduler.h"
 
 namespace inferd {
@@ -46,10 +47,12 @@ struct GenerativeOptions {
   bool static_batching = false;
   size_t max_queue = 1024;  // waiting requests before UNAVAILABLE
   int intra_op_threads = 1;
+  SpeculationOptions speculation;  // prompt-lookup speculative decoding (scheduler/prompt_lookup.h)
 
   // From the config's parameters (kv_cache_bytes, kv_block_size, max_num_seqs,
   // max_num_batched_tokens, max_model_len, enable_prefix_caching, scheduling:
-  // continuous | static, INTRA_OP_THREAD_COUNT); INVALID_ARGUMENT naming a bad one.
+  // continuous | static, INTRA_OP_THREAD_COUNT, and speculation's:
+  // SpeculationOptions::FromSpec); INVALID_ARGUMENT naming a bad one.
   static Result<GenerativeOptions> FromSpec(const ModelSpec& spec, size_t default_max_queue);
 };
 

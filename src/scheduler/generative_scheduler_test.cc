@@ -40,8 +40,10 @@ class ByteTokenizer final : public llm::Tokenizer {
   int64_t vocab_size() const override { return kVocab; }
 };
 
-// The next token of a context: printable letters mostly, EOS when the hash says so.
-int32_t NextToken(const std::vector<int32_t>& context, int eos_every) {
+// The next token of a context: printable letters mostly, EOS when the hash says so. With a copy period, the token
+// that many positions back (a model that repeats its text, as speculative decoding's drafts guess).
+int32_t NextToken(const std::vector<int32_t>& context, int eos_every, size_t copy_period = 0) {
+  if (copy_period > 0 && context.size() >= copy_period) return context[context.size() - copy_period];
   uint64_t h = 1469598103934665603ull;
   for (int32_t t : context) h = (h ^ static_cast<uint32_t>(t)) * 1099511628211ull;
   if (eos_every > 0 && h % static_cast<uint64_t>(eos_every) == 0) return kEos;
@@ -50,7 +52,7 @@ int32_t NextToken(const std::vector<int32_t>& context, int eos_every) {
 
 class FakeDecoder final : public llm::DecoderModel {
  public:
-  explicit FakeDecoder(int eos_every) : eos_every_(eos_every) {
+  explicit FakeDecoder(int eos_every, size_t copy_period = 0) : eos_every_(eos_every), copy_period_(copy_period) {
     config_.vocab_size = kVocab;
     config_.max_positions = 512;
   }
@@ -77,18 +79,21 @@ class FakeDecoder final : public llm::DecoderModel {
         return static_cast<size_t>(in.blocks[static_cast<size_t>(p / block_size_)] * block_size_ + p % block_size_);
       };
       for (size_t i = 0; i < in.tokens.size(); ++i) slots_[slot(in.position + static_cast<int64_t>(i))] = in.tokens[i];
-      if (!in.want_logits) continue;
-      std::vector<int32_t> context;
+      rows += in.tokens.size();
       const int64_t end = in.position + static_cast<int64_t>(in.tokens.size());
-      for (int64_t p = 0; p < end; ++p) context.push_back(slots_[slot(p)]);
-      std::vector<float> row(kVocab, 0.0f);
-      row[static_cast<size_t>(NextToken(context, eos_every_))] = 10.0f;
-      logits->insert(logits->end(), row.begin(), row.end());
+      for (int64_t last = end - in.num_logits; last < end; ++last) {  // logits after positions up to `last`
+        std::vector<int32_t> context;
+        for (int64_t p = 0; p <= last; ++p) context.push_back(slots_[slot(p)]);
+        std::vector<float> row(kVocab, 0.0f);
+        row[static_cast<size_t>(NextToken(context, eos_every_, copy_period_))] = 10.0f;
+        logits->insert(logits->end(), row.begin(), row.end());
+      }
     }
     return Status::OK();
   }
   size_t steps = 0;
   size_t max_batch = 0;
+  size_t rows = 0;  // tokens run, over all steps
 
   void Close() {
     MutexLock l(&gate_mu_);
@@ -116,13 +121,14 @@ class FakeDecoder final : public llm::DecoderModel {
   size_t entered_ TSA_GUARDED_BY(gate_mu_) = 0;
   llm::DecoderConfig config_;
   int eos_every_;
+  size_t copy_period_;
   std::vector<int32_t> slots_;
   int64_t block_size_ = 1;
 };
 
 class FakeInstance final : public GenerativeInstance {
  public:
-  explicit FakeInstance(int eos_every) : decoder_(eos_every) {
+  explicit FakeInstance(int eos_every, size_t copy_period = 0) : decoder_(eos_every, copy_period) {
     info_.tokenizer = std::make_shared<ByteTokenizer>();
     info_.end_ids = {kEos};
   }
@@ -135,12 +141,13 @@ class FakeInstance final : public GenerativeInstance {
 };
 
 // What greedy generation must give: the fake's tokens run without any cache.
-std::string Reference(const std::string& prompt, int max_tokens, int eos_every, std::string* finish) {
+std::string Reference(const std::string& prompt, int max_tokens, int eos_every, std::string* finish,
+                      size_t copy_period = 0) {
   std::vector<int32_t> ctx(prompt.begin(), prompt.end());
   std::string out;
   *finish = "length";
   for (int i = 0; i < max_tokens; ++i) {
-    const int32_t t = NextToken(ctx, eos_every);
+    const int32_t t = NextToken(ctx, eos_every, copy_period);
     if (t == kEos) {
       *finish = "stop";
       break;
@@ -160,8 +167,8 @@ struct Outcome {
 
 class GenerativeSchedulerTest : public ::testing::Test {
  protected:
-  void Start(GenerativeOptions o, int eos_every = 0) {
-    auto inst = std::make_unique<FakeInstance>(eos_every);
+  void Start(GenerativeOptions o, int eos_every = 0, size_t copy_period = 0) {
+    auto inst = std::make_unique<FakeInstance>(eos_every, copy_period);
     fake_ = inst.get();
     spec_.name = "chat";
     auto s = GenerativeScheduler::Create(o, spec_, std::move(inst), &clock_, nullptr);
@@ -365,6 +372,88 @@ TEST_F(GenerativeSchedulerTest, SeededSamplingIsReproducible) {
   WaitAll(outs);
   ASSERT_TRUE(outs[0].final.ok() && outs[1].final.ok());
   EXPECT_EQ(Text(*outs[0].final), Text(*outs[1].final));
+}
+
+GenerativeOptions Speculating() {
+  GenerativeOptions o;
+  o.block_size = 4;
+  o.speculation.enabled = true;
+  o.speculation.num_tokens = 5;
+  return o;
+}
+
+// Prompt-lookup speculation on a model that repeats its text: drafts are kept, several tokens come from one step,
+// and the text is still exactly the model's (the fake reads every context back from the KV slots, so a rejected
+// draft's keys left in place, or a position counted twice, would change it). Streamed, one part per step.
+TEST_F(GenerativeSchedulerTest, SpeculationKeepsDraftsOfARepeatingModelAndItsExactText) {
+  Start(Speculating(), /*eos_every=*/0, /*copy_period=*/11);
+  const std::string prompt = "the quick brown fox jumps";
+  std::vector<Outcome> outs(3);
+  ASSERT_TRUE(Submit(prompt, Greedy(60), &outs[0]).ok());
+  ASSERT_TRUE(Submit(prompt, Greedy(60), &outs[1], /*stream=*/true).ok());
+  ASSERT_TRUE(Submit(prompt + " over", Greedy(60), &outs[2]).ok());
+  WaitAll(outs);
+  std::string finish;
+  const std::string want = Reference(prompt, 60, 0, &finish, 11);
+  ASSERT_TRUE(outs[0].final.ok() && outs[1].final.ok() && outs[2].final.ok());
+  EXPECT_EQ(Text(*outs[0].final), want);
+  EXPECT_EQ(outs[1].streamed + Text(*outs[1].final), want);
+  EXPECT_EQ(Text(*outs[2].final), Reference(prompt + " over", 60, 0, &finish, 11));
+  EXPECT_EQ(Param(*outs[0].final, "completion_tokens"), "60");
+  const GenerativeStats& c = scheduler_->counters();
+  EXPECT_GT(c.spec_drafts.load(), 0u);
+  EXPECT_GT(c.spec_accepted_tokens.load(), c.spec_draft_tokens.load() * 8 / 10);
+  EXPECT_EQ(c.generation_tokens.load(), 180u);
+  EXPECT_LT(fake_->decoder_.steps, 90u);  // 3 x 60 tokens in far fewer steps
+  EXPECT_LT(outs[1].parts, 40);           // parts are per step, not per token
+  EXPECT_EQ(c.kv_usage.load(), 0.0);
+}
+
+// A model whose text does not repeat its prompt: drafts are mostly refused, the text is exactly the plain one,
+// greedy and seeded sampling alike (a kept token is a sample of the model's own distribution), and a sequence
+// whose drafts keep failing stops drafting for a while (fewer drafts than steps).
+TEST_F(GenerativeSchedulerTest, RefusedDraftsLeaveTheTextUnchanged) {
+  GenerativeOptions o = Speculating();
+  o.speculation.ngram_min = o.speculation.ngram_max = 1;  // draft after any single letter seen before: many drafts
+  Start(o, /*eos_every=*/29);
+  std::vector<Outcome> outs(3);
+  const std::string prompt = "abcabcabdabcab";
+  Parameters sampled = {{"max_tokens", int64_t{40}}, {"temperature", 1.0}, {"seed", int64_t{3}}};
+  Parameters sampled_plain = sampled;
+  sampled_plain["speculative_decoding"] = false;
+  ASSERT_TRUE(Submit(prompt, Greedy(40), &outs[0]).ok());
+  ASSERT_TRUE(Submit(prompt, sampled, &outs[1]).ok());
+  ASSERT_TRUE(Submit(prompt, sampled_plain, &outs[2]).ok());
+  WaitAll(outs);
+  std::string finish;
+  for (auto& out : outs) ASSERT_TRUE(out.final.ok()) << out.final.status().ToString();
+  EXPECT_EQ(Text(*outs[0].final), Reference(prompt, 40, 29, &finish));
+  EXPECT_EQ(Param(*outs[0].final, "finish_reason"), finish);
+  EXPECT_EQ(Text(*outs[1].final), Text(*outs[2].final));
+  const GenerativeStats& c = scheduler_->counters();
+  EXPECT_GT(c.spec_drafts.load(), 0u);
+  EXPECT_LT(c.spec_accepted_tokens.load(), c.spec_draft_tokens.load() / 2);
+  EXPECT_EQ(c.kv_usage.load(), 0.0);
+}
+
+// On by request where the model's default is off; off by request where it is on.
+TEST_F(GenerativeSchedulerTest, ARequestTurnsSpeculationOnOrOff) {
+  GenerativeOptions o;
+  o.block_size = 4;
+  Start(o, 0, /*copy_period=*/7);
+  std::vector<Outcome> outs(1);
+  ASSERT_TRUE(Submit("abcdefghij", Greedy(30), &outs[0]).ok());
+  WaitAll(outs);
+  EXPECT_EQ(scheduler_->counters().spec_drafts.load(), 0u);
+  outs = std::vector<Outcome>(1);
+  Parameters on = Greedy(30);
+  on["speculative_decoding"] = true;
+  ASSERT_TRUE(Submit("abcdefghij", on, &outs[0]).ok());
+  WaitAll(outs);
+  std::string finish;
+  ASSERT_TRUE(outs[0].final.ok());
+  EXPECT_EQ(Text(*outs[0].final), Reference("abcdefghij", 30, 0, &finish, 7));
+  EXPECT_GT(scheduler_->counters().spec_drafts.load(), 0u);
 }
 
 }  // namespace

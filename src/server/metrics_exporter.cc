@@ -106,6 +106,12 @@ void WriteGenerativeMetrics(PrometheusWriter& w, const std::vector<std::shared_p
        [](const GenerativeStats& g) { return static_cast<double>(g.structured_masks.load()); }},
       {"inferd_structured_output_mask_seconds_total", "counter", "Time spent on those masks (s)",
        [](const GenerativeStats& g) { return static_cast<double>(g.structured_mask_ns.load()) / 1e9; }},
+      {"vllm:spec_decode_num_drafts_total", "counter", "Speculative steps (drafts verified)",
+       [](const GenerativeStats& g) { return static_cast<double>(g.spec_drafts.load()); }},
+      {"vllm:spec_decode_num_draft_tokens_total", "counter", "Tokens drafted by prompt lookup",
+       [](const GenerativeStats& g) { return static_cast<double>(g.spec_draft_tokens.load()); }},
+      {"vllm:spec_decode_num_accepted_tokens_total", "counter", "Drafted tokens the model's sampling kept",
+       [](const GenerativeStats& g) { return static_cast<double>(g.spec_accepted_tokens.load()); }},
   };
   for (const Series& s : kSeries) {
     w.Family(s.name, s.type, s.help);

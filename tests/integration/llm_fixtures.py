@@ -62,6 +62,9 @@ def make(repo):
     copy(repo, "tiny_chat_no_prefix", kv_cache_bytes=str(BLOCK_BYTES * 256), enable_prefix_caching="false")
     copy(repo, "tiny_chat_int8", kv_cache_bytes=str(BLOCK_BYTES * 256), quantization="int8")
     copy(repo, "tiny_chat_bad_quant", quantization="fp4")
+    copy(repo, "tiny_chat_spec", kv_cache_bytes=str(BLOCK_BYTES * 256), speculative_decoding="prompt_lookup",
+         num_speculative_tokens="6")
+    copy(repo, "tiny_chat_bad_spec", speculative_decoding="eagle")
 
 
 def copy(repo, name, **params):

@@ -33,7 +33,8 @@ def setUpModule():
     REF = llm_fixtures.Reference(C.REPO)
     SERVER = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_chat",
                        "--load-model", "tiny_chat_small_kv", "--load-model", "tiny_chat_static",
-                       "--load-model", "tiny_chat_no_prefix", "--load-model", "tiny_chat_int8", "--load-model", "mlp")
+                       "--load-model", "tiny_chat_no_prefix", "--load-model", "tiny_chat_int8", "--load-model", "tiny_chat_spec",
+                       "--load-model", "mlp")
 
 
 def tearDownModule():
@@ -525,6 +526,63 @@ class Generative(unittest.TestCase):
         status, body = SERVER.post_json("/v2/repository/models/tiny_chat_bad_quant/load", {})
         self.assertEqual(status, 503, body)
         self.assertIn("'quantization' 'fp4' is not one of none, int8", body["error"])
+
+    def test_speculative_decoding_gives_the_reference_text(self):
+        # speculative_decoding: prompt_lookup (the model's parameter) drafts tokens from the prompt and the output
+        # so far and keeps those the model agrees with: the text is the float64 reference's token for token,
+        # streamed and not, while drafts were made and some kept (random weights repeat themselves); a request
+        # turns it off; a bad value fails the load naming the choices.
+        def counter(name):
+            return self.metric(name, "tiny_chat_spec")
+
+        drafted0, accepted0 = (counter("vllm:spec_decode_num_draft_tokens_total"),
+                               counter("vllm:spec_decode_num_accepted_tokens_total"))
+        prompts = PROMPTS[:6] + ["free software free software free software", "0. 1. 2. 3. 4. 5."]
+        for prompt in prompts:
+            status, answer = SERVER.post_json("/v1/completions", {"model": "tiny_chat_spec", "prompt": prompt,
+                                                                   "max_tokens": 48, "temperature": 0})
+            self.assertEqual(status, 200, answer)
+            want = expected(prompt, 48)
+            self.assertEqual(answer["choices"][0]["text"], want[0], prompt)
+            self.assertEqual(answer["choices"][0]["finish_reason"], want[1], prompt)
+            self.assertEqual(answer["usage"]["completion_tokens"], want[2], prompt)
+        drafted, accepted = (counter("vllm:spec_decode_num_draft_tokens_total") - drafted0,
+                             counter("vllm:spec_decode_num_accepted_tokens_total") - accepted0)
+        self.assertGreater(drafted, 0)
+        self.assertGreater(accepted, 0)
+        self.assertLessEqual(accepted, drafted)
+        # Streamed, and beside other requests (four at once, under speculative_max_batch).
+        results = [None] * 4
+
+        def stream(i):
+            results[i] = post("/v1/completions", {"model": "tiny_chat_spec", "prompt": prompts[i + 4],
+                                                  "max_tokens": 48, "temperature": 0, "stream": True})
+
+        threads = [threading.Thread(target=stream, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        for i, (status, _, data) in enumerate(results):
+            self.assertEqual(status, 200)
+            chunks = [json.loads(e) for e in sse(data)[:-1]]
+            self.assertEqual("".join(c["choices"][0]["text"] for c in chunks if c["choices"]),
+                             expected(prompts[i + 4], 48)[0])
+        # Off for one request: no drafts.
+        before = counter("vllm:spec_decode_num_drafts_total")
+        status, answer = SERVER.post_json("/v1/completions", {"model": "tiny_chat_spec", "prompt": prompts[6],
+                                                               "max_tokens": 48, "temperature": 0,
+                                                               "speculative_decoding": False})
+        self.assertEqual(status, 200, answer)
+        self.assertEqual(answer["choices"][0]["text"], expected(prompts[6], 48)[0])
+        self.assertEqual(counter("vllm:spec_decode_num_drafts_total"), before)
+        status, body = SERVER.post_json("/v1/completions", {"model": "tiny_chat_spec", "prompt": "x",
+                                                             "speculative_decoding": "yes"})
+        self.assertEqual(status, 400, body)
+        self.assertIn("speculative_decoding", body["error"]["message"])
+        status, body = SERVER.post_json("/v2/repository/models/tiny_chat_bad_spec/load", {})
+        self.assertEqual(status, 503, body)
+        self.assertIn("'speculative_decoding' must be prompt_lookup or off", body["error"])
 
     def test_models_list(self):
         status, body = SERVER.get_json("/v1/models")

@@ -292,7 +292,7 @@ class AtenDecoder final : public DecoderModel {
     if (!cache_.defined()) return Status::FailedPrecondition("the KV cache is not allocated");
     try {
       c10::InferenceMode guard;
-      if (fast_decode_ && DecodeOnly(batch)) return Decode(batch, logits);
+      if (fast_decode_ && SmallStep(batch)) return Decode(batch, logits);
       return Run(batch, logits);
     } catch (const std::exception& e) {
       return Status::Internal(std::string("decoder step failed: ") + e.what());
@@ -305,6 +305,10 @@ class AtenDecoder final : public DecoderModel {
     const DecoderConfig& c = w_->config;
     const int64_t n = static_cast<int64_t>(in.tokens.size());
     if (n == 0) return Status::InvalidArgument("a sequence in the step has no tokens");
+    if (in.num_logits < 0 || in.num_logits > n) {
+      return Status::InvalidArgument("num_logits " + std::to_string(in.num_logits) + " is outside [0, " +
+                                     std::to_string(n) + "]");
+    }
     for (int32_t t : in.tokens) {
       if (t < 0 || t >= c.vocab_size)
         return Status::InvalidArgument("token id " + std::to_string(t) + " is outside the vocabulary");
@@ -323,12 +327,13 @@ class AtenDecoder final : public DecoderModel {
     return Status::OK();
   }
 
-  // A step of Llama-architecture sequences that each run one token: the raw-buffer path (decode_kernels.h).
-  bool DecodeOnly(std::span<const StepInput> batch) const {
+  // A step of Llama-architecture sequences with at most kTiledBatch tokens in all (decode steps, speculative
+  // verifications, short chunks): the raw-buffer path (decode_kernels.h), one row per token.
+  bool SmallStep(std::span<const StepInput> batch) const {
     if (w_->config.architecture != Architecture::kLlama) return false;
-    for (const StepInput& in : batch)
-      if (in.tokens.size() != 1) return false;
-    return true;
+    size_t rows = 0;
+    for (const StepInput& in : batch) rows += in.tokens.size();
+    return rows <= static_cast<size_t>(kTiledBatch);
   }
 
   // y[b, :rows] = W x[b] (+ bias) for the batch: W's rows split between the intra-op threads, each read once for
@@ -398,24 +403,35 @@ class AtenDecoder final : public DecoderModel {
 
   Status Decode(std::span<const StepInput> batch, std::vector<float>* logits) {
     const DecoderConfig& c = w_->config;
-    const int64_t B = static_cast<int64_t>(batch.size()), H = c.hidden_size, D = c.head_dim;
+    const int64_t H = c.hidden_size, D = c.head_dim;
     const int64_t nh = c.num_heads, nkv = c.num_kv_heads, group = nh / nkv, I = c.intermediate_size;
     const int64_t qkv_rows = (nh + 2 * nkv) * D, slots = num_blocks_ * block_size_;
     const float eps = static_cast<float>(c.norm_eps);
-    // Checks, the positions each sequence attends to (cache offsets), its new slot.
-    std::vector<int64_t> position(B), new_slot(B), ctx_begin(B + 1, 0);
+    // One row per token. Checks, each sequence's cache offsets (positions 0 .. its last token's), and per row:
+    // its position, its new slot, where its sequence's offsets begin (a row attends to position + 1 of them).
+    int64_t B = 0;
+    for (const StepInput& in : batch) B += static_cast<int64_t>(in.tokens.size());
+    std::vector<int64_t> position(static_cast<size_t>(B)), new_slot(static_cast<size_t>(B)),
+        ctx_begin(static_cast<size_t>(B));
+    std::vector<int32_t> token(static_cast<size_t>(B));
+    std::vector<char> wanted(static_cast<size_t>(B), 0);
     offsets_.clear();
-    for (int64_t s = 0; s < B; ++s) {
-      const StepInput& in = batch[static_cast<size_t>(s)];
+    int64_t r = 0;
+    for (const StepInput& in : batch) {
       INFERD_RETURN_IF_ERROR(Check(in));
-      const int64_t end = in.position + 1;
-      position[s] = in.position;
+      const int64_t n = static_cast<int64_t>(in.tokens.size()), end = in.position + n;
+      const int64_t begin = static_cast<int64_t>(offsets_.size());
       for (int64_t p = 0; p < end; ++p) {
         const int64_t slot = in.blocks[static_cast<size_t>(p / block_size_)] * block_size_ + p % block_size_;
         offsets_.push_back(slot * nkv * D);
-        if (p == in.position) new_slot[s] = slot;
       }
-      ctx_begin[s + 1] = static_cast<int64_t>(offsets_.size());
+      for (int64_t i = 0; i < n; ++i, ++r) {
+        position[r] = in.position + i;
+        new_slot[r] = offsets_[static_cast<size_t>(begin + position[r])] / (nkv * D);
+        ctx_begin[r] = begin;
+        token[r] = in.tokens[static_cast<size_t>(i)];
+        wanted[r] = i >= n - in.num_logits;
+      }
     }
     x_.assign(static_cast<size_t>(B * H), 0.0f);
     h_.resize(static_cast<size_t>(B * std::max(H, nh * D)));
@@ -424,11 +440,11 @@ class AtenDecoder final : public DecoderModel {
     act_.resize(static_cast<size_t>(B * I));
     o_.resize(static_cast<size_t>(B * H));
     scores_.resize(static_cast<size_t>(c.max_positions));
-    rope_.resize(static_cast<size_t>(B * D));  // per sequence: cos[D/2], sin[D/2]
+    rope_.resize(static_cast<size_t>(B * D));  // per row: cos[D/2], sin[D/2]
     const float* embed = w_->embed.data_ptr<float>();
     const float* inv_freq = w_->inv_freq.data_ptr<float>();
     for (int64_t s = 0; s < B; ++s) {
-      std::copy_n(embed + static_cast<int64_t>(batch[static_cast<size_t>(s)].tokens[0]) * H, H, x_.data() + s * H);
+      std::copy_n(embed + static_cast<int64_t>(token[s]) * H, H, x_.data() + s * H);
       float* cs = rope_.data() + s * D;
       for (int64_t i = 0; i < D / 2; ++i) {
         const float f = static_cast<float>(position[s]) * inv_freq[i];  // as the ATen path computes it
@@ -455,10 +471,12 @@ class AtenDecoder final : public DecoderModel {
         std::copy_n(k, nkv * D, kc + new_slot[s] * nkv * D);
         std::copy_n(v, nkv * D, vc + new_slot[s] * nkv * D);
       }
+      // Every row's keys and values are in the cache before any row attends (rows of one sequence see the
+      // earlier ones').
       for (int64_t s = 0; s < B; ++s) {
         const float* q = qkv_.data() + s * qkv_rows;
         const int64_t* offs = offsets_.data() + ctx_begin[s];
-        const int64_t ctx = ctx_begin[s + 1] - ctx_begin[s];
+        const int64_t ctx = position[s] + 1;
         for (int64_t hq = 0; hq < nh; ++hq) {
           const int64_t kvh = hq / group;
           kernels::AttendOne(q + hq * D, kc + kvh * D, vc + kvh * D, offs, ctx, D, scale, scores_.data(),
@@ -481,7 +499,7 @@ class AtenDecoder final : public DecoderModel {
     // The final norm and the head, for the sequences that want logits.
     int64_t rows = 0;
     for (int64_t s = 0; s < B; ++s) {
-      if (!batch[static_cast<size_t>(s)].want_logits) continue;
+      if (!wanted[s]) continue;
       kernels::RmsNorm(x_.data() + s * H, w_->final_w.data_ptr<float>(), H, eps, h_.data() + rows * H);
       ++rows;
     }
@@ -511,7 +529,7 @@ class AtenDecoder final : public DecoderModel {
       for (int64_t p = in.position; p < end; ++p) slots.push_back(slot(p));
       context_slots[s].reserve(static_cast<size_t>(end));
       for (int64_t p = 0; p < end; ++p) context_slots[s].push_back(slot(p));
-      if (in.want_logits) last_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
+      for (int64_t i = n - in.num_logits; i < n; ++i) last_rows.push_back(static_cast<int64_t>(tokens.size()) - n + i);
     }
     const auto long_opts = at::TensorOptions().dtype(at::kLong);
     at::Tensor tok = at::from_blob(tokens.data(), {static_cast<int64_t>(tokens.size())}, long_opts);

@@ -127,6 +127,47 @@ TEST_P(DecoderTest, ChunkedPrefillAndBatchedSequencesMatch) {
   }
 }
 
+// A speculative step's verification: a chunk of several tokens with logits for each of them (num_logits ==
+// tokens) gives the reference's logits at every position, on both paths, beside another sequence's decode token;
+// positions written by a chunk can be run again (a rejected draft's slots are overwritten).
+TEST_P(DecoderTest, ChunkWithEveryPositionsLogitsMatchesReference) {
+  const std::span<const int32_t> prompt(ref_.prompt);
+  ASSERT_GE(prompt.size(), 8u);
+  for (bool fast : {true, false}) {
+    SCOPED_TRACE(fast ? "fast path" : "ATen path");
+    auto d = MakeAtenDecoder(weights_, fast);
+    ASSERT_TRUE(d->AllocateCache(kBlocks, kBlockSize).ok());
+    const auto ta = Table(2, 8), tb = Table(40, 8);
+    std::vector<float> logits;
+    const size_t p = prompt.size() - 5;  // A has p positions cached, then verifies 4 at once
+    StepInput head{prompt.subspan(0, p), 0, ta, 0};
+    StepInput other{prompt.subspan(0, p), 0, tb, 0};
+    std::vector<StepInput> first = {head, other};
+    ASSERT_TRUE(d->Forward(first, &logits).ok());
+    EXPECT_TRUE(logits.empty());
+    // A garbage draft first (then overwritten), as a rejected speculation leaves it.
+    std::vector<int32_t> garbage = {1, 2, 3, 4};
+    StepInput bad{garbage, static_cast<int64_t>(p), ta, 4};
+    ASSERT_TRUE(d->Forward(std::span(&bad, 1), &logits).ok());
+    ASSERT_EQ(static_cast<int64_t>(logits.size()), 4 * vocab_);
+    std::vector<StepInput> batch = {{prompt.subspan(p, 4), static_cast<int64_t>(p), ta, 4},
+                                    {prompt.subspan(p, 1), static_cast<int64_t>(p), tb, 1}};
+    ASSERT_TRUE(d->Forward(batch, &logits).ok());
+    ASSERT_EQ(static_cast<int64_t>(logits.size()), 5 * vocab_);
+    for (int64_t i = 0; i < 4; ++i)
+      ExpectNear(logits.data() + i * vocab_, ref_.logits[p + static_cast<size_t>(i)], "A row " + std::to_string(i));
+    ExpectNear(logits.data() + 4 * vocab_, ref_.logits[p], "B");
+    // The last two of a chunk only.
+    StepInput tail{prompt.subspan(p, 4), static_cast<int64_t>(p), ta, 2};
+    ASSERT_TRUE(d->Forward(std::span(&tail, 1), &logits).ok());
+    ASSERT_EQ(static_cast<int64_t>(logits.size()), 2 * vocab_);
+    ExpectNear(logits.data(), ref_.logits[p + 2], "tail row 0");
+    ExpectNear(logits.data() + vocab_, ref_.logits[p + 3], "tail row 1");
+    StepInput too_many{prompt.subspan(p, 2), static_cast<int64_t>(p), ta, 3};
+    EXPECT_EQ(d->Forward(std::span(&too_many, 1), &logits).code(), StatusCode::kInvalidArgument);
+  }
+}
+
 TEST_P(DecoderTest, GreedyContinuationMatchesReference) {
   const auto table = Table(9, 8);
   std::vector<int32_t> seq = ref_.prompt;
@@ -191,7 +232,7 @@ void DecoderTest::ExpectDecodeMatchesAten(size_t n) {
     EXPECT_LT(worst, 1e-4) << "step " << step;
     size_t row = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (!batch[i].want_logits) {
+      if (batch[i].num_logits == 0) {
         seqs[i].push_back(seqs[i].back());
         continue;
       }

@@ -133,6 +133,7 @@ Result<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, con
   INFERD_RETURN_IF_ERROR(in.Integer("min_tokens"));
   INFERD_RETURN_IF_ERROR(in.Bool("ignore_eos"));
   INFERD_RETURN_IF_ERROR(in.Bool("skip_special_tokens"));
+  INFERD_RETURN_IF_ERROR(in.Bool("speculative_decoding"));
   if (const Value* stop = in.Get("stop")) {
     if (stop->IsString()) {
       rapidjson::Value arr(rapidjson::kArrayType);
