@@ -1,7 +1,8 @@
 // config.pbtxt through ParseModelConfig: protobuf text format, every field
 // check, ensemble steps and output rules. A config that parses has its
 // ensemble compiled (EnsemblePlan) and each output rule applied to a
-// generated answer of its source output, as the server would.
+// generated answer of its source output, as the server would; its
+// speculative-decoding parameters are read as the generative scheduler does.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "repository/model_config.h"
 #include "scheduler/ensemble_plan.h"
+#include "scheduler/prompt_lookup.h"
 #include "server/output_rules.h"
 
 namespace {
@@ -23,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!spec.ok()) return 0;
   (void)inferd::RenderModelConfigJson(text, *spec);
   if (spec->ensemble) (void)inferd::EnsemblePlan::Compile(*spec);
+  (void)inferd::SpeculationOptions::FromSpec(*spec);
   const bool batched = spec->max_batch_size > 0;
   for (const auto& rule : spec->rules) {
     const inferd::TensorSpec* source = spec->FindOutput(rule.source);
