@@ -439,7 +439,7 @@ class AtenDecoder final : public DecoderModel {
     up_.resize(static_cast<size_t>(B * 2 * I));
     act_.resize(static_cast<size_t>(B * I));
     o_.resize(static_cast<size_t>(B * H));
-    scores_.resize(static_cast<size_t>(c.max_positions));
+    scores_.resize(static_cast<size_t>(group * c.max_positions));
     rope_.resize(static_cast<size_t>(B * D));  // per row: cos[D/2], sin[D/2]
     const float* embed = w_->embed.data_ptr<float>();
     const float* inv_freq = w_->inv_freq.data_ptr<float>();
@@ -477,10 +477,9 @@ class AtenDecoder final : public DecoderModel {
         const float* q = qkv_.data() + s * qkv_rows;
         const int64_t* offs = offsets_.data() + ctx_begin[s];
         const int64_t ctx = position[s] + 1;
-        for (int64_t hq = 0; hq < nh; ++hq) {
-          const int64_t kvh = hq / group;
-          kernels::AttendOne(q + hq * D, kc + kvh * D, vc + kvh * D, offs, ctx, D, scale, scores_.data(),
-                             h_.data() + s * nh * D + hq * D);
+        for (int64_t kvh = 0; kvh < nkv; ++kvh) {  // query heads kvh * group .. share key/value head kvh
+          kernels::AttendGroup(q + kvh * group * D, group, kc + kvh * D, vc + kvh * D, offs, ctx, D, scale,
+                               scores_.data(), h_.data() + s * nh * D + kvh * group * D);
         }
       }
       Linear(L.o_w, L.o_q, L.o_b, h_.data(), B, o_.data());

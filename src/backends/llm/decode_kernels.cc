@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 // Each kernel is compiled three times and the best the CPU runs is bound at load (GCC's ifunc). Not under the
@@ -463,21 +464,63 @@ INFERD_KERNEL void Rope(float* v, int64_t heads, int64_t d, const float* cos, co
   }
 }
 
-void AttendOne(const float* q, const float* k, const float* v, const int64_t* offsets, int64_t ctx, int64_t d,
-               float scale, float* scores, float* out) {
-  float top = -INFINITY;
+// e^x for x <= 0 (softmax's shifted scores), vectorizable: x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor
+// polynomial to r^6 (relative error < 3e-7), 2^n by the exponent bits. std::exp is a call per score, which in
+// attention was as much time as the dot products.
+inline float ExpNonPositive(float x) {
+  x = std::max(x, -87.0f);                          // below this e^x is 0 in floats' normal range
+  const float t = x * 1.44269504088896341f;         // x / ln2
+  const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest (1.5 * 2^23)
+  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+}
+
+INFERD_KERNEL void AttendGroup(const float* q, int64_t group, const float* k, const float* v, const int64_t* offsets,
+                               int64_t ctx, int64_t d, float scale, float* scores, float* out) {
+  // Scores: each key row read once for every query head of the group.
   for (int64_t p = 0; p < ctx; ++p) {
-    scores[p] = Dot(q, k + offsets[p], d) * scale;
-    top = std::max(top, scores[p]);
+    const float* kp = k + offsets[p];
+    for (int64_t g = 0; g < group; ++g) {
+      const float* qg = q + g * d;
+      float s = 0;
+#pragma omp simd reduction(+ : s)
+      for (int64_t i = 0; i < d; ++i) s += qg[i] * kp[i];
+      scores[g * ctx + p] = s * scale;
+    }
   }
-  float sum = 0;
+  for (int64_t g = 0; g < group; ++g) {
+    float* sg = scores + g * ctx;
+    float top = -INFINITY;
+#pragma omp simd reduction(max : top)
+    for (int64_t p = 0; p < ctx; ++p) top = std::max(top, sg[p]);
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t p = 0; p < ctx; ++p) {
+      sg[p] = ExpNonPositive(sg[p] - top);
+      sum += sg[p];
+    }
+    const float inv = 1.0f / sum;
+#pragma omp simd
+    for (int64_t p = 0; p < ctx; ++p) sg[p] *= inv;
+  }
+  // The weighted sum: each value row read once too.
+  std::fill(out, out + group * d, 0.0f);
   for (int64_t p = 0; p < ctx; ++p) {
-    scores[p] = std::exp(scores[p] - top);
-    sum += scores[p];
+    const float* vp = v + offsets[p];
+    for (int64_t g = 0; g < group; ++g) {
+      const float a = scores[g * ctx + p];
+      float* og = out + g * d;
+#pragma omp simd
+      for (int64_t i = 0; i < d; ++i) og[i] += a * vp[i];
+    }
   }
-  std::fill(out, out + d, 0.0f);
-  const float inv = 1.0f / sum;
-  for (int64_t p = 0; p < ctx; ++p) Axpy(scores[p] * inv, v + offsets[p], out, d);
 }
 
 INFERD_KERNEL void SwiGlu(float* gate, const float* up, int64_t n) {

@@ -1,7 +1,7 @@
 // Kernels of the decoder's decode step (one new token per sequence) on raw
 // FP32 buffers: the matrix-vector products that read the weights, and the
 // small per-token work around them (RMSNorm, rotary positions, attention of
-// one query over the paged cache) that op-by-op ATen calls made cost more
+// a token's query heads over the paged cache) that op-by-op ATen calls made cost more
 // than the arithmetic. Compiled for AVX-512, AVX2 and plain x86-64, chosen
 // at run time (target_clones). ATen-free; the caller splits rows between
 // threads.
@@ -52,10 +52,12 @@ void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
 // of `heads` vectors of D floats, in place; cos and sin hold D/2 values.
 void Rope(float* v, int64_t heads, int64_t d, const float* cos, const float* sin);
 
-// One query head over `ctx` cached positions: out[D] = softmax(q . k_p * scale) weighted sum of v_p, where the
-// keys and values of position p are at k + offsets[p] and v + offsets[p]. `scores` holds ctx floats (scratch).
-void AttendOne(const float* q, const float* k, const float* v, const int64_t* offsets, int64_t ctx, int64_t d,
-               float scale, float* scores, float* out);
+// The `group` query heads that share one key/value head (grouped-query attention; 1 for multi-head) over `ctx`
+// cached positions: for each head g, out[g * d ...] = softmax(q_g . k_p * scale) weighted sum of v_p, where the
+// keys and values of position p are at k + offsets[p] and v + offsets[p], q_g at q + g * d. Each key and value
+// row is read once for the whole group. `scores` holds group * ctx floats (scratch).
+void AttendGroup(const float* q, int64_t group, const float* k, const float* v, const int64_t* offsets, int64_t ctx,
+                 int64_t d, float scale, float* scores, float* out);
 
 // gate[i] = silu(gate[i]) * up[i] over n floats (Llama's SwiGLU).
 void SwiGlu(float* gate, const float* up, int64_t n);
