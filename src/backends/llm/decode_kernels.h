@@ -1,5 +1,5 @@
-// Kernels of the decoder's decode step (one new token per sequence) on raw
-// FP32 buffers: the matrix-vector products that read the weights, and the
+// Kernels of the decoder's small steps (decode tokens, speculative drafts, short
+// prompts: at most 64 tokens in all) on raw FP32 buffers: the matrix-vector products that read the weights, and the
 // small per-token work around them (RMSNorm, rotary positions, attention of
 // a token's query heads over the paged cache) that op-by-op ATen calls made cost more
 // than the arithmetic. Compiled for AVX-512, AVX2 and plain x86-64, chosen
