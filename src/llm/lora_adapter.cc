@@ -147,9 +147,10 @@ Result<LoraConfig> ParseLoraConfig(std::string_view json, const LoraLimits& limi
   d.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(json.data(), json.size());
   if (d.HasParseError() || !d.IsObject()) return Status::InvalidArgument("adapter_config.json is not a JSON object");
   LoraConfig c;
+  const rapidjson::Value& root = d;
   auto get = [&](const char* name) -> const rapidjson::Value* {
-    auto it = d.FindMember(name);
-    return it == d.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
+    const auto it = root.FindMember(name);
+    return it == root.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
   };
   if (const auto* v = get("peft_type"); v != nullptr && !(v->IsString() && std::string_view(v->GetString()) == "LORA"))
     return LoraUnsupported("a peft_type other than LORA");
