@@ -1,7 +1,6 @@
 #include "scheduler/generative_scheduler.h"
 
 #include <algorithm>
-#include <charconv>
 #include <unordered_map>
 
 #include "llm/block_pool.h"
@@ -11,6 +10,7 @@
 #include "llm/unicode_tables.h"
 #include "scheduler/prompt_lookup.h"
 #include "scheduler/scheduler_factory.h"
+#include "scheduler/spec_parameters.h"
 #include "scheduler/structured_decoding.h"
 
 namespace inferd {
@@ -18,19 +18,6 @@ namespace {
 
 uint64_t Ns(Duration d) { return static_cast<uint64_t>(std::max<int64_t>(0, d.count())); }
 double Seconds(Duration d) { return static_cast<double>(Ns(d)) / 1e9; }
-
-Result<int64_t> IntParam(const ModelSpec& spec, const char* name, int64_t lo, int64_t hi, int64_t fallback) {
-  auto it = spec.parameters.find(name);
-  if (it == spec.parameters.end()) return fallback;
-  int64_t v = 0;
-  const auto& s = it->second;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) {
-    return Status::InvalidArgument("parameter '" + std::string(name) + "' must be an integer in [" +
-                                   std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  return v;
-}
 
 void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
@@ -60,15 +47,17 @@ Tensor BytesTensor(const char* name, std::string_view value) {
 
 Result<GenerativeOptions> GenerativeOptions::FromSpec(const ModelSpec& spec, size_t default_max_queue) {
   GenerativeOptions o;
-  INFERD_ASSIGN_OR_RETURN(int64_t bs, IntParam(spec, "kv_block_size", 1, 1024, o.block_size));
+  INFERD_ASSIGN_OR_RETURN(int64_t bs, IntParameter(spec, "kv_block_size", 1, 1024, o.block_size));
   o.block_size = static_cast<int32_t>(bs);
-  INFERD_ASSIGN_OR_RETURN(o.kv_cache_bytes, IntParam(spec, "kv_cache_bytes", 1, int64_t{1} << 44, o.kv_cache_bytes));
-  INFERD_ASSIGN_OR_RETURN(int64_t seqs, IntParam(spec, "max_num_seqs", 1, 4096, o.max_num_seqs));
+  INFERD_ASSIGN_OR_RETURN(o.kv_cache_bytes,
+                          IntParameter(spec, "kv_cache_bytes", 1, int64_t{1} << 44, o.kv_cache_bytes));
+  INFERD_ASSIGN_OR_RETURN(int64_t seqs, IntParameter(spec, "max_num_seqs", 1, 4096, o.max_num_seqs));
   o.max_num_seqs = static_cast<int32_t>(seqs);
-  INFERD_ASSIGN_OR_RETURN(int64_t tokens, IntParam(spec, "max_num_batched_tokens", 1, 1 << 20, o.max_batched_tokens));
+  INFERD_ASSIGN_OR_RETURN(int64_t tokens,
+                          IntParameter(spec, "max_num_batched_tokens", 1, 1 << 20, o.max_batched_tokens));
   o.max_batched_tokens = static_cast<int32_t>(tokens);
-  INFERD_ASSIGN_OR_RETURN(o.max_model_len, IntParam(spec, "max_model_len", 0, int64_t{1} << 24, 0));
-  INFERD_ASSIGN_OR_RETURN(int64_t threads, IntParam(spec, "INTRA_OP_THREAD_COUNT", 1, 256, 1));
+  INFERD_ASSIGN_OR_RETURN(o.max_model_len, IntParameter(spec, "max_model_len", 0, int64_t{1} << 24, 0));
+  INFERD_ASSIGN_OR_RETURN(int64_t threads, IntParameter(spec, "INTRA_OP_THREAD_COUNT", 1, 256, 1));
   o.intra_op_threads = static_cast<int>(threads);
   if (auto it = spec.parameters.find("enable_prefix_caching"); it != spec.parameters.end()) {
     if (it->second != "true" && it->second != "false") {

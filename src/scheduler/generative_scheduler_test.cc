@@ -79,7 +79,6 @@ class FakeDecoder final : public llm::DecoderModel {
         return static_cast<size_t>(in.blocks[static_cast<size_t>(p / block_size_)] * block_size_ + p % block_size_);
       };
       for (size_t i = 0; i < in.tokens.size(); ++i) slots_[slot(in.position + static_cast<int64_t>(i))] = in.tokens[i];
-      rows += in.tokens.size();
       const int64_t end = in.position + static_cast<int64_t>(in.tokens.size());
       for (int64_t last = end - in.num_logits; last < end; ++last) {  // logits after positions up to `last`
         std::vector<int32_t> context;
@@ -93,7 +92,6 @@ class FakeDecoder final : public llm::DecoderModel {
   }
   size_t steps = 0;
   size_t max_batch = 0;
-  size_t rows = 0;  // tokens run, over all steps
 
   void Close() {
     MutexLock l(&gate_mu_);

@@ -1,27 +1,12 @@
 #include "scheduler/prompt_lookup.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
 #include <string>
 
+#include "core/number_text.h"
+#include "scheduler/spec_parameters.h"
+
 namespace inferd {
-namespace {
-
-Result<int32_t> SpeculationInt(const ModelSpec& spec, const char* name, int32_t lo, int32_t hi, int32_t fallback) {
-  auto it = spec.parameters.find(name);
-  if (it == spec.parameters.end()) return fallback;
-  int32_t v = 0;
-  const std::string& s = it->second;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) {
-    return Status::InvalidArgument("parameter '" + std::string(name) + "' must be an integer in [" +
-                                   std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  return v;
-}
-
-}  // namespace
 
 Result<SpeculationOptions> SpeculationOptions::FromSpec(const ModelSpec& spec) {
   SpeculationOptions o;
@@ -31,19 +16,26 @@ Result<SpeculationOptions> SpeculationOptions::FromSpec(const ModelSpec& spec) {
     }
     o.enabled = it->second == "prompt_lookup";
   }
-  INFERD_ASSIGN_OR_RETURN(o.num_tokens, SpeculationInt(spec, "num_speculative_tokens", 1, 32, o.num_tokens));
-  INFERD_ASSIGN_OR_RETURN(o.ngram_max, SpeculationInt(spec, "prompt_lookup_max", 1, 16, o.ngram_max));
-  INFERD_ASSIGN_OR_RETURN(o.ngram_min, SpeculationInt(spec, "prompt_lookup_min", 1, 16, o.ngram_min));
+  INFERD_ASSIGN_OR_RETURN(const int64_t num_tokens_v,
+                          IntParameter(spec, "num_speculative_tokens", 1, 32, o.num_tokens));
+  o.num_tokens = static_cast<int32_t>(num_tokens_v);
+  INFERD_ASSIGN_OR_RETURN(const int64_t ngram_max_v, IntParameter(spec, "prompt_lookup_max", 1, 16, o.ngram_max));
+  o.ngram_max = static_cast<int32_t>(ngram_max_v);
+  INFERD_ASSIGN_OR_RETURN(const int64_t ngram_min_v, IntParameter(spec, "prompt_lookup_min", 1, 16, o.ngram_min));
+  o.ngram_min = static_cast<int32_t>(ngram_min_v);
   if (o.ngram_min > o.ngram_max) {
     return Status::InvalidArgument("parameter 'prompt_lookup_min' must not exceed 'prompt_lookup_max' (" +
                                    std::to_string(o.ngram_max) + ")");
   }
-  INFERD_ASSIGN_OR_RETURN(o.max_batch, SpeculationInt(spec, "speculative_max_batch", 1, 4096, o.max_batch));
+  INFERD_ASSIGN_OR_RETURN(const int64_t max_batch_v, IntParameter(spec, "speculative_max_batch", 1, 4096, o.max_batch));
+  o.max_batch = static_cast<int32_t>(max_batch_v);
   if (auto it = spec.parameters.find("speculative_min_acceptance"); it != spec.parameters.end()) {
-    const std::string& s = it->second;
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size() || !(v >= 0.0 && v <= 1.0)) {
+    bool is_int = false;
+    int64_t i = 0;
+    double v = 0;
+    if (!ParseNumber(it->second, &is_int, &i, &v)) v = -1;
+    if (is_int) v = static_cast<double>(i);
+    if (!(v >= 0.0 && v <= 1.0)) {
       return Status::InvalidArgument("parameter 'speculative_min_acceptance' must be a number in [0, 1]");
     }
     o.min_acceptance = v;

@@ -18,21 +18,6 @@
 
 namespace inferd::llm::kernels {
 
-// Four partial sums: the loop is bound by loads, not by one chain of adds.
-INFERD_KERNEL float Dot(const float* a, const float* b, int64_t n) {
-  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  const int64_t q = n / 4;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-  for (int64_t i = 0; i < q; ++i) {
-    s0 += a[i] * b[i];
-    s1 += a[q + i] * b[q + i];
-    s2 += a[2 * q + i] * b[2 * q + i];
-    s3 += a[3 * q + i] * b[3 * q + i];
-  }
-  for (int64_t i = 4 * q; i < n; ++i) s0 += a[i] * b[i];
-  return (s0 + s1) + (s2 + s3);
-}
-
 INFERD_KERNEL void Axpy(float a, const float* x, float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];

@@ -14,8 +14,6 @@
 
 namespace inferd::llm::kernels {
 
-// a . b over n floats.
-float Dot(const float* a, const float* b, int64_t n);
 // y += a * x over n floats.
 void Axpy(float a, const float* x, float* y, int64_t n);
 
