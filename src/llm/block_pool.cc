@@ -36,12 +36,12 @@ void BlockPool::Take(int32_t id) {
   ++b.refs;
 }
 
-std::vector<int32_t> BlockPool::MatchPrefix(std::span<const int32_t> tokens) {
+std::vector<int32_t> BlockPool::MatchPrefix(std::span<const int32_t> tokens, uint64_t salt) {
   std::vector<int32_t> out;
   if (!prefix_caching_ || tokens.empty()) return out;
   const size_t full = (tokens.size() - 1) / static_cast<size_t>(block_size_);  // keep one token to compute
   queried_ += full;
-  uint64_t parent = 0;
+  uint64_t parent = salt;
   for (size_t i = 0; i < full; ++i) {
     auto chunk = tokens.subspan(i * static_cast<size_t>(block_size_), static_cast<size_t>(block_size_));
     const uint64_t h = Hash(parent, chunk);
@@ -71,13 +71,13 @@ std::optional<int32_t> BlockPool::Allocate() {
   return id;
 }
 
-void BlockPool::Register(std::span<const int32_t> table, size_t index, std::span<const int32_t> tokens) {
+void BlockPool::Register(std::span<const int32_t> table, size_t index, std::span<const int32_t> tokens, uint64_t salt) {
   if (!prefix_caching_ || index >= table.size()) return;
   const size_t bs = static_cast<size_t>(block_size_);
   if (tokens.size() < (index + 1) * bs) return;
   Block& b = blocks_[static_cast<size_t>(table[index])];
   if (b.hash) return;  // already registered (it came from the cache)
-  uint64_t parent = 0;
+  uint64_t parent = salt;
   for (size_t i = 0; i < index; ++i) {
     const Block& prev = blocks_[static_cast<size_t>(table[i])];
     parent = prev.hash ? *prev.hash : Hash(parent, tokens.subspan(i * bs, bs));

@@ -34,8 +34,10 @@ class BlockPool {
 
   // The cached blocks holding the longest prefix of `tokens` made of full
   // blocks, leaving at least one token to compute (its logits are needed).
-  // Takes a reference on each; counts a query and the hit blocks.
-  std::vector<int32_t> MatchPrefix(std::span<const int32_t> tokens);
+  // Takes a reference on each; counts a query and the hit blocks. `salt`
+  // keys what computed the blocks besides the tokens (a LoRA adapter: its
+  // keys and values differ from the base model's); 0 for the base model.
+  std::vector<int32_t> MatchPrefix(std::span<const int32_t> tokens, uint64_t salt = 0);
 
   // One block for a sequence (refcount 1), least recently freed first; its
   // old cached prefix is forgotten. nullopt when none is free.
@@ -43,8 +45,9 @@ class BlockPool {
 
   // Registers a sequence's full block `index` (its table's entry) whose
   // tokens are tokens[index * block_size, (index + 1) * block_size), so later
-  // prefixes can match it. `tokens` must hold every token up to its end.
-  void Register(std::span<const int32_t> table, size_t index, std::span<const int32_t> tokens);
+  // prefixes can match it. `tokens` must hold every token up to its end;
+  // `salt` as MatchPrefix's.
+  void Register(std::span<const int32_t> table, size_t index, std::span<const int32_t> tokens, uint64_t salt = 0);
 
   // Drops a reference on each block (a finished or preempted sequence).
   void Release(std::span<const int32_t> blocks);

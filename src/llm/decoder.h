@@ -19,6 +19,8 @@
 
 namespace inferd::llm {
 
+struct LoraAdapter;  // llm/lora_adapter.h
+
 // One sequence's part of a forward step.
 struct StepInput {
   std::span<const int32_t> tokens;  // tokens to run, at positions [position, position + tokens.size())
@@ -28,6 +30,11 @@ struct StepInput {
   // prompt's last chunk, 0 for a prefill chunk, tokens.size() for a
   // speculative step's verification (every drafted position).
   int32_t num_logits = 1;
+  // The sequence's LoRA adapter (null: the base model): its low-rank updates
+  // are added to the projections it targets, for this sequence's rows only.
+  // Read against this model's config (llm/lora_adapter.h); not owned, alive
+  // for the call.
+  const LoraAdapter* lora = nullptr;
 };
 
 class DecoderModel {
@@ -43,8 +50,8 @@ class DecoderModel {
   // its own), and returns config().vocab_size logits for each of the last
   // num_logits tokens of every sequence, in batch and position order, back
   // to back in `logits`. INVALID_ARGUMENT for a token outside the
-  // vocabulary, num_logits outside [0, tokens], or a block table that does
-  // not cover the positions.
+  // vocabulary, num_logits outside [0, tokens], a block table that does
+  // not cover the positions, or an adapter whose layers do not match.
   virtual Status Forward(std::span<const StepInput> batch, std::vector<float>* logits) = 0;
 };
 

@@ -202,6 +202,10 @@ Result<GenerationRequest> ParseGenerationRequest(const InferRequest& request) {
     } else if (name == "speculative_decoding") {
       INFERD_ASSIGN_OR_RETURN(bool on, Bool(value, name));
       g.speculative = on;
+    } else if (name == "lora_adapter") {
+      const std::string* s = std::get_if<std::string>(&value);
+      if (s == nullptr) return Bad(name, "must be a string (a LoRA adapter's name)");
+      g.lora_adapter = *s;
     }
   }
   INFERD_RETURN_IF_ERROR(g.sampling.Validate());

@@ -8,7 +8,8 @@
 //               presence_penalty, frequency_penalty, logprobs (top count),
 //               stop (a string, or a JSON array of strings), stop_token_ids
 //               (a JSON array of ids), ignore_eos, skip_special_tokens,
-//               speculative_decoding (bool), and the structured-output ones
+//               speculative_decoding (bool), lora_adapter (a string: the
+//               LoRA adapter of the model to generate with), and the structured-output ones
 //               (llm/structured_output.h)
 // Unknown parameters are left alone (front ends add their own); a known
 // one with the wrong type or range is an error naming it.
@@ -47,6 +48,7 @@ struct GenerationRequest {
   bool skip_special_tokens = true;
   std::optional<StructuredOutput> structured;  // response_format, guided_*, ... (llm/structured_output.h)
   std::optional<bool> speculative;             // speculative_decoding: on or off for this request (none: the model's)
+  std::string lora_adapter;                    // empty: the base model
 };
 
 Result<GenerationRequest> ParseGenerationRequest(const InferRequest& request);

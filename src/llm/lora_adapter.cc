@@ -281,6 +281,19 @@ Result<LoraAdapter> ReadLoraAdapter(const LoraConfig& config, const SafetensorsF
       }
     }
   }
+  // The serving form: b = scale * B^T.
+  const float scale = static_cast<float>(config.scale());
+  for (auto& layer : a.layers) {
+    for (LoraPair& p : layer) {
+      if (p.empty()) continue;
+      std::vector<float> bt(p.b.size());
+      const int64_t r = config.rank;
+      for (int64_t o = 0; o < p.out; ++o)
+        for (int64_t j = 0; j < r; ++j)
+          bt[static_cast<size_t>(j * p.out + o)] = scale * p.b[static_cast<size_t>(o * r + j)];
+      p.b = std::move(bt);
+    }
+  }
   return a;
 }
 

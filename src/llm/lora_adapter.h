@@ -57,7 +57,9 @@ struct LoraConfig {
 // UNIMPLEMENTED naming a PEFT feature inferd does not apply.
 Result<LoraConfig> ParseLoraConfig(std::string_view json, const LoraLimits& limits);
 
-// One module's update: A [rank, in] and B [out, rank], FP32, row-major.
+// One module's update in its serving form, FP32, row-major: `a` is A
+// [rank, in] as stored; `b` is scale * B^T [rank, out] (B is stored [out,
+// rank]), so the update of a row x is y += sum_j (a_j . x) b_j.
 struct LoraPair {
   int64_t in = 0, out = 0;
   std::vector<float> a, b;
@@ -71,7 +73,7 @@ struct LoraAdapter {
 };
 
 // The tensors of an adapter's safetensors file against `base` (see above),
-// read as FP32 (F32, F16 or BF16 stored).
+// read as FP32 (F32, F16 or BF16 stored), in the serving form (LoraPair).
 Result<LoraAdapter> ReadLoraAdapter(const LoraConfig& config, const SafetensorsFile& weights,
                                     const DecoderConfig& base);
 

@@ -146,8 +146,12 @@ TEST(LoraAdapterTest, ReadsEveryTargetedMatrix) {
   EXPECT_EQ(q0.out, 16);
   EXPECT_EQ(q0.a, t.at(Name(0, "self_attn", "q_proj", 'A')).second);
   const LoraPair& v1 = a->layers[1][static_cast<size_t>(LoraModule::kV)];
-  ASSERT_EQ(v1.b.size(), 32u);
-  for (size_t i = 0; i < v1.b.size(); ++i) EXPECT_NEAR(v1.b[i], -0.02f * static_cast<float>(i), 0.01f);  // BF16
+  ASSERT_EQ(v1.b.size(), 32u);  // scale * B^T: [4, 8]; B [8, 4] held -0.02 * (o * 4 + j)
+  const double scale = a->config.scale();
+  for (int64_t j = 0; j < 4; ++j)
+    for (int64_t o = 0; o < 8; ++o)
+      EXPECT_NEAR(v1.b[static_cast<size_t>(j * 8 + o)], scale * -0.02 * static_cast<double>(o * 4 + j),
+                  0.01 * scale);  // BF16
   EXPECT_TRUE(a->layers[0][static_cast<size_t>(LoraModule::kK)].empty());
   EXPECT_EQ(a->bytes(), 2 * (4 * 16 + 16 * 4 + 4 * 16 + 8 * 4) * 4);
   // The adapter name some PEFT versions keep in the tensor names.

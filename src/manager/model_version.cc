@@ -87,6 +87,7 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
   sc.stats = mv->stats_;
   sc.default_max_queue_size = options.default_max_queue_size;
   sc.submitter = options.submitter;
+  sc.loras = options.loras;
   // Each instance's worker thread costs its stack and TLS (libtorch's is
   // large): measured on the thread after warmup and added to the size.
   auto thread_bytes = std::make_shared<std::atomic<uint64_t>>(0);

@@ -39,6 +39,7 @@ class ModelVersion {
     CpuLoad* cpu_load = nullptr;                   // not owned; may be null
     const SchedulerFactory* schedulers = nullptr;  // not owned; required
     RequestSubmitter* submitter = nullptr;         // not owned; for schedulers that call other models
+    const LoraCatalog* loras = nullptr;            // not owned; generative models' LoRA adapters (may be null)
     // Checks what only the server can (e.g. that a hybrid model's prediction
     // store names a configured connection); an error fails the load. May be null.
     std::function<Status(const ModelSpec&)> check_spec;

@@ -134,6 +134,7 @@ void RepositorySource::Poll() {
   }
   for (const auto& n : manager_->ModelNames())
     if (!present.count(n)) manager_->Remove(n);
+  if (options_.after_poll) options_.after_poll();
 }
 
 }  // namespace inferd

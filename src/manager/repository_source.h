@@ -17,6 +17,7 @@
 // must outlive the source.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +43,8 @@ class RepositorySource {
     // on a 2-core VM); up to this many models it happens in Start, beyond it
     // in the background.
     size_t index_at_start_limit = 10000;
+    // Runs after each rescan (the server re-reads the models' LoRA adapters); may be null.
+    std::function<void()> after_poll;
   };
 
   RepositorySource(Options options, const ModelRepository* repository, ModelManager* manager, Clock* clock);

@@ -2,7 +2,7 @@
 // the metrics endpoint, exported under vLLM's metric names (docs/generative.md)
 // so dashboards built for vLLM read inferd unchanged.
 //
-// Thread-safety: every field is atomic or a lock-free Histogram; the
+// Thread-safety: every field is atomic, a lock-free Histogram or LoraStats; the
 // scheduler's loop writes, scrapes read.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "metrics/histogram.h"
+#include "metrics/lora_stats.h"
 
 namespace inferd {
 
@@ -42,6 +43,7 @@ struct GenerativeStats {
   std::atomic<uint64_t> spec_drafts{0};
   std::atomic<uint64_t> spec_draft_tokens{0};
   std::atomic<uint64_t> spec_accepted_tokens{0};
+  LoraStats lora;  // LoRA adapters (metrics/lora_stats.h)
 };
 
 }  // namespace inferd

@@ -1,6 +1,8 @@
 #include "scheduler/generative_scheduler.h"
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <unordered_map>
 
 #include "llm/block_pool.h"
@@ -73,6 +75,14 @@ Result<GenerativeOptions> GenerativeOptions::FromSpec(const ModelSpec& spec, siz
   }
   o.max_queue = spec.batching.queue.max_queue_size > 0 ? spec.batching.queue.max_queue_size : default_max_queue;
   INFERD_ASSIGN_OR_RETURN(o.speculation, SpeculationOptions::FromSpec(spec));
+  INFERD_ASSIGN_OR_RETURN(int64_t loras, IntParameter(spec, "max_loras", 1, 1024, o.max_loras));
+  o.max_loras = static_cast<int32_t>(loras);
+  INFERD_ASSIGN_OR_RETURN(int64_t cpu_loras, IntParameter(spec, "max_cpu_loras", 0, 1 << 20, 0));
+  o.lora_cache.max_adapters = static_cast<int32_t>(cpu_loras);
+  INFERD_ASSIGN_OR_RETURN(o.lora_cache.max_bytes,
+                          IntParameter(spec, "lora_cache_bytes", 1, int64_t{1} << 42, o.lora_cache.max_bytes));
+  INFERD_ASSIGN_OR_RETURN(int64_t rank, IntParameter(spec, "max_lora_rank", 1, 1024, o.max_lora_rank));
+  o.max_lora_rank = static_cast<int32_t>(rank);
   return o;
 }
 
@@ -104,23 +114,43 @@ struct GenerativeScheduler::Sequence {
   bool streaming = false;
   bool finished = false;
   std::string finish_reason;
-  Status error;                              // why, when finish_reason is "error"
-  std::unique_ptr<SequenceGrammar> grammar;  // a structured output's position
-  std::unique_ptr<PromptLookup> lookup;      // speculative decoding's drafts, when on
-  std::vector<int32_t> verify;               // a speculative step's tokens: the next one, then the draft
+  Status error;                                  // why, when finish_reason is "error"
+  std::unique_ptr<SequenceGrammar> grammar;      // a structured output's position
+  std::unique_ptr<PromptLookup> lookup;          // speculative decoding's drafts, when on
+  std::vector<int32_t> verify;                   // a speculative step's tokens: the next one, then the draft
+  std::optional<LoraEntry> lora_entry;           // the LoRA adapter asked for (lora_adapter)
+  std::shared_ptr<const llm::LoraAdapter> lora;  // it, once in host memory
+  uint64_t prefix_salt = 0;                      // prefix-cache key of what computes the KV (0: the base model)
 };
 
-Result<std::unique_ptr<GenerativeScheduler>> GenerativeScheduler::Create(GenerativeOptions options,
-                                                                         const ModelSpec& spec,
-                                                                         std::unique_ptr<ModelInstance> instance,
-                                                                         Clock* clock,
-                                                                         std::shared_ptr<ModelStats> stats) {
+Result<std::unique_ptr<GenerativeScheduler>> GenerativeScheduler::Create(
+    GenerativeOptions options, const ModelSpec& spec, std::unique_ptr<ModelInstance> instance, Clock* clock,
+    std::shared_ptr<ModelStats> stats, const LoraCatalog* loras) {
   if (dynamic_cast<GenerativeInstance*>(instance.get()) == nullptr) {
     return Status::InvalidArgument("model '" + spec.name + "' has no generative instance");
   }
   std::unique_ptr<GenerativeScheduler> s(
-      new GenerativeScheduler(std::move(options), spec, std::move(instance), clock, std::move(stats)));
+      new GenerativeScheduler(std::move(options), spec, std::move(instance), clock, std::move(stats), loras));
   llm::DecoderModel& d = s->model_->decoder();
+  if (loras != nullptr && d.config().architecture == llm::Architecture::kLlama) {
+    llm::LoraLimits limits;
+    limits.max_rank = s->options_.max_lora_rank;
+    LoraLoader load = s->options_.lora_loader;
+    if (!load) {
+      load = [config = d.config(), limits](const LoraEntry& e) { return llm::LoadLoraAdapter(e.path, config, limits); };
+    }
+    GenerativeScheduler* p = s.get();
+    s->lora_cache_ = std::make_unique<LoraCache>(s->options_.lora_cache, std::move(load), [p] {
+      {
+        MutexLock l(&p->mu_);
+        p->lora_loaded_ = true;
+      }
+      p->cv_.NotifyAll();
+    });
+    s->gstats_->lora.Configure(
+        s->options_.max_loras,
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  }
   s->max_model_len_ = s->options_.max_model_len > 0 ? std::min(s->options_.max_model_len, d.config().max_positions)
                                                     : d.config().max_positions;
   const int64_t per_block = d.CacheBytesPerBlock(s->options_.block_size);
@@ -142,13 +172,14 @@ Result<std::unique_ptr<GenerativeScheduler>> GenerativeScheduler::Create(Generat
 
 GenerativeScheduler::GenerativeScheduler(GenerativeOptions options, const ModelSpec& spec,
                                          std::unique_ptr<ModelInstance> instance, Clock* clock,
-                                         std::shared_ptr<ModelStats> stats)
+                                         std::shared_ptr<ModelStats> stats, const LoraCatalog* loras)
     : options_(std::move(options)),
       spec_(spec),
       instance_(std::move(instance)),
       model_(dynamic_cast<GenerativeInstance*>(instance_.get())),
       clock_(clock),
-      stats_(std::move(stats)) {
+      stats_(std::move(stats)),
+      loras_(loras) {
   if (stats_) {
     gstats_ = stats_->EnableGenerative();
   } else {
@@ -176,6 +207,19 @@ Status GenerativeScheduler::Enqueue(std::unique_ptr<PendingRequest>& pending) {
   INFERD_RETURN_IF_ERROR(Admission());
   INFERD_ASSIGN_OR_RETURN(llm::GenerationRequest gen, llm::ParseGenerationRequest(*pending->request));
   auto seq = std::make_unique<Sequence>();
+  if (!gen.lora_adapter.empty()) {
+    std::optional<LoraEntry> e = loras_ ? loras_->Find(gen.lora_adapter) : std::nullopt;
+    if (!e || e->base_model != spec_.name) {
+      return Status::NotFound("model '" + spec_.name + "' has no LoRA adapter '" + gen.lora_adapter.substr(0, 128) +
+                              "'");
+    }
+    if (!lora_cache_) {
+      return Status::InvalidArgument("model '" + spec_.name +
+                                     "' cannot run LoRA adapters (Llama-architecture models can)");
+    }
+    seq->prefix_salt = (e->id * 0x9E3779B97F4A7C15ull) | 1;
+    seq->lora_entry = std::move(e);
+  }
   seq->streaming = static_cast<bool>(pending->partial);
   seq->gen = std::move(gen);
   {
@@ -258,17 +302,56 @@ class GenerativeStepper {
   using Sequence = GenerativeScheduler::Sequence;
 
   GenerativeStepper(const GenerativeOptions& o, GenerativeInstance* model, int32_t num_blocks, int64_t max_model_len,
-                    Clock* clock, ModelStats* stats, GenerativeStats* counters)
+                    Clock* clock, ModelStats* stats, GenerativeStats* counters, LoraCache* loras)
       : o_(o),
         model_(model),
         pool_(num_blocks, o.block_size, o.prefix_caching),
         max_model_len_(max_model_len),
         clock_(clock),
         stats_(stats),
-        counters_(counters) {}
+        counters_(counters),
+        loras_(loras) {}
 
-  bool idle() const { return waiting_.empty() && running_.empty(); }
-  void Add(std::unique_ptr<Sequence> s) { waiting_.push_back(std::move(s)); }
+  // Nothing to step (sequences waiting for their adapter's load do not count).
+  bool busy() const { return !waiting_.empty() || !running_.empty(); }
+  bool idle() const { return !busy() && parked_.empty(); }
+  // A sequence whose adapter is not in host memory waits for its load apart (parked), and others go on.
+  void Add(std::unique_ptr<Sequence> s) {
+    if (s->lora_entry && !s->lora) {
+      s->lora = loras_->Get(*s->lora_entry);
+      if (!s->lora) {
+        parked_.push_back(std::move(s));
+        PublishLora();
+        return;
+      }
+    }
+    waiting_.push_back(std::move(s));
+  }
+
+  // The adapter loads that finished: their sequences wait for a step, or fail with the load's reason.
+  void CollectLoads() {
+    if (!loras_) return;
+    for (LoraCache::Finished& f : loras_->TakeFinished()) {
+      counters_->lora.AddLoad(f.entry.name, f.adapter.ok(), f.seconds);
+      for (const std::string& name : f.evicted) counters_->lora.AddEviction(name);
+      for (auto it = parked_.begin(); it != parked_.end();) {
+        if ((*it)->lora_entry->id != f.entry.id) {
+          ++it;
+          continue;
+        }
+        std::unique_ptr<Sequence> seq = std::move(*it);
+        it = parked_.erase(it);
+        if (f.adapter.ok()) {
+          seq->lora = *f.adapter;
+          waiting_.push_back(std::move(seq));
+        } else {
+          Finish(*seq, Status(f.adapter.status().code(),
+                              "LoRA adapter '" + f.entry.name + "' cannot be loaded: " + f.adapter.status().message()));
+        }
+      }
+    }
+    PublishLora();
+  }
 
   // One iteration: schedule, run, sample, answer.
   void Step() {
@@ -293,10 +376,24 @@ class GenerativeStepper {
     // Then waiting ones (continuous: whenever there is room; static: only
     // when no batch runs, all that fit, to completion).
     const bool admit = !o_.static_batching || running_.empty();
-    while (admit && !waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < o_.max_num_seqs) {
-      Sequence* s = waiting_.front().get();
+    std::vector<uint64_t> adapters;  // distinct adapters of the running sequences (at most max_loras)
+    if (loras_) {
+      for (const auto& r : running_)
+        if (r->lora_entry && std::find(adapters.begin(), adapters.end(), r->lora_entry->id) == adapters.end())
+          adapters.push_back(r->lora_entry->id);
+    }
+    for (size_t w = 0;
+         admit && w < waiting_.size() && budget > 0 && static_cast<int32_t>(running_.size()) < o_.max_num_seqs;) {
+      Sequence* s = waiting_[w].get();
+      if (s->lora_entry && std::find(adapters.begin(), adapters.end(), s->lora_entry->id) == adapters.end()) {
+        if (static_cast<int32_t>(adapters.size()) >= o_.max_loras) {  // another adapter would exceed max_loras
+          ++w;
+          continue;
+        }
+        adapters.push_back(s->lora_entry->id);
+      }
       if (s->blocks.empty()) {
-        s->blocks = pool_.MatchPrefix(s->tokens);
+        s->blocks = pool_.MatchPrefix(s->tokens, s->prefix_salt);
         s->computed = s->blocks.size() * static_cast<size_t>(o_.block_size);
         s->registered = s->blocks.size();
         if (!s->admitted_once) {
@@ -317,8 +414,8 @@ class GenerativeStepper {
       s->admitted_once = true;
       batch.push_back({s, n, 0});
       budget -= static_cast<int64_t>(n);
-      running_.push_back(std::move(waiting_.front()));
-      waiting_.pop_front();
+      running_.push_back(std::move(waiting_[w]));
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     }
     Publish();
     if (batch.empty()) return;
@@ -396,6 +493,7 @@ class GenerativeStepper {
     };
     drop(running_);
     drop(waiting_);
+    drop(parked_);
     if (gone.empty()) return;
     Publish();
     for (auto& s : gone) Finish(*s, Status::Cancelled("the client cancelled the request"));
@@ -403,8 +501,31 @@ class GenerativeStepper {
 
   void Publish() {
     counters_->running = static_cast<int64_t>(running_.size());
-    counters_->waiting = static_cast<int64_t>(waiting_.size());
+    counters_->waiting = static_cast<int64_t>(waiting_.size() + parked_.size());
     counters_->kv_usage = pool_.usage();
+    PublishLora();
+  }
+
+  // The adapters of running and of waiting sequences (vllm:lora_requests_info), when they changed.
+  void PublishLora() {
+    if (!loras_) return;
+    auto names = [](const auto& seqs, std::vector<std::string>* out) {
+      for (const auto& s : seqs)
+        if (s->lora_entry && std::find(out->begin(), out->end(), s->lora_entry->name) == out->end())
+          out->push_back(s->lora_entry->name);
+    };
+    std::vector<std::string> running, waiting;
+    names(running_, &running);
+    names(waiting_, &waiting);
+    names(parked_, &waiting);
+    if (running == published_running_ && waiting == published_waiting_ && loras_->resident() == published_resident_)
+      return;
+    published_running_ = running;
+    published_waiting_ = waiting;
+    published_resident_ = loras_->resident();
+    const double now_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    counters_->lora.SetActive(std::move(running), std::move(waiting), static_cast<int64_t>(loras_->resident()),
+                              loras_->bytes(), now_s);
   }
 
   void Run(const std::vector<StepItem>& batch) {
@@ -413,10 +534,12 @@ class GenerativeStepper {
     for (const StepItem& it : batch) {
       Sequence* s = it.s;
       if (it.draft > 0) {
-        inputs.push_back({s->verify, static_cast<int64_t>(s->computed), s->blocks, static_cast<int32_t>(it.draft + 1)});
+        inputs.push_back({s->verify, static_cast<int64_t>(s->computed), s->blocks, static_cast<int32_t>(it.draft + 1),
+                          s->lora.get()});
       } else {
         inputs.push_back({std::span<const int32_t>(s->tokens).subspan(s->computed, it.n),
-                          static_cast<int64_t>(s->computed), s->blocks, s->computed + it.n == s->tokens.size()});
+                          static_cast<int64_t>(s->computed), s->blocks, s->computed + it.n == s->tokens.size(),
+                          s->lora.get()});
       }
     }
     std::vector<float> logits;
@@ -554,7 +677,7 @@ class GenerativeStepper {
   // Registers the sequence's newly full blocks in the prefix cache.
   void RegisterFull(Sequence& s) {
     const size_t full = s.computed / static_cast<size_t>(o_.block_size);
-    for (; s.registered < full; ++s.registered) pool_.Register(s.blocks, s.registered, s.tokens);
+    for (; s.registered < full; ++s.registered) pool_.Register(s.blocks, s.registered, s.tokens, s.prefix_salt);
   }
 
   void Fail(Sequence& s, Status why) {
@@ -644,6 +767,7 @@ class GenerativeStepper {
     if (s.pending->request->trace) TraceGeneration(s, now, status);
     const uint64_t total = Ns(now - s.pending->arrival);
     counters_->prompt_tokens += s.prompt_len;
+    if (s.lora_entry) counters_->lora.AddRequest(s.lora_entry->name, s.prompt_len, s.generated);
     if (stats_) stats_->AddPending(-1);
     if (!status.ok() || s.finish_reason == "cancelled" || s.finish_reason == "error") {
       const Status why = !status.ok() ? status : !s.error.ok() ? s.error : Status::Cancelled("the client went away");
@@ -670,24 +794,33 @@ class GenerativeStepper {
   Clock* clock_;
   ModelStats* stats_;
   GenerativeStats* counters_;
+  LoraCache* loras_;  // null: no adapters
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::deque<std::unique_ptr<Sequence>> running_;
+  std::deque<std::unique_ptr<Sequence>> parked_;  // waiting for their adapter's load
+  std::vector<std::string> published_running_, published_waiting_;
+  size_t published_resident_ = 0;
 };
 
 void GenerativeScheduler::Loop() {
   instance_->OnWorkerThreadStart();
   gstats_->kv_blocks = num_blocks_;
-  GenerativeStepper stepper(options_, model_, num_blocks_, max_model_len_, clock_, stats_.get(), gstats_);
+  GenerativeStepper stepper(options_, model_, num_blocks_, max_model_len_, clock_, stats_.get(), gstats_,
+                            lora_cache_.get());
   StructuredDecoding structured(model_->info().tokenizer.get(), model_->decoder().config().vocab_size, gstats_);
   std::deque<std::unique_ptr<Sequence>> arrived;
   while (true) {
-    bool stop = false;
+    bool stop = false, loaded = false;
     {
       MutexLock l(&mu_);
-      while (incoming_.empty() && stepper.idle() && !stopping_) cv_.Wait(&mu_);
+      // Sequences parked for an adapter's load wake the loop when it finishes.
+      while (incoming_.empty() && !stepper.busy() && !lora_loaded_ && !(stopping_ && stepper.idle())) cv_.Wait(&mu_);
       arrived.swap(incoming_);
       stop = stopping_;
+      loaded = lora_loaded_;
+      lora_loaded_ = false;
     }
+    if (loaded) stepper.CollectLoads();
     for (auto& seq : arrived) {
       queued_.fetch_sub(1, std::memory_order_relaxed);
       Status st = Tokenize(*seq);
@@ -722,7 +855,7 @@ Result<std::unique_ptr<Scheduler>> MakeGenerativeScheduler(SchedulerContext c) {
   }
   INFERD_ASSIGN_OR_RETURN(GenerativeOptions o, GenerativeOptions::FromSpec(*c.spec, c.default_max_queue_size));
   INFERD_ASSIGN_OR_RETURN(auto s, GenerativeScheduler::Create(std::move(o), *c.spec, std::move(c.instances[0]), c.clock,
-                                                              std::move(c.stats)));
+                                                              std::move(c.stats), c.loras));
   return std::unique_ptr<Scheduler>(std::move(s));
 }
 

@@ -32,6 +32,8 @@
 #include "core/mutex.h"
 #include "metrics/generative_stats.h"
 #include "metrics/model_stats.h"
+#include "scheduler/lora_cache.h"
+#include "scheduler/lora_catalog.h"
 #include "scheduler/prompt_lookup.h"
 #include "scheduler/scheduler.h"
 
@@ -48,20 +50,30 @@ struct GenerativeOptions {
   size_t max_queue = 1024;  // waiting requests before UNAVAILABLE
   int intra_op_threads = 1;
   SpeculationOptions speculation;  // prompt-lookup speculative decoding (scheduler/prompt_lookup.h)
+  // LoRA adapters (Llama models): distinct adapters in one step, the host
+  // memory that holds them (scheduler/lora_cache.h), the largest rank read.
+  int32_t max_loras = 16;
+  LoraCacheOptions lora_cache;
+  int32_t max_lora_rank = 64;
+  LoraLoader lora_loader;  // null: llm::LoadLoraAdapter from the entry's folder (tests give a fake)
 
   // From the config's parameters (kv_cache_bytes, kv_block_size, max_num_seqs,
   // max_num_batched_tokens, max_model_len, enable_prefix_caching, scheduling:
-  // continuous | static, INTRA_OP_THREAD_COUNT, and speculation's:
+  // continuous | static, INTRA_OP_THREAD_COUNT, max_loras, max_cpu_loras,
+  // lora_cache_bytes, max_lora_rank, and speculation's:
   // SpeculationOptions::FromSpec); INVALID_ARGUMENT naming a bad one.
   static Result<GenerativeOptions> FromSpec(const ModelSpec& spec, size_t default_max_queue);
 };
 
 class GenerativeScheduler final : public Scheduler {
  public:
-  // `instance` must be a GenerativeInstance. `spec` outlives the scheduler.
+  // `instance` must be a GenerativeInstance. `spec` outlives the scheduler;
+  // so does `loras` (may be null: no adapters), which says where the adapters
+  // a request names (parameter lora_adapter) are.
   static Result<std::unique_ptr<GenerativeScheduler>> Create(GenerativeOptions options, const ModelSpec& spec,
                                                              std::unique_ptr<ModelInstance> instance, Clock* clock,
-                                                             std::shared_ptr<ModelStats> stats);
+                                                             std::shared_ptr<ModelStats> stats,
+                                                             const LoraCatalog* loras = nullptr);
   ~GenerativeScheduler() override;
 
   Status Enqueue(std::unique_ptr<PendingRequest>& pending) override;
@@ -78,7 +90,7 @@ class GenerativeScheduler final : public Scheduler {
 
  private:
   GenerativeScheduler(GenerativeOptions options, const ModelSpec& spec, std::unique_ptr<ModelInstance> instance,
-                      Clock* clock, std::shared_ptr<ModelStats> stats);
+                      Clock* clock, std::shared_ptr<ModelStats> stats, const LoraCatalog* loras);
   void Loop();
   // The prompt rendered (chat template) and tokenised, the context checked: on the loop thread.
   Status Tokenize(Sequence& seq) const;
@@ -98,7 +110,10 @@ class GenerativeScheduler final : public Scheduler {
   CondVar cv_;
   std::deque<std::unique_ptr<Sequence>> incoming_ TSA_GUARDED_BY(mu_);
   bool stopping_ TSA_GUARDED_BY(mu_) = false;
+  bool lora_loaded_ TSA_GUARDED_BY(mu_) = false;  // the adapter cache finished a load
   std::atomic<size_t> queued_{0};
+  const LoraCatalog* loras_;
+  std::unique_ptr<LoraCache> lora_cache_;  // Llama models with a catalog; destroyed before mu_
   std::thread loop_;
 };
 

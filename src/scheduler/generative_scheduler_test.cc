@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/mutex.h"
+#include "llm/lora_adapter.h"
 #include "llm/tokenizer.h"
 
 namespace inferd {
@@ -42,9 +43,10 @@ class ByteTokenizer final : public llm::Tokenizer {
 
 // The next token of a context: printable letters mostly, EOS when the hash says so. With a copy period, the token
 // that many positions back (a model that repeats its text, as speculative decoding's drafts guess).
-int32_t NextToken(const std::vector<int32_t>& context, int eos_every, size_t copy_period = 0) {
+// `salt`: a LoRA adapter's (its rank), 0 for the base model.
+int32_t NextToken(const std::vector<int32_t>& context, int eos_every, size_t copy_period = 0, uint64_t salt = 0) {
   if (copy_period > 0 && context.size() >= copy_period) return context[context.size() - copy_period];
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 1469598103934665603ull ^ (salt * 0x9E3779B97F4A7C15ull);
   for (int32_t t : context) h = (h ^ static_cast<uint32_t>(t)) * 1099511628211ull;
   if (eos_every > 0 && h % static_cast<uint64_t>(eos_every) == 0) return kEos;
   return static_cast<int32_t>('a' + h % 26);
@@ -74,7 +76,13 @@ class FakeDecoder final : public llm::DecoderModel {
     logits->clear();
     ++steps;
     max_batch = std::max(max_batch, batch.size());
+    std::vector<const llm::LoraAdapter*> adapters;
+    for (const auto& in : batch)
+      if (in.lora && std::find(adapters.begin(), adapters.end(), in.lora) == adapters.end())
+        adapters.push_back(in.lora);
+    max_adapters = std::max(max_adapters, adapters.size());
     for (const auto& in : batch) {
+      const uint64_t salt = in.lora ? static_cast<uint64_t>(in.lora->config.rank) : 0;
       auto slot = [&](int64_t p) {
         return static_cast<size_t>(in.blocks[static_cast<size_t>(p / block_size_)] * block_size_ + p % block_size_);
       };
@@ -84,7 +92,7 @@ class FakeDecoder final : public llm::DecoderModel {
         std::vector<int32_t> context;
         for (int64_t p = 0; p <= last; ++p) context.push_back(slots_[slot(p)]);
         std::vector<float> row(kVocab, 0.0f);
-        row[static_cast<size_t>(NextToken(context, eos_every_, copy_period_))] = 10.0f;
+        row[static_cast<size_t>(NextToken(context, eos_every_, copy_period_, salt))] = 10.0f;
         logits->insert(logits->end(), row.begin(), row.end());
       }
     }
@@ -92,6 +100,7 @@ class FakeDecoder final : public llm::DecoderModel {
   }
   size_t steps = 0;
   size_t max_batch = 0;
+  size_t max_adapters = 0;  // distinct LoRA adapters in one step
 
   void Close() {
     MutexLock l(&gate_mu_);
@@ -140,12 +149,12 @@ class FakeInstance final : public GenerativeInstance {
 
 // What greedy generation must give: the fake's tokens run without any cache.
 std::string Reference(const std::string& prompt, int max_tokens, int eos_every, std::string* finish,
-                      size_t copy_period = 0) {
+                      size_t copy_period = 0, uint64_t salt = 0) {
   std::vector<int32_t> ctx(prompt.begin(), prompt.end());
   std::string out;
   *finish = "length";
   for (int i = 0; i < max_tokens; ++i) {
-    const int32_t t = NextToken(ctx, eos_every, copy_period);
+    const int32_t t = NextToken(ctx, eos_every, copy_period, salt);
     if (t == kEos) {
       *finish = "stop";
       break;
@@ -165,11 +174,11 @@ struct Outcome {
 
 class GenerativeSchedulerTest : public ::testing::Test {
  protected:
-  void Start(GenerativeOptions o, int eos_every = 0, size_t copy_period = 0) {
+  void Start(GenerativeOptions o, int eos_every = 0, size_t copy_period = 0, const LoraCatalog* loras = nullptr) {
     auto inst = std::make_unique<FakeInstance>(eos_every, copy_period);
     fake_ = inst.get();
     spec_.name = "chat";
-    auto s = GenerativeScheduler::Create(o, spec_, std::move(inst), &clock_, nullptr);
+    auto s = GenerativeScheduler::Create(o, spec_, std::move(inst), &clock_, nullptr, loras);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     scheduler_ = std::move(*s);
   }
@@ -452,6 +461,185 @@ TEST_F(GenerativeSchedulerTest, ARequestTurnsSpeculationOnOrOff) {
   ASSERT_TRUE(outs[0].final.ok());
   EXPECT_EQ(Text(*outs[0].final), Reference("abcdefghij", 30, 0, &finish, 7));
   EXPECT_GT(scheduler_->counters().spec_drafts.load(), 0u);
+}
+
+// LoRA adapters: the fake decoder salts its tokens with the adapter's rank, so a sequence run with the wrong adapter
+// (or none) gives another text. Loads go through a fake loader a test can hold.
+class LoraSchedulerTest : public GenerativeSchedulerTest {
+ protected:
+  void StartWithAdapters(GenerativeOptions o, std::vector<std::pair<std::string, int32_t>> adapters) {
+    for (const auto& [name, rank] : adapters) {
+      ASSERT_TRUE(catalog_.Add(LoraEntry{name, "chat", "/nowhere/" + name}).ok());
+      ranks_[name] = rank;
+    }
+    o.lora_loader = [this](const LoraEntry& e) -> Result<std::shared_ptr<const llm::LoraAdapter>> {
+      MutexLock l(&load_mu_);
+      ++loads_started_;
+      load_cv_.NotifyAll();
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (held_ && std::chrono::steady_clock::now() < deadline)
+        load_cv_.WaitForReal(&load_mu_, std::chrono::milliseconds(100));
+      if (ranks_.at(e.name) < 0) return Status::InvalidArgument("adapter tensor 'x' is [3, 4]; needs [3, 8]");
+      auto a = std::make_shared<llm::LoraAdapter>();
+      a->config.rank = ranks_.at(e.name);
+      a->layers.resize(1);
+      a->layers[0][0].in = 100;  // bytes(): 100 * rank * 4
+      a->layers[0][0].a.assign(static_cast<size_t>(100 * a->config.rank), 0.0f);
+      return std::shared_ptr<const llm::LoraAdapter>(std::move(a));
+    };
+    Start(std::move(o), 0, 0, &catalog_);
+  }
+  void Hold(bool held) {
+    MutexLock l(&load_mu_);
+    held_ = held;
+    load_cv_.NotifyAll();
+  }
+  bool WaitLoadStarted(int n) {
+    MutexLock l(&load_mu_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (loads_started_ < n && std::chrono::steady_clock::now() < deadline)
+      load_cv_.WaitForReal(&load_mu_, std::chrono::milliseconds(100));
+    return loads_started_ >= n;
+  }
+  static Parameters With(const std::string& adapter, int64_t max_tokens = 12) {
+    Parameters p = Greedy(max_tokens);
+    p["lora_adapter"] = adapter;
+    return p;
+  }
+  std::string Want(const std::string& prompt, const std::string& adapter, int max_tokens = 12) {
+    std::string finish;
+    return Reference(prompt, max_tokens, 0, &finish, 0, adapter.empty() ? 0 : static_cast<uint64_t>(ranks_[adapter]));
+  }
+
+  LoraCatalog catalog_;
+  std::map<std::string, int32_t> ranks_;  // -1: the load fails
+  Mutex load_mu_;
+  CondVar load_cv_;
+  bool held_ TSA_GUARDED_BY(load_mu_) = false;
+  int loads_started_ TSA_GUARDED_BY(load_mu_) = 0;
+};
+
+TEST_F(LoraSchedulerTest, AnAdapterLoadingDoesNotHoldOtherRequests) {
+  GenerativeOptions o;
+  o.block_size = 4;
+  StartWithAdapters(o, {{"sql", 3}, {"poet", 5}});
+  Hold(true);
+  std::vector<Outcome> adapter(1), base(1), poet(1);
+  ASSERT_TRUE(Submit("hello there", With("sql"), &adapter[0]).ok());
+  ASSERT_TRUE(WaitLoadStarted(1));
+  // sql's load is held: the base model's request is answered meanwhile.
+  ASSERT_TRUE(Submit("hello there", Greedy(12), &base[0]).ok());
+  WaitAll(base);
+  ASSERT_TRUE(base[0].final.ok()) << base[0].final.status().ToString();
+  EXPECT_EQ(Text(*base[0].final), Want("hello there", ""));
+  {
+    MutexLock l(&mu_);
+    EXPECT_FALSE(adapter[0].done);
+  }
+  Hold(false);
+  ASSERT_TRUE(Submit("hello there", With("poet"), &poet[0], /*stream=*/true).ok());
+  WaitAll(adapter);
+  WaitAll(poet);
+  ASSERT_TRUE(adapter[0].final.ok()) << adapter[0].final.status().ToString();
+  EXPECT_EQ(Text(*adapter[0].final), Want("hello there", "sql"));
+  ASSERT_TRUE(poet[0].final.ok());
+  EXPECT_EQ(poet[0].streamed + Text(*poet[0].final), Want("hello there", "poet"));
+  EXPECT_NE(Want("hello there", "sql"), Want("hello there", ""));
+  const LoraStats::Snapshot snap = scheduler_->counters().lora.snapshot();
+  EXPECT_EQ(snap.adapters.at("sql").requests, 1u);
+  EXPECT_EQ(snap.adapters.at("sql").loads, 1u);
+  EXPECT_EQ(snap.adapters.at("poet").generation_tokens, 12u);
+  EXPECT_EQ(snap.max_loras, 16);
+  EXPECT_EQ(snap.resident, 2);
+  EXPECT_TRUE(snap.running.empty());
+}
+
+TEST_F(LoraSchedulerTest, UnknownAndBrokenAdaptersFailAlone) {
+  GenerativeOptions o;
+  StartWithAdapters(o, {{"ok", 2}, {"broken", -1}});
+  ASSERT_TRUE(catalog_.Add(LoraEntry{"elsewhere", "another-model", "/x"}).ok());
+  std::vector<Outcome> outs(3);
+  EXPECT_EQ(Submit("hi", With("nope"), &outs[0]).code(), StatusCode::kNotFound);
+  EXPECT_EQ(Submit("hi", With("elsewhere"), &outs[0]).code(), StatusCode::kNotFound);  // another base model's
+  Parameters bad = Greedy(4);
+  bad["lora_adapter"] = int64_t{3};
+  EXPECT_EQ(Submit("hi", bad, &outs[0]).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(Submit("hi", With("broken"), &outs[0]).ok());
+  ASSERT_TRUE(Submit("hi", With("ok"), &outs[1]).ok());
+  ASSERT_TRUE(Submit("hi", Greedy(12), &outs[2]).ok());
+  WaitAll(outs);
+  EXPECT_EQ(outs[0].final.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(outs[0].final.status().message().find("LoRA adapter 'broken' cannot be loaded: adapter tensor"),
+            std::string::npos)
+      << outs[0].final.status().ToString();
+  ASSERT_TRUE(outs[1].final.ok());
+  EXPECT_EQ(Text(*outs[1].final), Want("hi", "ok"));
+  ASSERT_TRUE(outs[2].final.ok());
+  EXPECT_EQ(scheduler_->counters().lora.snapshot().adapters.at("broken").load_failures, 1u);
+}
+
+TEST_F(LoraSchedulerTest, MaxLorasBoundsTheAdaptersOfAStep) {
+  GenerativeOptions o;
+  o.block_size = 4;
+  o.max_loras = 2;
+  StartWithAdapters(o, {{"a", 1}, {"b", 2}, {"c", 3}, {"d", 4}});
+  // Every adapter resident first, so the requests below are all waiting together.
+  std::vector<Outcome> warm(4);
+  for (size_t i = 0; i < 4; ++i) ASSERT_TRUE(Submit("w", With(std::string(1, 'a' + i), 1), &warm[i]).ok());
+  WaitAll(warm);
+  fake_->decoder_.Close();
+  std::vector<Outcome> outs(9);
+  ASSERT_TRUE(Submit("first", Greedy(20), &outs[8]).ok());
+  ASSERT_TRUE(fake_->decoder_.WaitEntered());
+  for (size_t i = 0; i < 8; ++i)
+    ASSERT_TRUE(Submit("prompt " + std::to_string(i), With(std::string(1, 'a' + i % 4)), &outs[i]).ok());
+  fake_->decoder_.Open();
+  WaitAll(outs);
+  for (size_t i = 0; i < 8; ++i) {
+    ASSERT_TRUE(outs[i].final.ok()) << outs[i].final.status().ToString();
+    EXPECT_EQ(Text(*outs[i].final), Want("prompt " + std::to_string(i), std::string(1, 'a' + i % 4))) << i;
+  }
+  EXPECT_EQ(fake_->decoder_.max_adapters, 2u);
+  EXPECT_GT(fake_->decoder_.max_batch, 2u);  // the base model's sequence and two adapters' ran together
+}
+
+TEST_F(LoraSchedulerTest, PrefixCacheIsKeyedByAdapter) {
+  GenerativeOptions o;
+  o.block_size = 4;
+  StartWithAdapters(o, {{"a", 7}});
+  const std::string prompt = std::string(40, 'p') + " question";
+  std::vector<Outcome> first(1), base(1), again(1);
+  ASSERT_TRUE(Submit(prompt, With("a"), &first[0]).ok());
+  WaitAll(first);
+  ASSERT_TRUE(Submit(prompt, Greedy(12), &base[0]).ok());
+  WaitAll(base);
+  ASSERT_TRUE(Submit(prompt, With("a"), &again[0]).ok());
+  WaitAll(again);
+  ASSERT_TRUE(first[0].final.ok() && base[0].final.ok() && again[0].final.ok());
+  EXPECT_EQ(Param(*base[0].final, "cached_tokens"), "0");  // a's blocks hold a's keys, not the base model's
+  EXPECT_EQ(Text(*base[0].final), Want(prompt, ""));
+  EXPECT_GE(std::stoi(Param(*again[0].final, "cached_tokens")), 40);
+  EXPECT_EQ(Text(*again[0].final), Want(prompt, "a"));
+}
+
+TEST_F(LoraSchedulerTest, TheCacheEvictsTheLeastRecentlyUsedAdapter) {
+  GenerativeOptions o;
+  o.lora_cache.max_bytes = 100 * 4 * 5;  // room for ranks adding up to 5
+  StartWithAdapters(o, {{"a", 2}, {"b", 3}, {"c", 3}});
+  for (const char* name : {"a", "b", "a", "c", "a", "b"}) {
+    std::vector<Outcome> outs(1);
+    ASSERT_TRUE(Submit("x", With(name, 2), &outs[0]).ok());
+    WaitAll(outs);
+    ASSERT_TRUE(outs[0].final.ok()) << name;
+    EXPECT_EQ(Text(*outs[0].final), Want("x", name, 2)) << name;
+  }
+  const LoraStats::Snapshot snap = scheduler_->counters().lora.snapshot();
+  // a, b; a used; c evicts b (used longer ago than a); a used; b evicts c (used longer ago than a).
+  EXPECT_EQ(snap.adapters.at("a").loads, 1u);
+  EXPECT_EQ(snap.adapters.at("b").loads, 2u);
+  EXPECT_EQ(snap.adapters.at("b").evictions, 1u);
+  EXPECT_EQ(snap.adapters.at("c").evictions, 1u);
+  EXPECT_LE(snap.bytes, 100 * 4 * 5);
 }
 
 }  // namespace

@@ -24,6 +24,8 @@
 
 namespace inferd {
 
+class LoraCatalog;  // scheduler/lora_catalog.h
+
 // What a scheduler is built from.
 struct SchedulerContext {
   const ModelSpec* spec = nullptr;  // outlives the scheduler
@@ -36,6 +38,8 @@ struct SchedulerContext {
   std::function<Status(ModelInstance&)> warmup;
   // For schedulers that call other models; not owned, may be null.
   RequestSubmitter* submitter = nullptr;
+  // Where the LoRA adapters a generative model's requests name are; not owned, may be null (no adapters).
+  const LoraCatalog* loras = nullptr;
 };
 
 class SchedulerFactory {

@@ -7,6 +7,7 @@
 #include "repository/model_config.h"
 #include "routing/routing_policy.h"
 #include "server/cluster_service.h"
+#include "server/lora_service.h"
 #include "server/rollout_service.h"
 
 namespace inferd {
@@ -63,7 +64,9 @@ Status AdminService::LoadModel(const std::string& name, const std::optional<std:
     INFERD_ASSIGN_OR_RETURN(std::string t, ModelConfigJsonToText(*config_json));
     want.config_text = std::move(t);
   }
-  return p_.manager->Reconcile(name, want);
+  Status st = p_.manager->Reconcile(name, want);
+  if (p_.loras) p_.loras->ScanModel(name);  // the repository API's load re-reads its loras/ folder
+  return st;
 }
 
 Status AdminService::UnloadModel(const std::string& name) {

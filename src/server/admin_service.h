@@ -24,6 +24,7 @@
 namespace inferd {
 
 class ClusterService;
+class LoraService;
 class ModelManager;
 class RepositorySource;
 class RolloutService;
@@ -44,6 +45,7 @@ class AdminService {
     const std::atomic<bool>* started = nullptr;   // the server finished Start
     const std::atomic<bool>* stopping = nullptr;  // Shutdown began
     ClusterService* cluster = nullptr;            // null on a single node
+    LoraService* loras = nullptr;                 // a loaded model's adapters are re-read (may be null)
   };
   explicit AdminService(Parts parts) : p_(parts) {}
 

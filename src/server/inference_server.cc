@@ -15,6 +15,7 @@
 #include "routing/routing_policy.h"
 #include "server/cluster_service.h"
 #include "server/hybrid_serving.h"
+#include "server/lora_service.h"
 #include "server/output_rules.h"
 #include "server/pipeline/stages.h"
 #include "server/response_cache.h"
@@ -80,9 +81,12 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
                                                  : MakeDirectoryStateStore(options_->control_state_dir)) {
   OpenLookups();
   if (options_->cpu_load == nullptr) own_cpu_load_ = MakeSystemCpuLoad();
+  lora_catalog_ = std::make_unique<LoraCatalog>();
+  loras_ = std::make_unique<LoraService>(lora_catalog_.get(), repository_.get());
   ModelManager::Options mo =
       ManagerOptions(*options_, state_.get(), options_->cpu_load ? options_->cpu_load : own_cpu_load_.get(), this,
                      hybrid_.get(), features_.get());
+  mo.version.loras = lora_catalog_.get();
   mo.on_load_done = [this](OnDemandLoader::Waiter w, const Status& st) { OnLoadDone(std::move(w), st); };
   // Set below (cluster mode), before anything loads.
   mo.copies_elsewhere = [this](const std::string& model) { return cluster_ && cluster_->HasCopyElsewhere(model); };
@@ -92,6 +96,7 @@ InferenceServer::InferenceServer(ServerOptions options, const BackendRegistry* b
   so.startup_models = options_->startup_models;
   so.poll_interval = options_->poll_interval;
   so.index_at_start_limit = options_->index_at_start_limit;
+  so.after_poll = [this] { loras_->ScanRepository(); };
   source_ = std::make_unique<RepositorySource>(std::move(so), repository_.get(), manager_.get(), clock_);
   rollouts_ = std::make_unique<RolloutService>(manager_.get(), state_.get(), clock_);
   if (options_->response_cache_bytes > 0) cache_ = std::make_unique<ResponseCache>(options_->response_cache_bytes);
@@ -134,6 +139,7 @@ void InferenceServer::WireServices() {
   ap.started = &started_;
   ap.stopping = &stopping_;
   ap.cluster = cluster_.get();
+  ap.loras = loras_.get();
   admin_service_ = std::make_unique<AdminService>(ap);
   MetricsExporter::Sources ms;
   ms.manager = manager_.get();
@@ -157,7 +163,7 @@ void InferenceServer::WireServices() {
   parts.cache = cache_.get();
   parts.shadow_max_in_flight = options_->shadow_max_in_flight;
   parts.rerouter = MakeRerouter();
-  routing_pipeline_ = BuildRoutingPipeline(cluster_.get(), options_->forwarder, clock_,
+  routing_pipeline_ = BuildRoutingPipeline(lora_catalog_.get(), cluster_.get(), options_->forwarder, clock_,
                                            [this](std::unique_ptr<RequestContext> ctx) { Resolve(std::move(ctx)); });
   pipeline_ = BuildRequestPipeline(std::move(parts));
 }
@@ -167,6 +173,7 @@ InferenceServer::~InferenceServer() { Shutdown(); }
 Status InferenceServer::Start() {
   INFERD_RETURN_IF_ERROR(state_->Open());
   spdlog::info("control state (version labels) in {}", state_->Describe());
+  loras_->ScanRepository();  // before the models load: requests naming an adapter find it once they are up
   INFERD_RETURN_IF_ERROR(source_->Start());
   rollouts_->Start();  // resumes rollouts a restart interrupted
   const ModelListing listing = manager_->ListModels();

@@ -52,6 +52,8 @@ class ClusterService;
 class ControlStateStore;
 class CpuLoad;
 class HybridServing;
+class LoraCatalog;
+class LoraService;
 class ModelManager;
 class ModelRepository;
 class ModelVersion;
@@ -98,6 +100,9 @@ class InferenceServer final : public RequestSubmitter {
   Result<std::string> ResolveLabel(const std::string& name, const std::string& label) const;
   // Management: model control, labels, traffic, rollouts, jobs, cluster membership (server/admin_service.h).
   AdminService& admin() { return *admin_service_; }
+  // LoRA adapters of the generative models (server/lora_service.h): the load
+  // API and the listing. Load reads the adapter: call it through admin().Run.
+  LoraService& loras() { return *loras_; }
 
   void InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback);
   // Before decoding a request for (name, version): UNAVAILABLE when the
@@ -190,7 +195,9 @@ class InferenceServer final : public RequestSubmitter {
   std::unique_ptr<ModelRepository> repository_;
   std::unique_ptr<RoutingPolicy> routing_;
   std::unique_ptr<ControlStateStore> state_;
-  std::unique_ptr<CpuLoad> own_cpu_load_;  // when options_.cpu_load is null
+  std::unique_ptr<CpuLoad> own_cpu_load_;      // when options_.cpu_load is null
+  std::unique_ptr<LoraCatalog> lora_catalog_;  // outlives the models' schedulers, which read it
+  std::unique_ptr<LoraService> loras_;
   std::unique_ptr<ModelManager> manager_;
   std::unique_ptr<RepositorySource> source_;
   AdminExecutor admin_;

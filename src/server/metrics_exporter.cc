@@ -38,6 +38,8 @@ struct CounterDef {
 namespace {
 
 // Generative models, under vLLM's names (model_name as vLLM labels it, plus model and version).
+void WriteLoraMetrics(PrometheusWriter& w, const std::vector<std::pair<Labels, const GenerativeStats*>>& gen);
+
 void WriteGenerativeMetrics(PrometheusWriter& w, const std::vector<std::shared_ptr<ModelVersion>>& versions) {
   std::vector<std::pair<Labels, const GenerativeStats*>> gen;
   for (const auto& mv : versions) {
@@ -117,17 +119,60 @@ void WriteGenerativeMetrics(PrometheusWriter& w, const std::vector<std::shared_p
     w.Family(s.name, s.type, s.help);
     for (const auto& [l, g] : gen) w.Sample(s.name, l, s.get(*g));
   }
-  // The endpoint picker's LoRA affinity reads the adapters each server runs from this gauge (its value: when it
-  // was last updated). inferd runs no LoRA adapters yet: none running, none waiting, max_lora 0.
-  const double now_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  WriteLoraMetrics(w, gen);
+}
+
+// LoRA adapters. The endpoint picker's LoRA affinity reads the adapters each server runs from
+// vllm:lora_requests_info (labels: comma-separated adapter names; the value: when they last changed, the newest
+// sample wins). A model that runs no adapters reports none and max_lora 0.
+void WriteLoraMetrics(PrometheusWriter& w, const std::vector<std::pair<Labels, const GenerativeStats*>>& gen) {
+  std::vector<std::pair<Labels, LoraStats::Snapshot>> snaps;
+  for (const auto& [l, g] : gen) snaps.emplace_back(l, g->lora.snapshot());
+  auto join = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+    return out;
+  };
   w.Family("vllm:lora_requests_info", "gauge",
-           "LoRA adapters running and waiting (labels), max_lora; the value is the time of the last update");
-  for (const auto& [l, g] : gen) {
+           "LoRA adapters running and waiting (labels), max_lora; the value is the time of the last change");
+  for (const auto& [l, s] : snaps) {
     Labels lora = l;
-    lora.emplace_back("max_lora", "0");
-    lora.emplace_back("running_lora_adapters", "");
-    lora.emplace_back("waiting_lora_adapters", "");
-    w.Sample("vllm:lora_requests_info", lora, now_s);
+    lora.emplace_back("max_lora", std::to_string(s.max_loras));
+    lora.emplace_back("running_lora_adapters", join(s.running));
+    lora.emplace_back("waiting_lora_adapters", join(s.waiting));
+    w.Sample("vllm:lora_requests_info", lora, s.updated_s);
+  }
+  w.Family("inferd_lora_adapters_resident", "gauge", "LoRA adapters in host memory");
+  for (const auto& [l, s] : snaps) w.Sample("inferd_lora_adapters_resident", l, static_cast<double>(s.resident));
+  w.Family("inferd_lora_cache_bytes", "gauge",
+           "Bytes the LoRA adapters in host memory take (lora_cache_bytes caps it)");
+  for (const auto& [l, s] : snaps) w.Sample("inferd_lora_cache_bytes", l, static_cast<double>(s.bytes));
+  w.Family("inferd_lora_load_seconds", "histogram", "Time to read a LoRA adapter into host memory (s)");
+  for (const auto& [l, g] : gen) w.HistogramSamples("inferd_lora_load_seconds", l, g->lora.load_seconds.Take());
+  struct PerAdapter {
+    const char* name;
+    const char* help;
+    uint64_t LoraStats::Adapter::*field;
+  };
+  static const PerAdapter kPer[] = {
+      {"inferd_lora_requests_total", "Finished requests of a LoRA adapter", &LoraStats::Adapter::requests},
+      {"inferd_lora_prompt_tokens_total", "Prompt tokens of a LoRA adapter's finished requests",
+       &LoraStats::Adapter::prompt_tokens},
+      {"inferd_lora_generation_tokens_total", "Tokens generated with a LoRA adapter",
+       &LoraStats::Adapter::generation_tokens},
+      {"inferd_lora_loads_total", "Loads of a LoRA adapter into host memory", &LoraStats::Adapter::loads},
+      {"inferd_lora_load_failures_total", "Failed loads of a LoRA adapter", &LoraStats::Adapter::load_failures},
+      {"inferd_lora_evictions_total", "Evictions of a LoRA adapter from host memory", &LoraStats::Adapter::evictions},
+  };
+  for (const PerAdapter& p : kPer) {
+    w.Family(p.name, "counter", p.help);
+    for (const auto& [l, s] : snaps) {
+      for (const auto& [adapter, a] : s.adapters) {
+        Labels la = l;
+        la.emplace_back("lora_adapter", adapter);
+        w.Sample(p.name, la, static_cast<double>(a.*p.field));
+      }
+    }
   }
 }
 

@@ -65,6 +65,30 @@ def make(repo):
     copy(repo, "tiny_chat_spec", kv_cache_bytes=str(BLOCK_BYTES * 256), speculative_decoding="prompt_lookup",
          num_speculative_tokens="6")
     copy(repo, "tiny_chat_bad_spec", speculative_decoding="eagle")
+    # LoRA adapters in the repository (tiny_chat/loras/<name>/), and tiny_chat with each merged into its weights.
+    base = reference.read_safetensors(os.path.join(d, "model.safetensors"))
+    for name in REPO_ADAPTERS:
+        tensors, scaling, dtype = write_adapter(os.path.join(repo, "tiny_chat", "loras", name), name)
+        merged = os.path.join(repo, "tiny_chat_merged_" + name)
+        copy(repo, "tiny_chat_merged_" + name, kv_cache_bytes=str(BLOCK_BYTES * 64))
+        reference.write_safetensors(os.path.join(merged, "1", "model.safetensors"),
+                                    reference.merge_lora(base, tensors, scaling, dtype), "F32")
+
+
+ALL_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+# name: rank, alpha, target modules, rslora, layers, dtype, seed
+ADAPTERS = {"sql": (4, 8, ["q_proj", "v_proj"], False, None, "F32", 21),
+            "poet": (8, 16, ALL_MODULES, True, None, "F16", 22),
+            "late": (2, 4, ["k_proj", "o_proj", "down_proj"], False, [1], "BF16", 23)}
+REPO_ADAPTERS = ["sql", "poet"]  # "late" is loaded through the API by the suite
+
+
+def write_adapter(d, name):
+    """A PEFT adapter folder for tiny_chat; returns (tensors, scaling, dtype) to merge it."""
+    r, alpha, targets, rslora, layers, dtype, seed = ADAPTERS[name]
+    tensors = reference.lora_tensors(CONFIG, r, targets, seed, layers)
+    reference.write_lora(d, r, alpha, targets, tensors, dtype, rslora, layers, base="inferd/tiny_chat")
+    return tensors, (alpha / r ** 0.5 if rslora else alpha / r), dtype
 
 
 def copy(repo, name, **params):
@@ -77,10 +101,15 @@ def copy(repo, name, **params):
 class Reference:
     """Greedy generation with the float64 reference and the model's own tokenizer."""
 
-    def __init__(self, repo, int8=False):
+    def __init__(self, repo, int8=False, lora=None):
         d = os.path.join(repo, "tiny_chat", "1")
         self.sp = spm.SentencePieceProcessor(model_file=os.path.join(d, "tokenizer.model"))
         W = load_safetensors(os.path.join(d, "model.safetensors"))
+        if lora:  # the adapter merged into the weights (PEFT's merge_and_unload), in float64
+            r, alpha, targets, rslora, layers, dtype, seed = ADAPTERS[lora]
+            tensors = reference.lora_tensors(CONFIG, r, targets, seed, layers)
+            W = reference.merge_lora({k: v.to(torch.float64) for k, v in W.items()}, tensors,
+                                     alpha / r ** 0.5 if rslora else alpha / r, dtype)
         if int8:  # the server's quantization: int8, dequantized: every projection matrix, not the embedding or norms
             W = {k: q8_dequantized(v) if k.endswith("proj.weight") or k == "lm_head.weight" else v for k, v in W.items()}
         self.W = {k: v.to(torch.float64) for k, v in W.items()}

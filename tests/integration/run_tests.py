@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
 
 SUITES = ["infer", "batch", "jobs", "protocol", "grpc", "bad_input", "bench", "explicit_control", "lifecycle", "residency", "frameworks",
-          "shutdown", "pipelines", "python", "traffic", "rollout", "cache", "hybrid", "features", "generative",
+          "shutdown", "pipelines", "python", "traffic", "rollout", "cache", "hybrid", "features", "generative", "lora",
           "bucketing", "cluster", "tracing", "console", "security"]
 
 

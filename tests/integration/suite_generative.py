@@ -634,13 +634,13 @@ class Generative(unittest.TestCase):
             self.assertIn(name + "{", text)
         self.assertGreater(self.metric("vllm:generation_tokens_total", "tiny_chat"), 0)
         # What the Gateway API Inference Extension's endpoint picker reads (its model server protocol): the queue,
-        # the KV cache's use under vLLM's older name too, and the LoRA adapters (none yet), its value a timestamp.
+        # the KV cache's use under vLLM's older name too, and the LoRA adapters (none running), its value a timestamp.
         self.assertEqual(self.metric("vllm:gpu_cache_usage_perc", "tiny_chat"),
                          self.metric("vllm:kv_cache_usage_perc", "tiny_chat"))
         lora = [line for line in text.splitlines()
                 if line.startswith("vllm:lora_requests_info{") and 'model="tiny_chat"' in line]
         self.assertEqual(len(lora), 1, text)
-        self.assertIn('max_lora="0",running_lora_adapters="",waiting_lora_adapters=""', lora[0])
+        self.assertIn('max_lora="16",running_lora_adapters="",waiting_lora_adapters=""', lora[0])
         self.assertGreater(float(lora[0].rsplit(" ", 1)[1]), 1.7e9, "the time of the last update")
 
     def metric(self, name, model):

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "backends/llm/decode_kernels.h"
+#include "llm/lora_adapter.h"
 #include "llm/safetensors.h"
 
 namespace inferd::llm {
@@ -324,7 +325,112 @@ class AtenDecoder final : public DecoderModel {
     for (int32_t b : in.blocks) {
       if (b < 0 || b >= num_blocks_) return Status::InvalidArgument("a block id is outside the cache");
     }
+    if (in.lora != nullptr) return CheckLora(*in.lora);
     return Status::OK();
+  }
+
+  // An adapter's matrices against this model's projections (ReadLoraAdapter checked them against a config; this
+  // one must be the same shape).
+  Status CheckLora(const LoraAdapter& a) const {
+    const DecoderConfig& c = w_->config;
+    if (c.architecture != Architecture::kLlama) return Status::InvalidArgument("LoRA adapters need a Llama model");
+    if (static_cast<int64_t>(a.layers.size()) != c.num_layers)
+      return Status::InvalidArgument("the LoRA adapter has " + std::to_string(a.layers.size()) + " layers, the model " +
+                                     std::to_string(c.num_layers));
+    for (const auto& layer : a.layers) {
+      for (int m = 0; m < kLoraModules; ++m) {
+        const LoraPair& p = layer[static_cast<size_t>(m)];
+        if (p.empty()) continue;
+        const auto [out, in] = ModuleShape(static_cast<LoraModule>(m));
+        if (p.in != in || p.out != out || p.a.size() % static_cast<size_t>(in) != 0 ||
+            p.b.size() != p.a.size() / static_cast<size_t>(in) * static_cast<size_t>(out)) {
+          return Status::InvalidArgument("the LoRA adapter's " +
+                                         std::string(LoraModuleName(static_cast<LoraModule>(m))) +
+                                         " does not fit the model");
+        }
+      }
+    }
+    return Status::OK();
+  }
+
+  // [out, in] of a projection an adapter may target, and where its output columns begin in the stacked matrix that
+  // computes it (q, k, v in qkv; gate, up in up).
+  std::pair<int64_t, int64_t> ModuleShape(LoraModule m) const {
+    const DecoderConfig& c = w_->config;
+    const int64_t H = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+    const int64_t I = c.intermediate_size;
+    switch (m) {
+      case LoraModule::kQ:
+        return {q, H};
+      case LoraModule::kK:
+      case LoraModule::kV:
+        return {kv, H};
+      case LoraModule::kO:
+        return {H, q};
+      case LoraModule::kGate:
+      case LoraModule::kUp:
+        return {I, H};
+      case LoraModule::kDown:
+        return {H, I};
+    }
+    return {0, 0};
+  }
+  int64_t ModuleOffset(LoraModule m) const {
+    const DecoderConfig& c = w_->config;
+    switch (m) {
+      case LoraModule::kK:
+        return c.num_heads * c.head_dim;
+      case LoraModule::kV:
+        return (c.num_heads + c.num_kv_heads) * c.head_dim;
+      case LoraModule::kUp:
+        return c.intermediate_size;
+      default:
+        return 0;
+    }
+  }
+
+  // The ATen path: every sequence's adapter update of module `m` of layer `l` added to its rows of y (the stacked
+  // projection's output), x being the projection's input.
+  void AddLora(at::Tensor& y, const at::Tensor& x, std::span<const StepInput> batch, size_t l,
+               std::initializer_list<LoraModule> modules) const {
+    const auto opts = at::TensorOptions().dtype(at::kFloat);
+    int64_t row = 0;
+    for (const StepInput& in : batch) {
+      const int64_t n = static_cast<int64_t>(in.tokens.size());
+      if (in.lora != nullptr) {
+        for (LoraModule m : modules) {
+          const LoraPair& p = in.lora->layers[l][static_cast<size_t>(m)];
+          if (p.empty()) continue;
+          const int64_t r = static_cast<int64_t>(p.a.size()) / p.in;
+          at::Tensor a = at::from_blob(const_cast<float*>(p.a.data()), {r, p.in}, opts);
+          at::Tensor b = at::from_blob(const_cast<float*>(p.b.data()), {r, p.out}, opts);
+          y.narrow(0, row, n).narrow(1, ModuleOffset(m), p.out).add_(at::mm(at::mm(x.narrow(0, row, n), a.t()), b));
+        }
+      }
+      row += n;
+    }
+  }
+
+  // The raw-buffer path: module m's update for the rows of each adapter in the step (lora_groups_), gathered by
+  // adapter: its rows' inputs packed, x A^T for all of them at once (A read once), then r scaled rows of B^T added
+  // to each row's output.
+  void AddLoraRows(size_t l, LoraModule m, const float* x, int64_t x_stride, float* y, int64_t y_stride) {
+    for (const auto& [adapter, rows] : lora_groups_) {
+      const LoraPair& p = adapter->layers[l][static_cast<size_t>(m)];
+      if (p.empty()) continue;
+      const int64_t n = static_cast<int64_t>(rows.size()), r = static_cast<int64_t>(p.a.size()) / p.in;
+      lora_x_.resize(static_cast<size_t>(n * p.in));
+      lora_t_.resize(static_cast<size_t>(n * r));
+      for (int64_t i = 0; i < n; ++i)
+        std::copy_n(x + rows[static_cast<size_t>(i)] * x_stride, p.in, lora_x_.data() + i * p.in);
+      kernels::GemmSmall(p.a.data(), nullptr, r, p.in, lora_x_.data(), p.in, n, lora_t_.data(), r);
+      const int64_t off = ModuleOffset(m);
+      for (int64_t i = 0; i < n; ++i) {
+        float* yr = y + rows[static_cast<size_t>(i)] * y_stride + off;
+        for (int64_t j = 0; j < r; ++j)
+          kernels::Axpy(lora_t_[static_cast<size_t>(i * r + j)], p.b.data() + j * p.out, yr, p.out);
+      }
+    }
   }
 
   // A step of Llama-architecture sequences with at most kTiledBatch tokens in all (decode steps, speculative
@@ -416,6 +522,7 @@ class AtenDecoder final : public DecoderModel {
     std::vector<int32_t> token(static_cast<size_t>(B));
     std::vector<char> wanted(static_cast<size_t>(B), 0);
     offsets_.clear();
+    lora_groups_.clear();
     int64_t r = 0;
     for (const StepInput& in : batch) {
       INFERD_RETURN_IF_ERROR(Check(in));
@@ -424,6 +531,12 @@ class AtenDecoder final : public DecoderModel {
       for (int64_t p = 0; p < end; ++p) {
         const int64_t slot = in.blocks[static_cast<size_t>(p / block_size_)] * block_size_ + p % block_size_;
         offsets_.push_back(slot * nkv * D);
+      }
+      if (in.lora != nullptr) {
+        auto g =
+            std::find_if(lora_groups_.begin(), lora_groups_.end(), [&](const auto& e) { return e.first == in.lora; });
+        if (g == lora_groups_.end()) g = lora_groups_.insert(lora_groups_.end(), {in.lora, {}});
+        for (int64_t i = 0; i < n; ++i) g->second.push_back(r + i);
       }
       for (int64_t i = 0; i < n; ++i, ++r) {
         position[r] = in.position + i;
@@ -461,6 +574,8 @@ class AtenDecoder final : public DecoderModel {
       for (int64_t s = 0; s < B; ++s)
         kernels::RmsNorm(x_.data() + s * H, L.norm1_w.data_ptr<float>(), H, eps, h_.data() + s * H);
       Linear(L.qkv_w, L.qkv_q, L.qkv_b, h_.data(), B, qkv_.data());
+      for (LoraModule m : {LoraModule::kQ, LoraModule::kK, LoraModule::kV})
+        AddLoraRows(l, m, h_.data(), H, qkv_.data(), qkv_rows);
       for (int64_t s = 0; s < B; ++s) {
         float* q = qkv_.data() + s * qkv_rows;
         float* k = q + nh * D;
@@ -483,16 +598,19 @@ class AtenDecoder final : public DecoderModel {
         }
       }
       Linear(L.o_w, L.o_q, L.o_b, h_.data(), B, o_.data());
+      AddLoraRows(l, LoraModule::kO, h_.data(), nh * D, o_.data(), H);
       for (int64_t s = 0; s < B; ++s) kernels::Axpy(1.0f, o_.data() + s * H, x_.data() + s * H, H);
       for (int64_t s = 0; s < B; ++s)
         kernels::RmsNorm(x_.data() + s * H, L.norm2_w.data_ptr<float>(), H, eps, h_.data() + s * H);
       Linear(L.up_w, L.up_q, L.up_b, h_.data(), B, up_.data());
+      for (LoraModule m : {LoraModule::kGate, LoraModule::kUp}) AddLoraRows(l, m, h_.data(), H, up_.data(), 2 * I);
       for (int64_t s = 0; s < B; ++s) {
         float* u = up_.data() + s * 2 * I;
         kernels::SwiGlu(u, u + I, I);
         std::copy_n(u, I, act_.data() + s * I);
       }
       Linear(L.down_w, L.down_q, L.down_b, act_.data(), B, h_.data());
+      AddLoraRows(l, LoraModule::kDown, act_.data(), I, h_.data(), H);
       for (int64_t s = 0; s < B; ++s) kernels::Axpy(1.0f, h_.data() + s * H, x_.data() + s * H, H);
     }
     // The final norm and the head, for the sequences that want logits.
@@ -513,9 +631,11 @@ class AtenDecoder final : public DecoderModel {
     // Tokens, positions and cache slots of every sequence, packed.
     std::vector<int64_t> tokens, positions, slots, last_rows;
     std::vector<std::vector<int64_t>> context_slots(batch.size());
+    bool lora = false;
     for (size_t s = 0; s < batch.size(); ++s) {
       const StepInput& in = batch[s];
       INFERD_RETURN_IF_ERROR(Check(in));
+      lora = lora || in.lora != nullptr;
       const int64_t n = static_cast<int64_t>(in.tokens.size());
       const int64_t end = in.position + n;
       for (int64_t i = 0; i < n; ++i) {
@@ -556,6 +676,7 @@ class AtenDecoder final : public DecoderModel {
       at::Tensor h =
           llama ? RmsNorm(x, L.norm1_w, c.norm_eps) : at::layer_norm(x, {H}, L.norm1_w, L.norm1_b, c.norm_eps);
       at::Tensor qkv = Project(h, L.qkv_w, L.qkv_q, L.qkv_b);
+      if (lora) AddLora(qkv, h, batch, l, {LoraModule::kQ, LoraModule::kK, LoraModule::kV});
       at::Tensor q = qkv.narrow(1, 0, nh * D).view({T, nh, D});
       at::Tensor k = qkv.narrow(1, nh * D, nkv * D).view({T, nkv, D});
       at::Tensor v = qkv.narrow(1, (nh + nkv) * D, nkv * D).view({T, nkv, D});
@@ -590,9 +711,12 @@ class AtenDecoder final : public DecoderModel {
         row += n;
       }
       at::Tensor attn = outs.size() == 1 ? outs[0] : at::cat(outs, 0);
-      x = x + Project(attn, L.o_w, L.o_q, L.o_b);
+      at::Tensor o = Project(attn, L.o_w, L.o_q, L.o_b);
+      if (lora) AddLora(o, attn, batch, l, {LoraModule::kO});
+      x = x + o;
       h = llama ? RmsNorm(x, L.norm2_w, c.norm_eps) : at::layer_norm(x, {H}, L.norm2_w, L.norm2_b, c.norm_eps);
       at::Tensor up = Project(h, L.up_w, L.up_q, L.up_b);
+      if (lora) AddLora(up, h, batch, l, {LoraModule::kGate, LoraModule::kUp});
       at::Tensor act;
       if (llama) {
         const int64_t I = c.intermediate_size;
@@ -604,7 +728,9 @@ class AtenDecoder final : public DecoderModel {
       } else {
         act = at::gelu(up, "tanh");
       }
-      x = x + Project(act, L.down_w, L.down_q, L.down_b);
+      at::Tensor down = Project(act, L.down_w, L.down_q, L.down_b);
+      if (lora) AddLora(down, act, batch, l, {LoraModule::kDown});
+      x = x + down;
     }
     if (last_rows.empty()) return Status::OK();
     at::Tensor rows = at::from_blob(last_rows.data(), {static_cast<int64_t>(last_rows.size())}, long_opts);
@@ -622,6 +748,9 @@ class AtenDecoder final : public DecoderModel {
   // The decode path's buffers, kept across steps (sized for the largest batch seen).
   std::vector<float> x_, h_, qkv_, up_, act_, o_, scores_, rope_;
   std::vector<int64_t> offsets_;
+  // The step's adapters and the rows each serves; the packed inputs and x A^T of one adapter's rows.
+  std::vector<std::pair<const LoraAdapter*, std::vector<int64_t>>> lora_groups_;
+  std::vector<float> lora_x_, lora_t_;
   int64_t num_blocks_ = 0;
   int64_t block_size_ = 0;
 };

@@ -394,15 +394,21 @@ std::string EncodeUsageChunk(Endpoint e, const std::string& id, int64_t created,
   return out;
 }
 
-std::string EncodeModelList(const std::vector<std::string>& models, int64_t created) {
+std::string EncodeModelList(const std::vector<ModelCard>& models, int64_t created) {
   std::string out = "{\"object\":\"list\",\"data\":[";
   for (size_t i = 0; i < models.size(); ++i) {
     if (i) out.push_back(',');
     out.append("{\"id\":");
-    json::AppendEscaped(&out, models[i]);
+    json::AppendEscaped(&out, models[i].id);
     out.append(",\"object\":\"model\",\"created\":");
     json::AppendNumber(&out, created);
-    out.append(",\"owned_by\":\"inferd\"}");
+    out.append(",\"owned_by\":\"inferd\",\"parent\":");
+    if (models[i].parent.empty()) {
+      out.append("null");
+    } else {
+      json::AppendEscaped(&out, models[i].parent);
+    }
+    out.push_back('}');
   }
   out.append("]}");
   return out;

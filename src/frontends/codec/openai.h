@@ -77,7 +77,12 @@ std::string EncodeUsageChunk(Endpoint endpoint, const std::string& id, int64_t c
                              const Usage& usage);
 
 // {"object":"list","data":[{"id","object":"model","created","owned_by":"inferd"}...]}
-std::string EncodeModelList(const std::vector<std::string>& models, int64_t created);
+// GET /v1/models: a model card per id; a LoRA adapter's names its base model in "parent" (vLLM's form).
+struct ModelCard {
+  std::string id;
+  std::string parent;  // empty: none (a base model)
+};
+std::string EncodeModelList(const std::vector<ModelCard>& models, int64_t created);
 
 // {"error":{"message","type","param","code"}} for a status.
 std::string EncodeError(const Status& status);

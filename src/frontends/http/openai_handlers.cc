@@ -2,7 +2,8 @@
 //   POST /v1/chat/completions, POST /v1/completions   one JSON answer, or
 //        server-sent events with "stream": true (chunks, the usage chunk with
 //        stream_options.include_usage, then "data: [DONE]")
-//   GET  /v1/models                                   the ready generative models
+//   GET  /v1/models                                   the ready generative models and their LoRA adapters
+//   POST /v1/load_lora_adapter, /v1/unload_lora_adapter  vLLM's adapter routes (lora_handlers.cc)
 // `n` choices are n requests to the model (seeded ones with seed + i), the
 // only calls into the server (the pipeline checks the model). Errors
 // are OpenAI's {"error": {...}}; after a stream has begun, an error is an
@@ -11,9 +12,11 @@
 #include <chrono>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "frontends/codec/openai.h"
 #include "frontends/http/router.h"
+#include "server/lora_service.h"
 
 namespace inferd::http {
 
@@ -191,13 +194,20 @@ void ListModels(InferenceServer* server, const Request& req, const Responder& re
   if (!IsGet(req)) return respond(MethodNotAllowed(req, kAllowGet));
   auto index = server->admin().RepositoryIndex(/*ready_only=*/true);
   if (!index.ok()) return respond(OpenAiError(index.status()));
-  std::vector<std::string> names;
+  std::vector<openai::ModelCard> cards;
+  std::set<std::string> bases;
   for (const auto& e : *index) {
-    if (!names.empty() && names.back() == e.name) continue;
+    if (!cards.empty() && cards.back().id == e.name) continue;
     auto md = server->GetModelMetadata(e.name, "");
-    if (md.ok() && md->platform == kGenerativePlatform) names.push_back(e.name);
+    if (md.ok() && md->platform == kGenerativePlatform) {
+      cards.push_back({e.name, ""});
+      bases.insert(e.name);
+    }
   }
-  respond(JsonResponse(200, openai::EncodeModelList(names, UnixNow())));
+  // The adapters of the listed models (vLLM lists each adapter as a model whose parent is its base).
+  for (const LoraEntry& a : server->loras().List())
+    if (bases.count(a.base_model)) cards.push_back({a.name, a.base_model});
+  respond(JsonResponse(200, openai::EncodeModelList(cards, UnixNow())));
 }
 
 }  // namespace
@@ -213,6 +223,10 @@ bool HandleOpenAi(InferenceServer* server, Request&& req, const std::vector<std:
   }
   if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "models") {
     ListModels(server, req, respond);
+    return true;
+  }
+  if (parts.size() == 2 && parts[0] == "v1" && (parts[1] == "load_lora_adapter" || parts[1] == "unload_lora_adapter")) {
+    HandleLoraAdmin(server, std::move(req), parts[1] == "load_lora_adapter", std::move(respond));
     return true;
   }
   return false;

@@ -66,6 +66,8 @@ RouteAccess AccessOf(const std::vector<std::string>& parts) {
   }
   if (n >= 2 && parts[0] == "v1") {
     if (parts[1] == "chat" || parts[1] == "completions" || parts[1] == "embeddings") return {Need::kInfer, "", true};
+    if (n == 2 && (parts[1] == "load_lora_adapter" || parts[1] == "unload_lora_adapter"))
+      return {Need::kModels, "", true};
     if (parts[1] == "models" && n == 2) return {Need::kRead, "", true};
     if (parts[1] == "models" && n >= 3) {
       // TF Serving: /v1/models/{m}[/...][:verb]; a verb (predict, classify, regress) is an inference.

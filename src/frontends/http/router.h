@@ -53,6 +53,8 @@ bool HandleV2Jobs(InferenceServer* server, const Request& req, const std::vector
 Response OpenAiError(const Status& st);
 // The OpenAI routes; false (and `respond` untouched) if `parts` is not one of them.
 bool HandleOpenAi(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder& respond);
+// POST /v1/load_lora_adapter (`load`) or /v1/unload_lora_adapter: vLLM's bodies and answers (lora_handlers.cc).
+void HandleLoraAdmin(InferenceServer* server, Request&& req, bool load, Responder respond);
 void HandleV1(InferenceServer* server, Request&& req, const std::vector<std::string>& parts, Responder respond);
 // POST .../generate (one JSON answer) and .../generate_stream (server-sent events).
 void Generate(InferenceServer* server, Request&& req, const std::string& model, const std::string& version, bool stream,

@@ -10,7 +10,8 @@
 //   the key covers;
 // - the shadow last before the enqueue: it mirrors the request as it runs;
 // - the model span (tracing on) first: every later stage's span is its child.
-// Before all of them, the routing pipeline: forwarding to the node that holds
+// Before all of them, the routing pipeline: a LoRA adapter's name resolved to
+// its base model first (the base is what is placed and loaded), then forwarding to the node that holds
 // the model (cluster mode) comes before the request is resolved to a local
 // version, which a node that does not hold the model has not loaded.
 #include "server/pipeline/stages.h"
@@ -34,9 +35,11 @@ std::unique_ptr<RequestPipeline> BuildRequestPipeline(PipelineParts parts) {
   return std::make_unique<RequestPipeline>(std::move(s));
 }
 
-std::unique_ptr<RequestPipeline> BuildRoutingPipeline(ClusterService* cluster, Forwarder* forwarder, Clock* clock,
+std::unique_ptr<RequestPipeline> BuildRoutingPipeline(const LoraCatalog* loras, ClusterService* cluster,
+                                                      Forwarder* forwarder, Clock* clock,
                                                       std::function<void(std::unique_ptr<RequestContext>)> resolve) {
   std::vector<std::unique_ptr<RequestStage>> s;
+  if (loras) s.push_back(MakeLoraStage(loras));
   if (cluster && forwarder) s.push_back(MakeForwardStage(cluster, forwarder, clock));
   s.push_back(MakeResolveStage(std::move(resolve)));
   return std::make_unique<RequestPipeline>(std::move(s));

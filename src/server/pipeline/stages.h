@@ -21,6 +21,7 @@ namespace inferd {
 class ClusterService;
 class Forwarder;
 class HybridServing;
+class LoraCatalog;
 class ResponseCache;
 namespace features {
 class FeatureFetcher;
@@ -85,7 +86,10 @@ std::unique_ptr<RequestStage> MakeForwardStage(ClusterService* cluster, Forwarde
 // the request and runs the request pipeline (InferenceServer::Resolve).
 std::unique_ptr<RequestStage> MakeResolveStage(std::function<void(std::unique_ptr<RequestContext>)> resolve);
 // [forward (cluster mode only)] -> resolve.
-std::unique_ptr<RequestPipeline> BuildRoutingPipeline(ClusterService* cluster, Forwarder* forwarder, Clock* clock,
+// A request whose model is a LoRA adapter's name goes to the adapter's base model with parameter lora_adapter.
+std::unique_ptr<RequestStage> MakeLoraStage(const LoraCatalog* catalog);
+std::unique_ptr<RequestPipeline> BuildRoutingPipeline(const LoraCatalog* loras, ClusterService* cluster,
+                                                      Forwarder* forwarder, Clock* clock,
                                                       std::function<void(std::unique_ptr<RequestContext>)> resolve);
 
 // What the stages need (see the factories above).

@@ -196,3 +196,23 @@ with open(os.path.join(sp_dir, "reference.json"), "w") as f:
     json.dump([{"text": s, "ids": sp.encode(s), "decoded": sp.decode(sp.encode(s))} for s in SAMPLES], f,
               ensure_ascii=False)
 print("fixtures in", OUT)
+
+# --- LoRA adapters over the llama fixture and the same models merged (W + scale * B A) --------------------------
+from reference import lora_tensors, merge_lora, read_safetensors, write_lora  # noqa: E402
+
+base = read_safetensors(os.path.join(OUT, "llama", "model.safetensors"))
+lora_dir = os.path.join(OUT, "llama_lora")
+for name, r, alpha, targets, rslora, layers, dtype, seed in [
+        ("qv", 4, 8, ["q_proj", "v_proj"], False, None, "F32", 11),
+        ("all", 8, 16, ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], True, None,
+         "F16", 12),
+        ("late", 2, 2, ["k_proj", "o_proj", "down_proj"], False, [1], "BF16", 13)]:
+    t = lora_tensors(llama, r, targets, seed, layers)
+    write_lora(os.path.join(lora_dir, name), r, alpha, targets, t, dtype, rslora, layers)
+    scaling = alpha / math.sqrt(r) if rslora else alpha / r
+    merged = merge_lora(base, t, scaling, dtype)
+    d = os.path.join(lora_dir, "merged_" + name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(llama, f, indent=1)
+    write_safetensors(os.path.join(d, "model.safetensors"), merged, "F32")

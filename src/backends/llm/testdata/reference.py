@@ -130,3 +130,65 @@ def llama_shapes(c, bias):
             s.update({p + "self_attn.q_proj.bias": (nh * D,), p + "self_attn.k_proj.bias": (nkv * D,),
                       p + "self_attn.v_proj.bias": (nkv * D,)})
     return s
+
+
+def read_safetensors(path):
+    """The tensors of a safetensors file (F32, F16 or BF16) as float64, by name."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    dtypes = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        b, end = e["data_offsets"]
+        t = torch.frombuffer(bytearray(data[b:end]), dtype=dtypes[e["dtype"]]).reshape(e["shape"])
+        out[name] = t.to(torch.float64)
+    return out
+
+
+LORA_PARENTS = {"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn", "o_proj": "self_attn",
+                "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp"}
+
+
+def lora_tensors(c, r, targets, seed, layers=None, scale=0.15):
+    """A random LoRA adapter for a Llama config in PEFT's tensor names: lora_A [r, in], lora_B [out, r]."""
+    shapes = llama_shapes(c, False)
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for l in (layers if layers is not None else range(c["num_hidden_layers"])):
+        for m in targets:
+            o, i = shapes[f"model.layers.{l}.{LORA_PARENTS[m]}.{m}.weight"]
+            p = f"base_model.model.model.layers.{l}.{LORA_PARENTS[m]}.{m}."
+            out[p + "lora_A.weight"] = scale * torch.randn(r, i, generator=g)
+            out[p + "lora_B.weight"] = scale * torch.randn(o, r, generator=g)
+    return out
+
+
+def write_lora(d, r, alpha, targets, tensors, dtype="F32", rslora=False, layers=None, base="inferd/base"):
+    """A PEFT adapter folder: adapter_config.json and adapter_model.safetensors."""
+    import os
+    os.makedirs(d, exist_ok=True)
+    config = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": r, "lora_alpha": alpha, "target_modules": targets,
+              "use_rslora": rslora, "lora_dropout": 0.0, "bias": "none", "fan_in_fan_out": False,
+              "modules_to_save": None, "use_dora": False, "base_model_name_or_path": base}
+    if layers is not None:
+        config["layers_to_transform"] = layers
+    with open(os.path.join(d, "adapter_config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    write_safetensors(os.path.join(d, "adapter_model.safetensors"), tensors, dtype)
+
+
+def merge_lora(W, tensors, scaling, dtype="F32"):
+    """The base weights with the adapter merged in (W + scaling * B A, in float64 from the stored values), as
+    PEFT's merge_and_unload computes it."""
+    merged = dict(W)
+    for name, a in tensors.items():
+        if ".lora_A." not in name:
+            continue
+        b = tensors[name.replace(".lora_A.", ".lora_B.")]
+        target = name[len("base_model.model."):].replace(".lora_A.weight", ".weight")
+        merged[target] = W[target] + scaling * (stored(b, dtype) @ stored(a, dtype))
+    return merged
