@@ -24,7 +24,7 @@
 #   make bench-batch  batch jobs: rows/s vs the in-process best batch, online p99 while jobs run (~3 min)
 #   make bench-batching  adaptive batching vs fixed delays, sequence bucketing (~35 min)
 #   make bench-batching-check  tiny_mlp's adaptive vs no batching / the best fixed delay, 20 paired rounds per rate (~33 min)
-#   make bench-generative  LLM serving: continuous vs static batching, prefix caching, decode vs a torch loop and vs llama.cpp, structured outputs, speculative decoding (~10 min)
+#   make bench-generative  LLM serving: continuous vs static batching, prefix caching, decode vs a torch loop and vs llama.cpp, structured outputs, speculative decoding, LoRA adapters (~13 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
 SHELL := /bin/bash
@@ -83,6 +83,7 @@ examples: deps $(EXAMPLES)/.stamp
 
 examples-all: examples
 	@[ -d $(EXAMPLES)/license_chat ] || $(PY) scripts/make_chat_model.py $(EXAMPLES)
+	@[ -d $(EXAMPLES)/license_chat/loras/license_files ] || $(PY) scripts/make_chat_lora.py $(EXAMPLES)
 
 run: build examples
 	@scripts/run_examples.sh $(EXAMPLES) ./build/src/inferd

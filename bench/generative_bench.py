@@ -24,7 +24,10 @@ random weights, FP32) with a SentencePiece tokenizer, served by inferd with 2 in
   F. prompt-lookup speculative decoding (bench/speculative_bench.py; issue 39): decode tokens/s with and without it
      on summarise-this-text prompts at 1 sequence (a copying model built by hand at bench_llama's size:
      bench/copy_model.py), at 16 sequences, on random weights (drafts rarely right) and on license_chat when it
-     exists; targets >= 1.5x at 1 sequence, no slower where drafts do not pay.
+     exists; targets >= 1.5x at 1 sequence, no slower where drafts do not pay;
+  G. LoRA adapters (bench/lora_bench.py; issue 40): 1,000 rank-8 adapters under a 10% host-memory budget with Zipf
+     traffic (all served, cold load p50 <= 10 ms), decode tokens/s with 8 adapters in every batch against the base
+     model alone (>= 0.85x).
 
 Writes bench/results/<date>-<host>-generative.{json,md}. Usage: generative_bench.py --inferd build/src/inferd [--quick]
 """
@@ -167,6 +170,8 @@ def main():
         rep["int8_agreement_license_chat"] = int8_agreement.measure(a.inferd, chat)
     import speculative_bench  # (it imports this module: imported here, not at the top)
     rep["speculative"] = speculative_bench.measure(a.inferd, chat if os.path.isdir(chat) else None)
+    import lora_bench
+    rep["lora"] = lora_bench.measure(a.inferd)
     rep["decode"] = {"inferd": decode, "torch_loop": base,
                      "ratio_total": decode["output_tokens_per_s"] / base["total_tokens_per_s"]}
     stem = os.path.join(rb.ROOT, "bench", "results", "%s-%s-generative" % (rep["date"], rep["host"]))
@@ -231,6 +236,9 @@ def markdown(rep):
     if rep.get("speculative"):
         import speculative_bench
         out += ["", "## Prompt-lookup speculative decoding", "", speculative_bench.markdown(rep["speculative"])]
+    if rep.get("lora"):
+        import lora_bench
+        out += ["", lora_bench.markdown(rep["lora"])]
     b = dc["torch_loop"]
     out += ["", "python3-torch loop (16 sequences as one batch, 64 prompt + 128 output tokens): prefill %.2f s, decode "
             "%.1f tokens/s, %.1f tokens/s overall." % (b["prefill_s"], b["decode_tokens_per_s"], b["total_tokens_per_s"]), ""]

@@ -69,8 +69,9 @@ class ModelVersion {
 
   // Memory the version holds, for budgets and listings: the config's
   // `memory_bytes` parameter when set, else what loading it allocated on the
-  // loading thread (jemalloc per-thread counters), else its files' size.
-  uint64_t resident_bytes() const { return resident_bytes_; }
+  // loading thread (jemalloc per-thread counters), else its files' size; plus
+  // what its scheduler holds now (Scheduler::HeldBytes: LoRA adapters).
+  uint64_t resident_bytes() const { return resident_bytes_ + (scheduler_ ? scheduler_->HeldBytes() : 0); }
   const char* size_source() const { return size_source_; }
   TimePoint loaded_at() const { return loaded_at_; }
   // What the backend's load did worth logging (LoadedModel::LoadNote).

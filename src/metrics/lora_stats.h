@@ -8,6 +8,7 @@
 // the scheduler's loop, read by scrapes).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -67,13 +68,16 @@ class LoraStats {
     s_.waiting = std::move(waiting);
     s_.resident = resident;
     s_.bytes = bytes;
+    held_bytes.store(bytes, std::memory_order_relaxed);
   }
   Snapshot snapshot() const {
     MutexLock l(&mu_);
     return s_;
   }
 
-  Histogram load_seconds{{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5}};
+  std::atomic<int64_t> held_bytes{0};  // the adapters' bytes, readable without the mutex (the memory budget)
+  Histogram load_seconds{
+      {0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5}};
 
  private:
   mutable Mutex mu_;

@@ -190,6 +190,10 @@ GenerativeScheduler::GenerativeScheduler(GenerativeOptions options, const ModelS
 
 GenerativeScheduler::~GenerativeScheduler() { Shutdown(); }
 
+uint64_t GenerativeScheduler::HeldBytes() const {
+  return static_cast<uint64_t>(std::max<int64_t>(0, gstats_->lora.held_bytes.load(std::memory_order_relaxed)));
+}
+
 size_t GenerativeScheduler::QueueSize() const { return queued_.load(std::memory_order_relaxed); }
 
 Status GenerativeScheduler::Admission() const {
@@ -518,11 +522,13 @@ class GenerativeStepper {
     names(running_, &running);
     names(waiting_, &waiting);
     names(parked_, &waiting);
-    if (running == published_running_ && waiting == published_waiting_ && loras_->resident() == published_resident_)
+    if (running == published_running_ && waiting == published_waiting_ && loras_->bytes() == published_bytes_ &&
+        loras_->resident() == published_resident_)
       return;
     published_running_ = running;
     published_waiting_ = waiting;
     published_resident_ = loras_->resident();
+    published_bytes_ = loras_->bytes();
     const double now_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     counters_->lora.SetActive(std::move(running), std::move(waiting), static_cast<int64_t>(loras_->resident()),
                               loras_->bytes(), now_s);
@@ -800,6 +806,7 @@ class GenerativeStepper {
   std::deque<std::unique_ptr<Sequence>> parked_;  // waiting for their adapter's load
   std::vector<std::string> published_running_, published_waiting_;
   size_t published_resident_ = 0;
+  int64_t published_bytes_ = 0;
 };
 
 void GenerativeScheduler::Loop() {

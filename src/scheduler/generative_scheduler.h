@@ -80,6 +80,7 @@ class GenerativeScheduler final : public Scheduler {
   Status WaitReady() override { return Status::OK(); }
   size_t QueueSize() const override;
   Status Admission() const override;
+  uint64_t HeldBytes() const override;  // the LoRA adapters in host memory
   void Shutdown() override;
 
   // What the scheduler records (also exported through ModelStats::generative()).

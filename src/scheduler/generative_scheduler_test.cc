@@ -578,6 +578,20 @@ TEST_F(LoraSchedulerTest, UnknownAndBrokenAdaptersFailAlone) {
   EXPECT_EQ(scheduler_->counters().lora.snapshot().adapters.at("broken").load_failures, 1u);
 }
 
+TEST_F(LoraSchedulerTest, AnAdapterLargerThanTheCacheFailsItsRequests) {
+  GenerativeOptions o;
+  o.lora_cache.max_bytes = 100 * 4 * 2;
+  StartWithAdapters(o, {{"big", 3}, {"small", 2}});
+  std::vector<Outcome> outs(2);
+  ASSERT_TRUE(Submit("x", With("big", 2), &outs[0]).ok());
+  ASSERT_TRUE(Submit("x", With("small", 2), &outs[1]).ok());
+  WaitAll(outs);
+  EXPECT_EQ(outs[0].final.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(outs[0].final.status().message().find("more than the model's lora_cache_bytes"), std::string::npos);
+  ASSERT_TRUE(outs[1].final.ok());
+  EXPECT_EQ(scheduler_->HeldBytes(), 100u * 4 * 2);
+}
+
 TEST_F(LoraSchedulerTest, MaxLorasBoundsTheAdaptersOfAStep) {
   GenerativeOptions o;
   o.block_size = 4;
@@ -640,6 +654,8 @@ TEST_F(LoraSchedulerTest, TheCacheEvictsTheLeastRecentlyUsedAdapter) {
   EXPECT_EQ(snap.adapters.at("b").evictions, 1u);
   EXPECT_EQ(snap.adapters.at("c").evictions, 1u);
   EXPECT_LE(snap.bytes, 100 * 4 * 5);
+  EXPECT_EQ(snap.bytes, 100 * 4 * (2 + 3));                               // a and b resident
+  EXPECT_EQ(scheduler_->HeldBytes(), static_cast<uint64_t>(snap.bytes));  // counted in the model's memory
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ std::vector<LoraCache::Finished> LoraCache::TakeFinished() {
     if (!f.adapter.ok()) continue;
     const int64_t bytes = (*f.adapter)->bytes();
     if (bytes > options_.max_bytes) {
-      f.adapter = Status::ResourceExhausted("LoRA adapter '" + f.entry.name + "' takes " + std::to_string(bytes) +
+      f.adapter = Status::FailedPrecondition("LoRA adapter '" + f.entry.name + "' takes " + std::to_string(bytes) +
                                             " bytes, more than the model's lora_cache_bytes " +
                                             std::to_string(options_.max_bytes));
       continue;

@@ -54,7 +54,7 @@ class LoraCache {
     std::vector<std::string> evicted;                         // adapters evicted to make room for it
   };
   // The loads finished since the last call, each once; successful ones are
-  // resident now (RESOURCE_EXHAUSTED for one larger than the whole budget).
+  // resident now (FAILED_PRECONDITION for one larger than the whole budget).
   std::vector<Finished> TakeFinished();
 
   int64_t bytes() const { return bytes_; }

@@ -27,6 +27,11 @@ class Scheduler {
   // Front ends ask before decoding a request's body, so a rejection under
   // overload costs little and the model keeps its CPU.
   virtual Status Admission() const { return Status::OK(); }
+  // Memory the scheduler holds beyond what the version's load measured, that
+  // grows and shrinks while it serves (a generative model's LoRA adapters in
+  // host memory): counted with the version's resident bytes in the memory
+  // budget. Thread-safe and cheap (a relaxed load).
+  virtual uint64_t HeldBytes() const { return 0; }
   // Stops accepting (Enqueue answers UNAVAILABLE), runs everything already
   // accepted to completion, then joins the workers. Idempotent.
   virtual void Shutdown() = 0;

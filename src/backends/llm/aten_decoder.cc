@@ -411,26 +411,39 @@ class AtenDecoder final : public DecoderModel {
     }
   }
 
-  // The raw-buffer path: module m's update for the rows of each adapter in the step (lora_groups_), gathered by
-  // adapter: its rows' inputs packed, x A^T for all of them at once (A read once), then r scaled rows of B^T added
-  // to each row's output.
-  void AddLoraRows(size_t l, LoraModule m, const float* x, int64_t x_stride, float* y, int64_t y_stride) {
-    for (const auto& [adapter, rows] : lora_groups_) {
-      const LoraPair& p = adapter->layers[l][static_cast<size_t>(m)];
-      if (p.empty()) continue;
-      const int64_t n = static_cast<int64_t>(rows.size()), r = static_cast<int64_t>(p.a.size()) / p.in;
-      lora_x_.resize(static_cast<size_t>(n * p.in));
-      lora_t_.resize(static_cast<size_t>(n * r));
-      for (int64_t i = 0; i < n; ++i)
-        std::copy_n(x + rows[static_cast<size_t>(i)] * x_stride, p.in, lora_x_.data() + i * p.in);
-      kernels::GemmSmall(p.a.data(), nullptr, r, p.in, lora_x_.data(), p.in, n, lora_t_.data(), r);
-      const int64_t off = ModuleOffset(m);
-      for (int64_t i = 0; i < n; ++i) {
-        float* yr = y + rows[static_cast<size_t>(i)] * y_stride + off;
-        for (int64_t j = 0; j < r; ++j)
-          kernels::Axpy(lora_t_[static_cast<size_t>(i * r + j)], p.b.data() + j * p.out, yr, p.out);
+  // The raw-buffer path: the updates of `modules` (which read the same input x) for the rows of each adapter in the
+  // step (lora_groups_), gathered by adapter: its rows' inputs packed once, x A^T for all of them at once (A read
+  // once), then r scaled rows of B^T added to each row's output. Adapters are split between the intra-op threads
+  // (each writes its own rows).
+  void AddLoraRows(size_t l, std::initializer_list<LoraModule> modules, const float* x, int64_t in, float* y,
+                   int64_t y_stride) {
+    if (lora_groups_.empty()) return;
+    if (lora_scratch_.size() < lora_groups_.size()) lora_scratch_.resize(lora_groups_.size());
+    at::parallel_for(0, static_cast<int64_t>(lora_groups_.size()), 1, [&](int64_t g0, int64_t g1) {
+      for (int64_t g = g0; g < g1; ++g) {
+        const auto& [adapter, rows] = lora_groups_[static_cast<size_t>(g)];
+        auto& [xs, ts] = lora_scratch_[static_cast<size_t>(g)];
+        const int64_t n = static_cast<int64_t>(rows.size());
+        bool packed = false;
+        for (LoraModule m : modules) {
+          const LoraPair& p = adapter->layers[l][static_cast<size_t>(m)];
+          if (p.empty()) continue;
+          const int64_t r = static_cast<int64_t>(p.a.size()) / p.in;
+          if (!packed) {
+            xs.resize(static_cast<size_t>(n * in));
+            for (int64_t i = 0; i < n; ++i) std::copy_n(x + rows[static_cast<size_t>(i)] * in, in, xs.data() + i * in);
+            packed = true;
+          }
+          ts.resize(static_cast<size_t>(n * r));
+          kernels::GemmSmall(p.a.data(), nullptr, r, in, xs.data(), in, n, ts.data(), r);
+          const int64_t off = ModuleOffset(m);
+          for (int64_t i = 0; i < n; ++i) {
+            float* yr = y + rows[static_cast<size_t>(i)] * y_stride + off;
+            kernels::AddRows(ts.data() + i * r, r, p.b.data(), p.out, yr);
+          }
+        }
       }
-    }
+    });
   }
 
   // A step of Llama-architecture sequences with at most kTiledBatch tokens in all (decode steps, speculative
@@ -574,8 +587,7 @@ class AtenDecoder final : public DecoderModel {
       for (int64_t s = 0; s < B; ++s)
         kernels::RmsNorm(x_.data() + s * H, L.norm1_w.data_ptr<float>(), H, eps, h_.data() + s * H);
       Linear(L.qkv_w, L.qkv_q, L.qkv_b, h_.data(), B, qkv_.data());
-      for (LoraModule m : {LoraModule::kQ, LoraModule::kK, LoraModule::kV})
-        AddLoraRows(l, m, h_.data(), H, qkv_.data(), qkv_rows);
+      AddLoraRows(l, {LoraModule::kQ, LoraModule::kK, LoraModule::kV}, h_.data(), H, qkv_.data(), qkv_rows);
       for (int64_t s = 0; s < B; ++s) {
         float* q = qkv_.data() + s * qkv_rows;
         float* k = q + nh * D;
@@ -598,19 +610,19 @@ class AtenDecoder final : public DecoderModel {
         }
       }
       Linear(L.o_w, L.o_q, L.o_b, h_.data(), B, o_.data());
-      AddLoraRows(l, LoraModule::kO, h_.data(), nh * D, o_.data(), H);
+      AddLoraRows(l, {LoraModule::kO}, h_.data(), nh * D, o_.data(), H);
       for (int64_t s = 0; s < B; ++s) kernels::Axpy(1.0f, o_.data() + s * H, x_.data() + s * H, H);
       for (int64_t s = 0; s < B; ++s)
         kernels::RmsNorm(x_.data() + s * H, L.norm2_w.data_ptr<float>(), H, eps, h_.data() + s * H);
       Linear(L.up_w, L.up_q, L.up_b, h_.data(), B, up_.data());
-      for (LoraModule m : {LoraModule::kGate, LoraModule::kUp}) AddLoraRows(l, m, h_.data(), H, up_.data(), 2 * I);
+      AddLoraRows(l, {LoraModule::kGate, LoraModule::kUp}, h_.data(), H, up_.data(), 2 * I);
       for (int64_t s = 0; s < B; ++s) {
         float* u = up_.data() + s * 2 * I;
         kernels::SwiGlu(u, u + I, I);
         std::copy_n(u, I, act_.data() + s * I);
       }
       Linear(L.down_w, L.down_q, L.down_b, act_.data(), B, h_.data());
-      AddLoraRows(l, LoraModule::kDown, act_.data(), I, h_.data(), H);
+      AddLoraRows(l, {LoraModule::kDown}, act_.data(), I, h_.data(), H);
       for (int64_t s = 0; s < B; ++s) kernels::Axpy(1.0f, h_.data() + s * H, x_.data() + s * H, H);
     }
     // The final norm and the head, for the sequences that want logits.
@@ -750,7 +762,7 @@ class AtenDecoder final : public DecoderModel {
   std::vector<int64_t> offsets_;
   // The step's adapters and the rows each serves; the packed inputs and x A^T of one adapter's rows.
   std::vector<std::pair<const LoraAdapter*, std::vector<int64_t>>> lora_groups_;
-  std::vector<float> lora_x_, lora_t_;
+  std::vector<std::pair<std::vector<float>, std::vector<float>>> lora_scratch_;  // per group: packed x, x A^T
   int64_t num_blocks_ = 0;
   int64_t block_size_ = 0;
 };

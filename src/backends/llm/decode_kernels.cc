@@ -23,6 +23,20 @@ INFERD_KERNEL void Axpy(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+INFERD_KERNEL void AddRows(const float* a, int64_t k, const float* x, int64_t n, float* y) {
+  constexpr int64_t kChunk = 256;  // y's chunk stays in registers / L1 while the k rows of x add to it
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+    const int64_t len = std::min(kChunk, n - c0);
+    float* yc = y + c0;
+    for (int64_t j = 0; j < k; ++j) {
+      const float aj = a[j];
+      const float* xj = x + j * n + c0;
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i) yc[i] += aj * xj[i];
+    }
+  }
+}
+
 namespace {
 
 // A tile of R rows of W times S sequences' x: out[r][s] = W[r] . x[s], with

@@ -16,6 +16,9 @@ namespace inferd::llm::kernels {
 
 // y += a * x over n floats.
 void Axpy(float a, const float* x, float* y, int64_t n);
+// y += sum_j a[j] * x[j * n ...] over n floats, for j < k (k rows of x, row-major [k, n]): a LoRA update's expand
+// (a = x A^T of one row, x = scale * B^T), y read and written once per chunk instead of once per row of x.
+void AddRows(const float* a, int64_t k, const float* x, int64_t n, float* y);
 
 // For every b < batch and r < rows: y[b * y_stride + r] = W[r, :] . x[b * x_stride, ...]
 // (+ bias[r] when bias is not null), W row-major [rows, cols], for a batch of

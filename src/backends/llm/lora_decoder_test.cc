@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backends/llm/aten_decoder.h"
+#include "backends/llm/decode_kernels.h"
 #include "llm/decoder_config.h"
 #include "llm/lora_adapter.h"
 
@@ -120,6 +121,23 @@ TEST_P(LoraDecoderTest, RefusesAnAdapterOfAnotherShape) {
   wide.layers[0][static_cast<size_t>(LoraModule::kQ)].in += 1;
   in.lora = &wide;
   EXPECT_EQ(decoder_->Forward(std::span(&in, 1), &logits).code(), StatusCode::kInvalidArgument);
+}
+
+// The expand kernel against row-by-row Axpy: lengths across its chunk of 256 and odd ones, k from 1 to 64.
+TEST(LoraKernelsTest, AddRowsEqualsOneAxpyPerRow) {
+  for (int64_t n : {1, 7, 256, 300, 1408}) {
+    for (int64_t k : {1, 3, 8, 64}) {
+      std::vector<float> a(static_cast<size_t>(k)), x(static_cast<size_t>(k * n)), y(static_cast<size_t>(n));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+      for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i % 13);
+      std::vector<float> want = y;
+      for (int64_t j = 0; j < k; ++j) kernels::Axpy(a[static_cast<size_t>(j)], x.data() + j * n, want.data(), n);
+      kernels::AddRows(a.data(), k, x.data(), n, y.data());
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_FLOAT_EQ(y[static_cast<size_t>(i)], want[static_cast<size_t>(i)]) << n << " " << k;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, LoraDecoderTest, ::testing::Values(true, false),

@@ -419,6 +419,7 @@ std::string_view ErrorType(const Status& s) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kFailedPrecondition:
     case StatusCode::kResourceExhausted:
+    case StatusCode::kAlreadyExists:
       return "invalid_request_error";
     case StatusCode::kNotFound:
       return "not_found_error";
