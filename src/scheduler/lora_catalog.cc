@@ -30,6 +30,7 @@ Result<LoraEntry> LoraCatalog::Add(LoraEntry entry) {
   }
   entry.id = next_id_++;
   entries_[entry.name] = entry;
+  size_.store(entries_.size(), std::memory_order_release);
   return entry;
 }
 
@@ -40,6 +41,7 @@ Status LoraCatalog::Remove(std::string_view name) {
     return Status::NotFound("The lora adapter '" + std::string(name.substr(0, 128)) + "' cannot be found.");
   }
   entries_.erase(it);
+  size_.store(entries_.size(), std::memory_order_release);
   return Status::OK();
 }
 
@@ -91,6 +93,7 @@ std::vector<std::string> LoraCatalog::SetRepositoryAdapters(const std::string& b
     e.id = next_id_++;
     entries_[e.name] = std::move(e);
   }
+  size_.store(entries_.size(), std::memory_order_release);
   return skipped;
 }
 

@@ -12,6 +12,7 @@
 // Thread-safety: thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -47,6 +48,8 @@ class LoraCatalog {
   // NOT_FOUND when no adapter has the name.
   Status Remove(std::string_view name);
   std::optional<LoraEntry> Find(std::string_view name) const;
+  // No adapter at all: the request path's check before it looks a name up (lock-free).
+  bool empty() const { return size_.load(std::memory_order_acquire) == 0; }
   // Every adapter, by name; of one base model when `base` is given.
   std::vector<LoraEntry> List(std::optional<std::string_view> base = std::nullopt) const;
   // The repository's adapters of `base` as they are now: those it no longer
@@ -59,6 +62,7 @@ class LoraCatalog {
   mutable Mutex mu_;
   std::map<std::string, LoraEntry, std::less<>> entries_ TSA_GUARDED_BY(mu_);
   uint64_t next_id_ TSA_GUARDED_BY(mu_) = 1;
+  std::atomic<size_t> size_{0};  // entries_.size(), set under mu_
 };
 
 }  // namespace inferd

@@ -16,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common as C  # noqa: E402
+import grpc_client as gc  # noqa: E402
 import inferd_client as ic  # noqa: E402
 import llm_fixtures  # noqa: E402
 
@@ -121,6 +122,24 @@ class Lora(unittest.TestCase):
                 {"max_tokens": 10, "temperature": 0}, **params)})
             self.assertEqual(status, 200, body)
             self.assertEqual(body["text_output"], text, path)
+
+    def test_grpc_stream_names_the_adapter(self):
+        import grpc
+        s = C.stubs()
+        text, _ = expected("sql", PROMPTS[3], 10)
+        with grpc.insecure_channel("127.0.0.1:%d" % SERVER.grpc_port) as ch:
+            stub = s.pb_grpc.GRPCInferenceServiceStub(ch)
+            reqs = [gc.infer_request(s.pb, model, {"text_input": ([1], [PROMPTS[3].encode()])}, id=model,
+                                     params=dict({"max_tokens": 10, "temperature": 0.0}, **params))
+                    for model, params in (("sql", {}), ("tiny_chat", {"lora_adapter": "sql"}))]
+            got = {}
+            for r in stub.ModelStreamInfer(iter(reqs), timeout=120):
+                self.assertEqual(r.error_message, "")
+                out = gc.outputs_of(r.infer_response)
+                if "text_output" in out:
+                    got[r.infer_response.id] = got.get(r.infer_response.id, b"") + out["text_output"][0]
+        self.assertEqual(got["sql"].decode(), text)
+        self.assertEqual(got["tiny_chat"].decode(), text)
 
     def test_prefix_cache_is_keyed_by_adapter(self):
         prompt = "Preamble. The licenses for most software are designed to take away your freedom. " * 4

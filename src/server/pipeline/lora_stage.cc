@@ -15,6 +15,7 @@ class LoraStage final : public RequestStage {
   explicit LoraStage(const LoraCatalog* catalog) : catalog_(catalog) {}
   const char* name() const override { return "lora"; }
   Verdict Process(std::unique_ptr<RequestContext>& ctx, const RequestPipeline&) const override {
+    if (catalog_->empty()) return Verdict::kContinue;
     InferRequest& r = *ctx->request;
     std::optional<LoraEntry> e = catalog_->Find(r.model_name);
     if (!e) return Verdict::kContinue;
