@@ -19,7 +19,7 @@ if [ ! -d "$repo/license_chat" ]; then
   echo "run: training license_chat in the background (about 10-20 minutes on 2 cores; log: $log);" \
        "the other models serve now, the chat model joins when its training is done"
   (
-    # The base model, then its LoRA adapter (license_files, a minute more), moved in together.
+    # The base model, then its LoRA adapter (license_files, about two minutes more), moved in together.
     if nice -n 10 "$py" "$here/make_chat_model.py" "$staging" > "$log" 2>&1 &&
        nice -n 10 "$py" "$here/make_chat_lora.py" "$staging" >> "$log" 2>&1; then
       mv "$staging/license_chat" "$repo/license_chat" && echo "run: license_chat trained; the server loads it within 5 s"
