@@ -55,37 +55,60 @@ void GemmPortable(const QuantizedRows& x, const PackedInt8Weights& w, const floa
 }
 
 #ifdef INFERD_INT8_SIMD
-// R rows at once: each packed group of 16 outputs x 4 values is loaded once for the R rows.
+// R rows x B blocks of 16 outputs at once: R * B accumulators; per group of 4 k-values, B weight loads and R
+// broadcasts feed R * B vpdpbusd (8 x 2: 16 of them per 10 loads).
+template <int R, int B>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void Vnni512Tile(const QuantizedRows& x, int64_t i0, int64_t nb0,
+                                                                        const PackedInt8Weights& w, const float* bias,
+                                                                        float* y, int64_t ys) {
+  const int64_t groups = w.k4 / kGroup;
+  __m512i acc[R][B];
+  for (int r = 0; r < R; ++r)
+    for (int b = 0; b < B; ++b) acc[r][b] = _mm512_setzero_si512();
+  const int8_t* wb = w.packed.data() + nb0 * groups * kBlock * kGroup;
+  const int64_t block_stride = groups * kBlock * kGroup;
+  const uint8_t* xr = x.q.data() + i0 * x.k4;
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512i wv[B];
+    for (int b = 0; b < B; ++b) wv[b] = _mm512_loadu_si512(wb + b * block_stride + g * kBlock * kGroup);
+    for (int r = 0; r < R; ++r) {
+      const __m512i xv = _mm512_set1_epi32(Load32(xr + r * x.k4 + g * kGroup));
+      for (int b = 0; b < B; ++b) acc[r][b] = _mm512_dpbusd_epi32(acc[r][b], xv, wv[b]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int b = 0; b < B; ++b) {
+      alignas(64) int32_t out[kBlock];
+      _mm512_store_si512(out, acc[r][b]);
+      Finish(out, x, i0 + r, w, nb0 + b, bias, y + (i0 + r) * ys);
+    }
+  }
+}
+
 template <int R>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void Vnni512Rows(const QuantizedRows& x, int64_t i0,
                                                                         const PackedInt8Weights& w, const float* bias,
                                                                         float* y, int64_t ys) {
-  const int64_t groups = w.k4 / kGroup;
-  for (int64_t nb = 0; nb < w.n16 / kBlock; ++nb) {
-    __m512i acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
-    const int8_t* wb = w.packed.data() + nb * groups * kBlock * kGroup;
-    for (int64_t g = 0; g < groups; ++g) {
-      const __m512i wv = _mm512_loadu_si512(wb + g * kBlock * kGroup);
-      for (int r = 0; r < R; ++r) {
-        const __m512i xv = _mm512_set1_epi32(Load32(x.q.data() + (i0 + r) * x.k4 + g * kGroup));
-        acc[r] = _mm512_dpbusd_epi32(acc[r], xv, wv);
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      alignas(64) int32_t out[kBlock];
-      _mm512_store_si512(out, acc[r]);
-      Finish(out, x, i0 + r, w, nb, bias, y + (i0 + r) * ys);
-    }
-  }
+  const int64_t blocks = w.n16 / kBlock;
+  int64_t nb = 0;
+  for (; nb + 2 <= blocks; nb += 2) Vnni512Tile<R, 2>(x, i0, nb, w, bias, y, ys);
+  if (nb < blocks) Vnni512Tile<R, 1>(x, i0, nb, w, bias, y, ys);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void GemmVnni512(const QuantizedRows& x,
                                                                         const PackedInt8Weights& w, const float* bias,
                                                                         float* y, int64_t ys) {
   int64_t i = 0;
-  for (; i + 4 <= x.m; i += 4) Vnni512Rows<4>(x, i, w, bias, y, ys);
+  for (; i + 8 <= x.m; i += 8) Vnni512Rows<8>(x, i, w, bias, y, ys);
   switch (x.m - i) {
+    case 7:
+      return Vnni512Rows<7>(x, i, w, bias, y, ys);
+    case 6:
+      return Vnni512Rows<6>(x, i, w, bias, y, ys);
+    case 5:
+      return Vnni512Rows<5>(x, i, w, bias, y, ys);
+    case 4:
+      return Vnni512Rows<4>(x, i, w, bias, y, ys);
     case 3:
       return Vnni512Rows<3>(x, i, w, bias, y, ys);
     case 2:

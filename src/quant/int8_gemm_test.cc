@@ -31,7 +31,7 @@ TEST(Int8GemmTest, EveryKernelGivesTheExactIntegerProduct) {
     if (!ActivationCodeOf(isa, &code)) continue;
     ++tried;
     for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {17, 5}, {64, 64}, {100, 1024}, {33, 257}}) {
-      for (int64_t m : {1, 3, 4, 7}) {
+      for (int64_t m : {1, 3, 4, 7, 8, 13, 16}) {
         const auto w = Random(static_cast<size_t>(n * k), &g, 0.05f);
         const auto x = Random(static_cast<size_t>(m * k), &g, 1.0f);
         const auto bias = Random(static_cast<size_t>(n), &g, 0.1f);
