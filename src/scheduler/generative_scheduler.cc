@@ -10,9 +10,9 @@
 #include "llm/sampling.h"
 #include "llm/stop_matcher.h"
 #include "llm/unicode_tables.h"
+#include "scheduler/generative_sequence.h"
 #include "scheduler/prompt_lookup.h"
 #include "scheduler/scheduler_factory.h"
-#include "scheduler/spec_parameters.h"
 #include "scheduler/structured_decoding.h"
 
 namespace inferd {
@@ -46,82 +46,6 @@ Tensor BytesTensor(const char* name, std::string_view value) {
 }
 
 }  // namespace
-
-Result<GenerativeOptions> GenerativeOptions::FromSpec(const ModelSpec& spec, size_t default_max_queue) {
-  GenerativeOptions o;
-  INFERD_ASSIGN_OR_RETURN(int64_t bs, IntParameter(spec, "kv_block_size", 1, 1024, o.block_size));
-  o.block_size = static_cast<int32_t>(bs);
-  INFERD_ASSIGN_OR_RETURN(o.kv_cache_bytes,
-                          IntParameter(spec, "kv_cache_bytes", 1, int64_t{1} << 44, o.kv_cache_bytes));
-  INFERD_ASSIGN_OR_RETURN(int64_t seqs, IntParameter(spec, "max_num_seqs", 1, 4096, o.max_num_seqs));
-  o.max_num_seqs = static_cast<int32_t>(seqs);
-  INFERD_ASSIGN_OR_RETURN(int64_t tokens,
-                          IntParameter(spec, "max_num_batched_tokens", 1, 1 << 20, o.max_batched_tokens));
-  o.max_batched_tokens = static_cast<int32_t>(tokens);
-  INFERD_ASSIGN_OR_RETURN(o.max_model_len, IntParameter(spec, "max_model_len", 0, int64_t{1} << 24, 0));
-  INFERD_ASSIGN_OR_RETURN(int64_t threads, IntParameter(spec, "INTRA_OP_THREAD_COUNT", 1, 256, 1));
-  o.intra_op_threads = static_cast<int>(threads);
-  if (auto it = spec.parameters.find("enable_prefix_caching"); it != spec.parameters.end()) {
-    if (it->second != "true" && it->second != "false") {
-      return Status::InvalidArgument("parameter 'enable_prefix_caching' must be true or false");
-    }
-    o.prefix_caching = it->second == "true";
-  }
-  if (auto it = spec.parameters.find("scheduling"); it != spec.parameters.end()) {
-    if (it->second != "continuous" && it->second != "static") {
-      return Status::InvalidArgument("parameter 'scheduling' must be continuous or static");
-    }
-    o.static_batching = it->second == "static";
-  }
-  o.max_queue = spec.batching.queue.max_queue_size > 0 ? spec.batching.queue.max_queue_size : default_max_queue;
-  INFERD_ASSIGN_OR_RETURN(o.speculation, SpeculationOptions::FromSpec(spec));
-  INFERD_ASSIGN_OR_RETURN(int64_t loras, IntParameter(spec, "max_loras", 1, 1024, o.max_loras));
-  o.max_loras = static_cast<int32_t>(loras);
-  INFERD_ASSIGN_OR_RETURN(int64_t cpu_loras, IntParameter(spec, "max_cpu_loras", 0, 1 << 20, 0));
-  o.lora_cache.max_adapters = static_cast<int32_t>(cpu_loras);
-  INFERD_ASSIGN_OR_RETURN(o.lora_cache.max_bytes,
-                          IntParameter(spec, "lora_cache_bytes", 1, int64_t{1} << 42, o.lora_cache.max_bytes));
-  INFERD_ASSIGN_OR_RETURN(int64_t rank, IntParameter(spec, "max_lora_rank", 1, 1024, o.max_lora_rank));
-  o.max_lora_rank = static_cast<int32_t>(rank);
-  return o;
-}
-
-// One request on its way through generation.
-struct GenerativeScheduler::Sequence {
-  std::unique_ptr<PendingRequest> pending;
-  llm::GenerationRequest gen;
-  std::vector<int32_t> tokens;  // prompt, then generated
-  size_t prompt_len = 0;
-  size_t computed = 0;           // tokens whose keys and values are in the cache
-  std::vector<int32_t> end_ids;  // tokens that end this request's generation
-  std::vector<int32_t> blocks;
-  size_t registered = 0;  // leading full blocks registered in the prefix cache
-  int64_t max_tokens = 0;
-  size_t generated = 0;
-  size_t cached_tokens = 0;  // prompt tokens found in the prefix cache at first admission
-  bool admitted_once = false;
-  TimePoint admitted{};  // first admission (traced requests' queue and prefill spans)
-  int64_t preemptions = 0;
-  std::unique_ptr<llm::Sampler> sampler;
-  std::unordered_map<int32_t, int32_t> counts;
-  std::unique_ptr<llm::IncrementalDecoder> detok;
-  std::unique_ptr<llm::StopMatcher> stop;
-  std::string text;      // everything sent or to send (non-streaming answers)
-  std::string logprobs;  // JSON objects of this part's tokens, comma-separated
-  std::string all_logprobs;
-  TimePoint first_token{};
-  TimePoint last_token{};
-  bool streaming = false;
-  bool finished = false;
-  std::string finish_reason;
-  Status error;                                  // why, when finish_reason is "error"
-  std::unique_ptr<SequenceGrammar> grammar;      // a structured output's position
-  std::unique_ptr<PromptLookup> lookup;          // speculative decoding's drafts, when on
-  std::vector<int32_t> verify;                   // a speculative step's tokens: the next one, then the draft
-  std::optional<LoraEntry> lora_entry;           // the LoRA adapter asked for (lora_adapter)
-  std::shared_ptr<const llm::LoraAdapter> lora;  // it, once in host memory
-  uint64_t prefix_salt = 0;                      // prefix-cache key of what computes the KV (0: the base model)
-};
 
 Result<std::unique_ptr<GenerativeScheduler>> GenerativeScheduler::Create(
     GenerativeOptions options, const ModelSpec& spec, std::unique_ptr<ModelInstance> instance, Clock* clock,

@@ -46,8 +46,8 @@ std::vector<LoraCache::Finished> LoraCache::TakeFinished() {
     const int64_t bytes = (*f.adapter)->bytes();
     if (bytes > options_.max_bytes) {
       f.adapter = Status::FailedPrecondition("LoRA adapter '" + f.entry.name + "' takes " + std::to_string(bytes) +
-                                            " bytes, more than the model's lora_cache_bytes " +
-                                            std::to_string(options_.max_bytes));
+                                             " bytes, more than the model's lora_cache_bytes " +
+                                             std::to_string(options_.max_bytes));
       continue;
     }
     Resident r{f.entry, *f.adapter, bytes, lru_.insert(lru_.end(), f.entry.id)};

@@ -53,6 +53,9 @@ class AdminService {
   // calls that may block for a model load) on the admin thread. `cancelled`
   // is true when the server is stopping: the job then only answers its caller.
   void Run(AdminExecutor::Job job) { p_.executor->Post(std::move(job)); }
+  // LoRA adapters of the generative models (server/lora_service.h): the load
+  // API and the listing. Load reads the adapter: call it through Run.
+  LoraService& loras() const { return *p_.loras; }
 
   Result<std::vector<RepositoryIndexEntry>> RepositoryIndex(bool ready_only) const;
   // Cluster mode: this node's view of the cluster as JSON (GET /v2/cluster);

@@ -100,9 +100,6 @@ class InferenceServer final : public RequestSubmitter {
   Result<std::string> ResolveLabel(const std::string& name, const std::string& label) const;
   // Management: model control, labels, traffic, rollouts, jobs, cluster membership (server/admin_service.h).
   AdminService& admin() { return *admin_service_; }
-  // LoRA adapters of the generative models (server/lora_service.h): the load
-  // API and the listing. Load reads the adapter: call it through admin().Run.
-  LoraService& loras() { return *loras_; }
 
   void InferAsync(std::unique_ptr<InferRequest> request, InferCallback callback);
   // Before decoding a request for (name, version): UNAVAILABLE when the

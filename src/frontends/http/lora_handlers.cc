@@ -46,7 +46,7 @@ void HandleLoraAdmin(InferenceServer* server, Request&& req, bool load, Responde
   auto name = StringField(body, "lora_name", true);
   if (!name.ok()) return respond(OpenAiError(name.status()));
   if (!load) {
-    Status st = server->loras().Unload(*name);
+    Status st = server->admin().loras().Unload(*name);
     if (!st.ok()) return respond(OpenAiError(st));
     return respond(Text("Success: LoRA adapter '" + *name + "' removed successfully."));
   }
@@ -57,7 +57,7 @@ void HandleLoraAdmin(InferenceServer* server, Request&& req, bool load, Responde
   // Reading the adapter takes milliseconds to seconds: on the admin thread, never the I/O thread.
   server->admin().Run([server, name = *name, path = *path, base = *base, respond](bool cancelled) {
     if (cancelled) return respond(OpenAiError(Status::Unavailable("the server is shutting down")));
-    auto e = server->loras().Load(name, path, base);
+    auto e = server->admin().loras().Load(name, path, base);
     if (!e.ok()) return respond(OpenAiError(e.status()));
     respond(Text("Success: LoRA adapter '" + name + "' added successfully."));
   });

@@ -205,7 +205,7 @@ void ListModels(InferenceServer* server, const Request& req, const Responder& re
     }
   }
   // The adapters of the listed models (vLLM lists each adapter as a model whose parent is its base).
-  for (const LoraEntry& a : server->loras().List())
+  for (const LoraEntry& a : server->admin().loras().List())
     if (bases.count(a.base_model)) cards.push_back({a.name, a.base_model});
   respond(JsonResponse(200, openai::EncodeModelList(cards, UnixNow())));
 }
