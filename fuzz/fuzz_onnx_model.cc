@@ -65,6 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     inferd::aten::InstallAllocationLimit();
     return inferd::onnxexec::MakeOpRegistry().release();
   }();
+  // Inputs of odd length load with the int8 registry (quantization "int8": int8_ops.cc, the QDQ readers).
+  static const auto* int8_registry = inferd::onnxexec::MakeOpRegistry(true, true, /*int8=*/true).release();
   c10::InferenceMode inference;
   inferd::aten::AllocationLimitScope limit(kMaxTensorBytes);
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
@@ -72,7 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // reference must fail the load cleanly.
   // INFERD_FUZZ_VERBOSE=1 prints what became of an input (for regressions).
   static const bool verbose = std::getenv("INFERD_FUZZ_VERBOSE") != nullptr;
-  auto model = inferd::onnxexec::LoadOnnxModel(bytes, "/nonexistent/inferd-fuzz", *registry);
+  auto model =
+      inferd::onnxexec::LoadOnnxModel(bytes, "/nonexistent/inferd-fuzz", size % 2 ? *int8_registry : *registry);
   if (!model.ok()) {
     if (verbose) std::fprintf(stderr, "load: %s\n", model.status().ToString().c_str());
     return 0;

@@ -56,6 +56,14 @@
 // 11. LoadWithContext (optional) gets what the server offers a model besides
 //     its files: a RequestSubmitter to call other models (Triton's BLS) and
 //     the config rendered as JSON. The default forwards to Load.
+// 14. Reduced precision (optional): a backend whose guards_quantization()
+//     is true honours the model parameter `quantization` ("int8":
+//     docs/quantization.md), says in LoadedModel::quantization() what it
+//     replaced, and its instances take Execute; the server runs the accuracy
+//     guard (manager/quantization_guard.h) over such a load and one of the
+//     same spec with `quantization: "none"`, and keeps the one that passes.
+//     Other backends get the parameter as any other (the generative backend
+//     reads its own `quantization`: weight-only int8, docs/generative.md).
 #pragma once
 
 #include <functional>
@@ -90,11 +98,21 @@ class ModelInstance {
                                                                    const std::vector<PartialSender>& partial);
 };
 
+// Contract 14: what a load replaced by reduced-precision kernels.
+struct QuantizationInfo {
+  std::string precision;                         // "int8"; "" when nothing was replaced
+  int layers = 0;                                // layers (weights) replaced
+  int64_t float_bytes = 0, quantized_bytes = 0;  // those weights' bytes before and after
+  std::string kernel;                            // the kernels that run them ("avx512vnni")
+};
+
 class LoadedModel {
  public:
   virtual ~LoadedModel() = default;
   virtual Result<std::unique_ptr<ModelInstance>> CreateInstance(int index) = 0;
   virtual std::string LoadNote() const { return ""; }
+  // Contract 14.
+  virtual QuantizationInfo quantization() const { return {}; }
 };
 
 // Contract 11. Pointers are not owned and outlive the loaded model.
@@ -121,6 +139,8 @@ class Backend {
   virtual bool supports_decoupled() const { return false; }
   // Contract 13: "" for the default.
   virtual std::string_view scheduler_kind() const { return ""; }
+  // Contract 14.
+  virtual bool guards_quantization() const { return false; }
   // The interface version this backend was compiled against (inline: the
   // value comes from the header the backend saw).
   virtual int interface_version() const { return kBackendInterfaceVersion; }

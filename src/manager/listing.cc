@@ -42,8 +42,13 @@ Result<std::vector<RepositoryIndexEntry>> ModelManager::RepositoryIndex(bool rea
                                          r.plan_error;
       for (const VersionRow& row : VersionRows(r)) {
         if (ready_only && row.state != ModelState::kReady) break;  // READY rows come first
-        out.push_back(
-            {n, std::to_string(row.version), WireName(row.state), row.state == ModelState::kReady ? note : row.reason});
+        std::string reason = row.reason;
+        if (row.state == ModelState::kReady) {
+          reason = note;
+          const std::string q = Describe(row.entry->version->quantization());  // int8 or why FP32 serves
+          if (!q.empty()) reason += (reason.empty() ? "" : "; ") + q;
+        }
+        out.push_back({n, std::to_string(row.version), WireName(row.state), std::move(reason)});
       }
       continue;
     }
@@ -89,9 +94,9 @@ ModelListing ModelManager::ListModels() const {
       for (const VersionRow& row : VersionRows(r)) {
         if (row.state == ModelState::kUnloading) continue;  // draining: no longer part of the model
         const VersionEntry* s = row.state == ModelState::kReady ? row.entry : nullptr;
-        m.versions.push_back({std::to_string(row.version), WireName(row.state), row.reason,
-                              s ? s->version->resident_bytes() : 0, s ? s->version->size_source() : "",
-                              s ? s->load_seconds : 0});
+        m.versions.push_back(
+            {std::to_string(row.version), WireName(row.state), s ? Describe(s->version->quantization()) : row.reason,
+             s ? s->version->resident_bytes() : 0, s ? s->version->size_source() : "", s ? s->load_seconds : 0});
       }
       std::sort(m.versions.begin(), m.versions.end(), [](const auto& a, const auto& b) {
         return std::make_pair(a.version.size(), a.version) < std::make_pair(b.version.size(), b.version);

@@ -1,11 +1,14 @@
 #include "manager/model_version.h"
 
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 #include <optional>
 #include <set>
 
 #include "core/byte_size.h"
 #include "lifecycle/allocator.h"
+#include "manager/quantization_guard.h"
 #include "manager/warmup.h"
 #include "repository/model_config.h"
 #include "repository/repository.h"
@@ -58,7 +61,14 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
   LoadContext context;
   context.submitter = options.submitter;
   context.config_json = mv->config_json_;
-  INFERD_ASSIGN_OR_RETURN(mv->model_, backend.LoadWithContext(mv->spec_, version_dir, context));
+  // quantization "int8": the accuracy guard picks int8 or FP32 (quantization_guard.h).
+  auto loaded = LoadWithQuantizationGuard(backend, mv->spec_, version_dir, context, *files.fs, files.model_dir,
+                                          files.version_dir, &mv->quantization_);
+  if (!loaded.ok()) return loaded.status();
+  mv->model_ = std::move(*loaded);
+  if (mv->quantization_.requested_int8() && mv->quantization_.serving != "int8") {
+    spdlog::warn("model {} version {}: {}", mv->spec_.name, version, Describe(mv->quantization_));
+  }
   std::vector<std::unique_ptr<ModelInstance>> instances;
   for (int i = 0; i < mv->spec_.instance_count; ++i) {
     INFERD_ASSIGN_OR_RETURN(auto inst, mv->model_->CreateInstance(i));
@@ -106,6 +116,13 @@ Result<std::shared_ptr<ModelVersion>> ModelVersion::Load(Backend& backend, Model
   mv->loaded_at_ = options.clock->Now();
   mv->Touch(mv->loaded_at_);
   return mv;
+}
+
+std::string ModelVersion::load_note() const {
+  std::string note = model_ ? model_->LoadNote() : "";
+  const std::string q = Describe(quantization_);
+  if (!q.empty()) note += (note.empty() ? "" : "; ") + q;
+  return note;
 }
 
 ModelVersion::~ModelVersion() {

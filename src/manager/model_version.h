@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/cpu_load.h"
 #include "core/model_spec.h"
+#include "manager/quantization_guard.h"
 #include "metrics/model_stats.h"
 #include "repository/filesystem.h"
 #include "scheduler/scheduler.h"
@@ -74,8 +75,11 @@ class ModelVersion {
   uint64_t resident_bytes() const { return resident_bytes_ + (scheduler_ ? scheduler_->HeldBytes() : 0); }
   const char* size_source() const { return size_source_; }
   TimePoint loaded_at() const { return loaded_at_; }
-  // What the backend's load did worth logging (LoadedModel::LoadNote).
-  std::string load_note() const { return model_ ? model_->LoadNote() : ""; }
+  // What the backend's load did worth logging (LoadedModel::LoadNote), and
+  // the quantisation's outcome.
+  std::string load_note() const;
+  // What `quantization: "int8"` came to (requested empty when not asked for).
+  const QuantizationReport& quantization() const { return quantization_; }
   // Last request routed here (or the load). Touch is a relaxed store: cheap
   // enough for every request.
   void Touch(TimePoint t) { last_used_ns_.store(t.time_since_epoch().count(), std::memory_order_relaxed); }
@@ -94,6 +98,7 @@ class ModelVersion {
   std::shared_ptr<ModelStats> stats_;
   uint64_t resident_bytes_ = 0;
   const char* size_source_ = "files";
+  QuantizationReport quantization_;
   TimePoint loaded_at_{};
   std::atomic<int64_t> last_used_ns_{0};
   std::unique_ptr<LoadedModel> model_;  // destroyed after scheduler_

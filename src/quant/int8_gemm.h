@@ -55,10 +55,28 @@ void QuantizeRows(const float* x, int64_t m, int64_t k, int64_t x_stride, Activa
 // x must have been quantised with ChosenActivationCode() and w's k.
 void Int8Gemm(const QuantizedRows& x, const PackedInt8Weights& w, const float* bias, float* y, int64_t y_stride);
 
+// A thread's share of one product: rows [row_begin, row_end) of x, output
+// blocks [block_begin, block_end) of kInt8Block outputs (clamped to the
+// product's; shares that do not overlap write disjoint parts of y).
+inline constexpr int64_t kInt8Block = 16;
+struct GemmPart {
+  int64_t row_begin = 0, row_end = 0;
+  int64_t block_begin = 0, block_end = 0;
+};
+void Int8GemmPart(const QuantizedRows& x, const PackedInt8Weights& w, const float* bias, float* y, int64_t y_stride,
+                  const GemmPart& part);
+
+// The kernel Int8Gemm runs: "avx512vnni", "avx2" or "portable" (the best the
+// CPU has, or the one the INFERD_INT8_ISA environment variable names when the
+// CPU has it: benchmarks measure the AVX2 kernel on a VNNI machine).
+std::string_view Int8KernelName();
+
 // Tests: one kernel by name ("avx512vnni", "avx2", "portable") and the code it
 // needs; false when this CPU (or build: the sanitizers use the portable one)
 // lacks it.
 bool ActivationCodeOf(std::string_view isa, ActivationCode* code);
+bool QuantizeRowsWith(std::string_view isa, const float* x, int64_t m, int64_t k, int64_t x_stride, ActivationCode code,
+                      QuantizedRows* out);
 bool Int8GemmWith(std::string_view isa, const QuantizedRows& x, const PackedInt8Weights& w, const float* bias, float* y,
                   int64_t y_stride);
 

@@ -104,5 +104,45 @@ TEST(Int8GemmTest, CloseToTheFp32Product) {
   EXPECT_LT(std::sqrt(err / norm), 0.03);  // relative RMS error (7-bit activations on AVX2 included)
 }
 
+// Every quantiser this CPU has gives the portable one's bytes and scales (ties round to even in both; odd k: tails).
+TEST(Int8GemmTest, EveryQuantiserMatchesThePortableOne) {
+  std::mt19937 g(5);
+  for (const ActivationCode code : {ActivationCode{127, 128}, ActivationCode{63, 64}}) {
+    for (int64_t k : {1, 7, 16, 33, 100}) {
+      auto x = Random(static_cast<size_t>(3 * k), &g, 2.0f);
+      x[0] = 0.5f * (x[1] != 0 ? x[1] : 1.0f);  // a value at a rounding tie after scaling is likely somewhere
+      for (int64_t t = 0; t < k; ++t) x[static_cast<size_t>(2 * k + t)] = 0.0f;  // an all-zero row
+      QuantizedRows want;
+      ASSERT_TRUE(QuantizeRowsWith("portable", x.data(), 3, k, k, code, &want));
+      for (const char* isa : {"avx512vnni", "avx2"}) {
+        QuantizedRows got;
+        if (!QuantizeRowsWith(isa, x.data(), 3, k, k, code, &got)) continue;
+        EXPECT_EQ(got.q, want.q) << isa << " k " << k << " levels " << code.levels;
+        EXPECT_EQ(got.scales, want.scales) << isa << " k " << k;
+      }
+    }
+  }
+}
+
+// Threads' shares (rows x output blocks) written separately add up to the whole product, and nothing outside them.
+TEST(Int8GemmTest, PartsAddUpToTheWholeProduct) {
+  std::mt19937 g(11);
+  const int64_t n = 70, k = 37, m = 11;  // 5 blocks, the last partial
+  const auto w = Random(static_cast<size_t>(n * k), &g, 0.05f);
+  const auto x = Random(static_cast<size_t>(m * k), &g, 1.0f);
+  const PackedInt8Weights p = PackInt8Weights(w.data(), n, k);
+  QuantizedRows q;
+  QuantizeRows(x.data(), m, k, k, ChosenActivationCode(), &q);
+  std::vector<float> whole(static_cast<size_t>(m * n)), parts(static_cast<size_t>(m * n), -7.0f);
+  Int8Gemm(q, p, nullptr, whole.data(), n);
+  Int8GemmPart(q, p, nullptr, parts.data(), n, {0, 4, 0, 2});
+  for (size_t j = 2 * kInt8Block; j < static_cast<size_t>(n); ++j) EXPECT_EQ(parts[j], -7.0f) << "outside its share";
+  Int8GemmPart(q, p, nullptr, parts.data(), n, {0, 4, 2, 99});  // clamped to the product's blocks
+  Int8GemmPart(q, p, nullptr, parts.data(), n, {4, 11, 0, 5});
+  Int8GemmPart(q, p, nullptr, parts.data(), n, {11, 20, 0, 5});  // no rows: nothing
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(parts[i], whole[i]) << i;
+  EXPECT_FALSE(Int8KernelName().empty());
+}
+
 }  // namespace
 }  // namespace inferd::quant

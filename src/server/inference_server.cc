@@ -343,6 +343,7 @@ Result<std::vector<ModelStatsSnapshot>> InferenceServer::GetStatistics(const std
       o.padded_elements = b->padded_elements.load();
       o.real_elements = b->real_elements.load();
     }
+    if (mv->quantization().requested_int8()) snap.quantization = mv->quantization();
     out.push_back(std::move(snap));
   }
   return out;

@@ -9,6 +9,7 @@
 
 #include "core/model_spec.h"
 #include "manager/model_views.h"
+#include "manager/quantization_guard.h"
 #include "metrics/model_stats.h"
 
 namespace inferd {
@@ -52,6 +53,8 @@ struct ModelStatsSnapshot {
   Histogram::Snapshot request_us;
   // batching.mode adaptive / batching.pad_inputs (docs/batching.md); unset otherwise.
   std::optional<BatchingSnapshot> batching;
+  // parameter quantization "int8" (docs/quantization.md); unset otherwise.
+  std::optional<QuantizationReport> quantization;
 };
 
 }  // namespace inferd

@@ -21,6 +21,7 @@ import ensemble_fixtures
 import llm_fixtures
 import onnx_fixtures
 import python_fixtures
+import quant_fixtures
 import tree_fixtures
 
 torch.set_num_threads(1)
@@ -246,6 +247,7 @@ parameters { key: "OPTIMIZE_FOR_INFERENCE" value: { string_value: "true" } }
     python_fixtures.make(repo)
     llm_fixtures.make(repo)
     bucketing_fixtures.make(repo)
+    quant_fixtures.make(repo)
 
     save(Triple(), repo, "broken")
     write(os.path.join(repo, "broken", "config.pbtxt"), "platform: \"pytorch_libtorch\"\nmax_batch_sise: 4\n")

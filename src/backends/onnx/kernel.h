@@ -58,8 +58,17 @@ class Plan;
 class NodeInfo;
 class OpRegistry;
 
+// What builders replaced by reduced-precision kernels (ops/int8_ops.cc),
+// counted over one model's compile (the loading thread's).
+struct QuantizationTally {
+  int layers = 0;
+  int64_t float_bytes = 0;  // the weights' FP32 bytes
+  int64_t int8_bytes = 0;   // what replaced them (values, scales, sums)
+};
+
 struct CompileContext {
   const OpRegistry* ops = nullptr;
+  QuantizationTally* quantization = nullptr;    // null: nobody counts
   std::unordered_map<std::string, int> opsets;  // domain ("" = ai.onnx) -> version
   std::unordered_map<std::string, StaticInfo> infos;
 };
@@ -110,6 +119,14 @@ class NodeInfo {
   Result<Value> TensorAttr(const std::string& name) const;
   const onnx::AttributeProto* Find(const std::string& name) const;
 
+  // Counts a weight replaced at load (no-op when the compile counts nothing).
+  void CountQuantized(int64_t float_bytes, int64_t int8_bytes) const {
+    if (!ctx_.quantization) return;
+    ++ctx_.quantization->layers;
+    ctx_.quantization->float_bytes += float_bytes;
+    ctx_.quantization->int8_bytes += int8_bytes;
+  }
+
   // Compiles a graph attribute (If's branches, Loop's body). Its free
   // names are resolved in this graph's scope; they come back in
   // `captured` and must be the kernel's implicit inputs, in that order.
@@ -146,7 +163,9 @@ class OpRegistry {
 // Gemm use oneDNN kernels on weights packed at load (ops/mkldnn.cc) and the
 // fused ops of fusion.h exist; false gives the plain ATen kernels only.
 // `winograd`: 3x3 stride-1 convolutions may run as Winograd convolutions
-// (faster, 1.8-4x the weights' memory; ops/dnnl_conv.h).
-std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized = true, bool winograd = true);
+// (faster, 1.8-4x the weights' memory; ops/dnnl_conv.h). `int8` (with
+// `optimized`): MatMul, Gemm and Linear on constant float weights run as
+// int8 products (ops/int8_ops.cc).
+std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized = true, bool winograd = true, bool int8 = false);
 
 }  // namespace inferd::onnxexec

@@ -149,6 +149,7 @@ Result<OnnxModel> LoadOnnxModel(std::string_view bytes, const std::string& dir, 
   out.fused = fused.total();
   if (out.fused > 0) ctx.opsets[kInferdDomain] = 1;
   CollectInfos(model.graph(), &ctx.infos);
+  ctx.quantization = &out.quantized;
   INFERD_ASSIGN_OR_RETURN(out.plan, Plan::Compile(model.graph(), ctx, nullptr));
   std::unordered_map<std::string, const onnx::ValueInfoProto*> declared;
   for (const auto& v : model.graph().input()) declared[v.name()] = &v;

@@ -32,9 +32,10 @@ struct OnnxModel {
   std::shared_ptr<const Plan> plan;
   std::vector<IoInfo> inputs;  // graph inputs the caller provides, in order
   std::vector<IoInfo> outputs;
-  int opset = 0;         // default domain
-  std::string producer;  // "pytorch 1.13.1"
-  int fused = 0;         // node groups fused at load (fusion.h)
+  int opset = 0;                // default domain
+  std::string producer;         // "pytorch 1.13.1"
+  int fused = 0;                // node groups fused at load (fusion.h)
+  QuantizationTally quantized;  // weights an int8 registry replaced
 };
 
 // `dir` resolves external data locations (relative paths inside it only).

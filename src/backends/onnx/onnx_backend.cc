@@ -12,6 +12,7 @@
 #include "backends/onnx/model_loader.h"
 #include "backends/onnx/tensor_proto.h"
 #include "core/byte_size.h"
+#include "quant/int8_gemm.h"
 
 namespace inferd {
 namespace {
@@ -107,6 +108,11 @@ class OnnxLoaded final : public LoadedModel {
     return std::unique_ptr<ModelInstance>(new OnnxInstance(this));
   }
   std::string LoadNote() const override { return note_; }
+  QuantizationInfo quantization() const override {
+    const onnxexec::QuantizationTally& t = model_.quantized;
+    if (t.layers == 0) return {};
+    return {"int8", t.layers, t.float_bytes, t.int8_bytes, std::string(quant::Int8KernelName())};
+  }
 
   const ModelSpec& spec() const { return spec_; }
   const OnnxModel& model() const { return model_; }
@@ -213,6 +219,7 @@ class OnnxBackend final : public Backend {
   std::vector<std::string> aliases() const override { return {"onnx"}; }
   std::vector<std::string> platforms() const override { return {"onnxruntime_onnx"}; }
   std::vector<std::string> model_filenames() const override { return {"model.onnx"}; }
+  bool guards_quantization() const override { return true; }
 
   Status AutoComplete(const std::string& version_dir, ModelSpec* spec) override {
     INFERD_ASSIGN_OR_RETURN(OnnxModel m, LoadFile(*spec, version_dir));
@@ -261,7 +268,15 @@ class OnnxBackend final : public Backend {
  private:
   // OPTIMIZE_FOR_INFERENCE "false" (as for TorchScript): no fusion, plain ATen kernels.
   // CONV_WINOGRAD "false": no Winograd convolutions (less memory; ops/dnnl_conv.h).
+  // quantization "int8": MatMul, Gemm and Linear on int8 kernels (ops/int8_ops.cc; needs optimisation on).
   Result<OnnxModel> LoadFile(const ModelSpec& spec, const std::string& version_dir) const {
+    bool int8 = false;
+    if (auto q = spec.parameters.find("quantization"); q != spec.parameters.end()) {
+      if (q->second != "int8" && q->second != "none" && !q->second.empty()) {
+        return Status::InvalidArgument("parameter quantization is \"int8\" or \"none\", not \"" + q->second + "\"");
+      }
+      int8 = q->second == "int8";
+    }
     auto it = spec.parameters.find("OPTIMIZE_FOR_INFERENCE");
     const bool optimize = it == spec.parameters.end() || (it->second != "false" && it->second != "0");
     bool winograd = true;
@@ -273,13 +288,18 @@ class OnnxBackend final : public Backend {
     }
     INFERD_ASSIGN_OR_RETURN(int64_t max_tensor_bytes, MaxTensorBytes(spec));
     aten::AllocationLimitScope limit(max_tensor_bytes);  // constant folding runs kernels
-    const onnxexec::OpRegistry& ops = !optimize ? *plain_ops_ : winograd ? *ops_ : *direct_ops_;
+    const onnxexec::OpRegistry& ops = !optimize  ? *plain_ops_
+                                      : int8     ? (winograd ? *int8_ops_ : *int8_direct_ops_)
+                                      : winograd ? *ops_
+                                                 : *direct_ops_;
     return onnxexec::LoadOnnxModelFile(ModelPath(spec, version_dir), ops, optimize);
   }
 
   std::unique_ptr<onnxexec::OpRegistry> ops_ = onnxexec::MakeOpRegistry(true);
   std::unique_ptr<onnxexec::OpRegistry> direct_ops_ = onnxexec::MakeOpRegistry(true, /*winograd=*/false);
   std::unique_ptr<onnxexec::OpRegistry> plain_ops_ = onnxexec::MakeOpRegistry(false);
+  std::unique_ptr<onnxexec::OpRegistry> int8_ops_ = onnxexec::MakeOpRegistry(true, true, /*int8=*/true);
+  std::unique_ptr<onnxexec::OpRegistry> int8_direct_ops_ = onnxexec::MakeOpRegistry(true, false, /*int8=*/true);
 };
 
 }  // namespace

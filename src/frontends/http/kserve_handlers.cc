@@ -55,6 +55,39 @@ void AppendBatchingStats(std::string* b, const BatchingSnapshot& s) {
   b->push_back('}');
 }
 
+// parameter quantization "int8": what serves and why, sizes, errors, speed-up (docs/quantization.md).
+void AppendQuantization(std::string* b, const QuantizationReport& q) {
+  b->append(",\"quantization\":{\"requested\":");
+  json::AppendEscaped(b, q.requested);
+  b->append(",\"serving\":");
+  json::AppendEscaped(b, q.serving);
+  b->append(",\"reason\":");
+  json::AppendEscaped(b, q.reason);
+  b->append(",\"kernel\":");
+  json::AppendEscaped(b, q.info.kernel);
+  b->append(",\"layers\":");
+  json::AppendNumber(b, q.info.layers);
+  b->append(",\"weight_bytes_fp32\":");
+  json::AppendNumber(b, q.info.float_bytes);
+  b->append(",\"weight_bytes_int8\":");
+  json::AppendNumber(b, q.info.quantized_bytes);
+  b->append(",\"data\":");
+  json::AppendEscaped(b, q.data);
+  b->append(",\"rows\":");
+  json::AppendNumber(b, q.rows);
+  if (q.top1_agreement >= 0) {
+    b->append(",\"top1_agreement\":");
+    json::AppendNumber(b, q.top1_agreement);
+  }
+  if (q.relative_error >= 0) {
+    b->append(",\"relative_error\":");
+    json::AppendNumber(b, q.relative_error);
+  }
+  b->append(",\"speedup\":");
+  json::AppendNumber(b, q.speedup);
+  b->push_back('}');
+}
+
 std::string StatsJson(const std::vector<ModelStatsSnapshot>& stats) {
   std::string b = "{\"model_stats\":[";
   for (size_t i = 0; i < stats.size(); ++i) {
@@ -102,6 +135,7 @@ std::string StatsJson(const std::vector<ModelStatsSnapshot>& stats) {
     }
     b.push_back(']');
     if (s.batching) AppendBatchingStats(&b, *s.batching);
+    if (s.quantization) AppendQuantization(&b, *s.quantization);
     b.push_back('}');
   }
   b.append("]}");

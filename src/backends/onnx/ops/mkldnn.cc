@@ -22,6 +22,7 @@
 
 #include "backends/onnx/ops/dnnl_conv.h"
 #include "backends/onnx/ops/dnnl_gemm.h"
+#include "backends/onnx/ops/linear_kernel.h"
 #include "backends/onnx/ops/op_util.h"
 
 namespace inferd::onnxexec::ops {
@@ -110,23 +111,7 @@ std::optional<Kernel> PackedLinear(const Value* w, const Value* b, bool transpos
   if (!w || !w->is_tensor() || (b && !b->is_tensor())) return std::nullopt;
   auto gemm = PackedGemm::Make(w->tensor(), transposed, b ? b->tensor() : at::Tensor(), epilogue);
   if (!gemm) return std::nullopt;
-  return Kernel([g = std::move(*gemm)](Args in, Outs out) -> Status {
-    INFERD_ASSIGN_OR_RETURN(at::Tensor x, In(in, 0));
-    const int64_t k = g->k();
-    if (x.scalar_type() != at::kFloat || x.dim() < 1 || x.size(-1) != k) {
-      return Status::InvalidArgument("takes a float [..., " + std::to_string(k) + "] input here, got " +
-                                     std::string(c10::toString(x.scalar_type())) + " " + c10::str(x.sizes()));
-    }
-    std::vector<int64_t> shape = x.sizes().vec();
-    shape.back() = g->n();
-    if (x.numel() == 0) {
-      out[0] = Value::Of(at::zeros(shape, x.options()));
-      return Status::OK();
-    }
-    INFERD_ASSIGN_OR_RETURN(at::Tensor y, g->Run(x.reshape({-1, k})));
-    out[0] = Value::Of(y.view(shape));
-    return Status::OK();
-  });
+  return LinearKernel(std::move(*gemm));
 }
 
 // `c` with `fast` tried first: it answers the node's one output, or nullopt

@@ -73,5 +73,6 @@ void RegisterLossOps(OpRegistry& r);
 void RegisterResizeOps(OpRegistry& r);
 // Wraps Conv, Relu, Add, MaxPool, GlobalAveragePool: register last.
 void RegisterMkldnnOps(OpRegistry& r, bool winograd);
+void RegisterInt8Ops(OpRegistry& r);  // over RegisterMkldnnOps' builders
 
 }  // namespace inferd::onnxexec::ops

@@ -2,7 +2,7 @@
 
 namespace inferd::onnxexec {
 
-std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized, bool winograd) {
+std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized, bool winograd, bool int8) {
   auto r = std::make_unique<OpRegistry>();
   ops::RegisterElementwiseOps(*r);
   ops::RegisterShapeOps(*r);
@@ -15,6 +15,7 @@ std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized, bool winograd) {
   ops::RegisterLossOps(*r);
   ops::RegisterResizeOps(*r);
   if (optimized) ops::RegisterMkldnnOps(*r, winograd);
+  if (optimized && int8) ops::RegisterInt8Ops(*r);
   return r;
 }
 

@@ -1,0 +1,143 @@
+// Int8 products (int8_linear.h, int8_ops.cc) against FP32's: per call, split
+// between threads, and as the kernels of a whole graph loaded with an int8
+// registry (MatMul + Add fused into Linear, Gemm with transB).
+#include "backends/onnx/ops/int8_linear.h"
+
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/onnx/model_loader.h"
+
+namespace inferd::onnxexec::ops {
+namespace {
+
+at::Tensor Randn8(std::vector<int64_t> shape, uint64_t seed, double scale = 1.0) {
+  at::Generator g = at::detail::createCPUGenerator(seed);
+  return at::randn(shape, g, at::TensorOptions().dtype(at::kFloat)) * scale;
+}
+
+double RelErr8(const at::Tensor& got, const at::Tensor& want) {
+  return (got - want).norm().item<double>() / want.norm().item<double>();
+}
+
+TEST(Int8LinearTest, CloseToTheFp32ProductForEveryRowCountAndBothLayouts) {
+  const at::Tensor w = Randn8({96, 40}, 1, 0.05), bias = Randn8({40}, 2, 0.1);
+  auto plain = Int8Linear::Make(w, /*transposed=*/false, bias, Epilogue::kNone);
+  auto transposed = Int8Linear::Make(w.t().contiguous(), /*transposed=*/true, bias, Epilogue::kNone);
+  ASSERT_TRUE(plain && transposed);
+  EXPECT_EQ((*plain)->k(), 96);
+  EXPECT_EQ((*plain)->n(), 40);
+  EXPECT_LT((*plain)->bytes(), (*plain)->float_bytes() * 35 / 100);  // int8 values (n padded to 48) + scales + sums
+  for (int64_t m : {1, 3, 8, 17, 64, 200}) {
+    const at::Tensor x = Randn8({m, 96}, 10 + static_cast<uint64_t>(m));
+    const at::Tensor want = at::matmul(x, w) + bias;
+    for (const auto& l : {*plain, *transposed}) {
+      auto y = l->Run(x);
+      ASSERT_TRUE(y.ok()) << y.status().ToString();
+      ASSERT_EQ(y->sizes(), want.sizes());
+      EXPECT_LT(RelErr8(*y, want), 0.03) << "M " << m;
+    }
+  }
+  auto bad = (*plain)->Run(Randn8({2, 95}, 3));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("takes a float [M, 96] input"), std::string::npos);
+}
+
+// Rows or outputs split between threads: the integer products are exact, so the split changes no bit.
+TEST(Int8LinearTest, ThreadsSplitRowsOrOutputsWithoutChangingTheAnswer) {
+  const at::Tensor w = Randn8({256, 300}, 4, 0.05);
+  auto l = Int8Linear::Make(w, false, at::Tensor(), Epilogue::kGeluErf);
+  ASSERT_TRUE(l);
+  const int before = at::get_num_threads();
+  for (int64_t m : {1, 5, 40}) {  // outputs split (few rows), then rows
+    const at::Tensor x = Randn8({m, 256}, 20 + static_cast<uint64_t>(m));
+    at::set_num_threads(1);
+    const at::Tensor one = (*l)->Run(x).value();
+    at::set_num_threads(2);
+    const at::Tensor two = (*l)->Run(x).value();
+    EXPECT_TRUE(at::equal(one, two)) << "M " << m;
+    EXPECT_LT(RelErr8(one, at::gelu(at::matmul(x, w))), 0.03);
+  }
+  at::set_num_threads(before);
+}
+
+onnx::TensorProto Init8(const std::string& name, const at::Tensor& t) {
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : t.sizes()) p.add_dims(d);
+  const at::Tensor c = t.contiguous();
+  for (int64_t i = 0; i < c.numel(); ++i) p.add_float_data(c.data_ptr<float>()[i]);
+  return p;
+}
+
+// x [N, 64] -> MatMul(w1) + b1 -> Relu -> Gemm(w2^T, b2, transB) -> y [N, 10]
+std::string Mlp(const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2, const at::Tensor& b2) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("mlp");
+  *g->add_initializer() = Init8("w1", w1);
+  *g->add_initializer() = Init8("b1", b1);
+  *g->add_initializer() = Init8("w2", w2.t().contiguous());
+  *g->add_initializer() = Init8("b2", b2);
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (auto& s : in) n->add_input(s);
+    n->add_output(out);
+    return n;
+  };
+  node("MatMul", {"x", "w1"}, "mm");
+  node("Add", {"mm", "b1"}, "h");
+  node("Relu", {"h"}, "r");
+  auto* gemm = node("Gemm", {"r", "w2", "b2"}, "y");
+  auto* attr = gemm->add_attribute();
+  attr->set_name("transB");
+  attr->set_type(onnx::AttributeProto::INT);
+  attr->set_i(1);
+  for (auto [v, name, width] : {std::tuple{g->add_input(), "x", 64}, std::tuple{g->add_output(), "y", 10}}) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_param("batch");
+    t->mutable_shape()->add_dim()->set_dim_value(width);
+  }
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+
+TEST(Int8OpsTest, AGraphLoadedForInt8CountsItsWeightsAndStaysCloseToFp32) {
+  const at::Tensor w1 = Randn8({64, 128}, 5, 0.1), b1 = Randn8({128}, 6, 0.1), w2 = Randn8({128, 10}, 7, 0.1),
+                   b2 = Randn8({10}, 8, 0.1);
+  const std::string bytes = Mlp(w1, b1, w2, b2);
+  auto fp32_ops = MakeOpRegistry(true, true, /*int8=*/false);
+  auto int8_ops = MakeOpRegistry(true, true, /*int8=*/true);
+  auto fp32 = LoadOnnxModel(bytes, "/nonexistent", *fp32_ops);
+  auto int8 = LoadOnnxModel(bytes, "/nonexistent", *int8_ops);
+  ASSERT_TRUE(fp32.ok() && int8.ok()) << fp32.status().ToString() << int8.status().ToString();
+  EXPECT_EQ(fp32->quantized.layers, 0);
+  EXPECT_EQ(int8->quantized.layers, 2);  // the fused Linear and the Gemm
+  EXPECT_EQ(int8->quantized.float_bytes, 4 * (64 * 128 + 128 * 10));
+  EXPECT_LT(int8->quantized.int8_bytes, int8->quantized.float_bytes * 4 / 10);
+  const at::Tensor x = Randn8({33, 64}, 9);
+  const at::Tensor want = at::matmul(at::relu(at::matmul(x, w1) + b1), w2) + b2;
+  std::vector<Value> a, b;
+  ASSERT_TRUE(int8->plan->Run({Value::Of(x)}, &a).ok());
+  ASSERT_TRUE(fp32->plan->Run({Value::Of(x)}, &b).ok());
+  EXPECT_TRUE(at::allclose(b[0].tensor(), want, 1e-4, 1e-4));
+  const double err = RelErr8(a[0].tensor(), want);
+  EXPECT_LT(err, 0.03);
+  EXPECT_GT(err, 0.0);  // int8 really ran
+  EXPECT_TRUE(at::equal(a[0].tensor().argmax(1), want.argmax(1)) ||
+              (a[0].tensor().argmax(1) != want.argmax(1)).sum().item<int64_t>() <= 1);
+}
+
+}  // namespace
+}  // namespace inferd::onnxexec::ops
