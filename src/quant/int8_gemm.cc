@@ -123,10 +123,28 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void Vnni512Rows(const Qu
   if (nb < b1) Vnni512Tile<R, 1>(x, i0, nb, w, bias, y, ys);
 }
 
+// The arguments of one product, handed to a tile of R rows (a functor rather than a template lambda: the ONNX fuzz
+// target compiles this file as C++17).
+struct TileArgs {
+  const QuantizedRows& x;
+  const PackedInt8Weights& w;
+  const float* bias;
+  float* y;
+  int64_t ys, b0, b1;
+};
+
+struct Vnni512RowTile {
+  const TileArgs& a;
+  template <int R>
+  void operator()(int64_t i) const {
+    Vnni512Rows<R>(a.x, i, a.w, a.bias, a.y, a.ys, a.b0, a.b1);
+  }
+};
+
 void GemmVnni512(const QuantizedRows& x, const PackedInt8Weights& w, const float* bias, float* y, int64_t ys,
                  const GemmPart& part) {
-  ForRowTiles<8>(part.row_begin, part.row_end,
-                 [&]<int R>(int64_t i) { Vnni512Rows<R>(x, i, w, bias, y, ys, part.block_begin, part.block_end); });
+  const TileArgs args{x, w, bias, y, ys, part.block_begin, part.block_end};
+  ForRowTiles<8>(part.row_begin, part.row_end, Vnni512RowTile{args});
 }
 
 // AVX2 without VNNI: vpmaddubsw (two u8 x s8 products into int16; activations <= 127 so it never saturates), then
@@ -178,10 +196,20 @@ __attribute__((target("avx2,fma"))) void Avx2Tile(const QuantizedRows& x, int64_
   }
 }
 
+struct Avx2RowTile {
+  const TileArgs& a;
+  template <int R>
+  void operator()(int64_t i) const {
+    Avx2Tile<R>(a.x, i, a.b0, a.w, a.bias, a.y, a.ys);  // b0: the block
+  }
+};
+
 void GemmAvx2(const QuantizedRows& x, const PackedInt8Weights& w, const float* bias, float* y, int64_t ys,
               const GemmPart& part) {
-  for (int64_t nb = part.block_begin; nb < part.block_end; ++nb)
-    ForRowTiles<4>(part.row_begin, part.row_end, [&]<int R>(int64_t i) { Avx2Tile<R>(x, i, nb, w, bias, y, ys); });
+  for (int64_t nb = part.block_begin; nb < part.block_end; ++nb) {
+    const TileArgs args{x, w, bias, y, ys, nb, nb + 1};
+    ForRowTiles<4>(part.row_begin, part.row_end, Avx2RowTile{args});
+  }
 }
 #endif
 

@@ -9,6 +9,8 @@ digits classifier of digits_onnx (64 -> 64 -> 10, exported by torch.onnx; made b
   quant_digits_nodata   neither: FP32 serves ("no data to check int8 against")
   quant_digits_unchecked  quantization.guard "off": int8 serves unchecked
   quant_digits_badcal   a calibration.json whose datatype is wrong: the load fails naming the file
+  quant_cnn             onnx_cnn's file (two convolutions, one with a fused ReLU, and a Gemm) in int8, its warm-up
+                        samples (random images) as the guard's data
 """
 import json
 import os
@@ -68,6 +70,17 @@ def make(repo):
     _model(repo, "quant_digits_nodata", plain)
     _model(repo, "quant_digits_unchecked",
            plain + 'parameters { key: "quantization.guard" value: { string_value: "off" } }\n')
+    os.makedirs(os.path.join(repo, "quant_cnn", "1"), exist_ok=True)
+    shutil.copy(os.path.join(repo, "onnx_cnn", "1", "model.onnx"), os.path.join(repo, "quant_cnn", "1", "model.onnx"))
+    with open(os.path.join(repo, "quant_cnn", "config.pbtxt"), "w") as f:
+        f.write("""platform: "onnxruntime_onnx"
+max_batch_size: 16
+input [ { name: "image" data_type: TYPE_FP32 dims: [ 3, 16, 16 ] } ]
+output [ { name: "logits" data_type: TYPE_FP32 dims: [ 5 ] } ]
+parameters { key: "quantization" value: { string_value: "int8" } }
+model_warmup [ { name: "random" batch_size: 16
+  inputs { key: "image" value: { data_type: TYPE_FP32 dims: [ 3, 16, 16 ] random_data: true } } } ]
+""")
     bad = _request(xtr[:2])
     bad["inputs"][0]["datatype"] = "INT32"
     _model(repo, "quant_digits_badcal", plain, bad)

@@ -14,7 +14,7 @@ import inferd_client as ic  # noqa: E402
 import quant_fixtures as Q  # noqa: E402
 from common import tearDownModule  # noqa: E402,F401
 
-setUpModule = C.serving("digits_onnx", "quant_digits", "quant_digits_strict", "quant_digits_warmup",
+setUpModule = C.serving("digits_onnx", "onnx_cnn", "quant_cnn", "quant_digits", "quant_digits_strict", "quant_digits_warmup",
                         "quant_digits_nodata", "quant_digits_unchecked", "quant_digits_badcal")
 
 
@@ -104,6 +104,23 @@ class Quantization(unittest.TestCase):
         fp32 = self.probabilities("digits_onnx", self.x[:32])
         int8 = self.probabilities("quant_digits_unchecked", self.x[:32])
         self.assertGreaterEqual(float((int8.argmax(1) == fp32.argmax(1)).mean()), 0.95)
+
+    def test_convolutions_run_in_int8_close_to_fp32(self):
+        q = self.quantization_stats("quant_cnn")
+        self.assertEqual(q["serving"], "int8", q)
+        self.assertEqual(q["layers"], 3, q)  # both convolutions and the Gemm
+        self.assertEqual(q["data"], "model_warmup", q)
+        x = np.random.default_rng(3).normal(size=(16, 3, 16, 16)).astype(np.float32)  # signed inputs too
+        outs = {}
+        for model in ("onnx_cnn", "quant_cnn"):
+            st, js = C.SERVER.post_json("/v2/models/%s/infer" % model, ic.v2_json_request({"image": x}))
+            self.assertEqual(st, 200, js)
+            outs[model] = np.array(js["outputs"][0]["data"], np.float32).reshape(16, 5)
+        fp32, int8 = outs["onnx_cnn"], outs["quant_cnn"]
+        rel = float(np.linalg.norm(int8 - fp32) / np.linalg.norm(fp32))
+        self.assertLess(rel, 0.05)
+        self.assertGreater(rel, 0.0)
+        self.assertGreaterEqual(float((int8.argmax(1) == fp32.argmax(1)).mean()), 0.8)
 
     def test_a_bad_calibration_file_fails_the_load_naming_it_and_the_rest_serve(self):
         entry = self.index_entry("quant_digits_badcal")

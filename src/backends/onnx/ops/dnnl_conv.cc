@@ -21,6 +21,34 @@ memory::desc Nchw(const std::vector<int64_t>& dims) {
 
 }  // namespace
 
+bool PackableConv(const at::Tensor& weight, const at::Tensor& bias, const ConvGeometry& g) {
+  if (weight.scalar_type() != at::kFloat || weight.dim() != 4 || g.groups < 1) return false;
+  for (int64_t d : weight.sizes())
+    if (d < 1) return false;
+  for (int d = 0; d < 2; ++d)
+    if (g.strides[d] < 1 || g.dilations[d] < 1 || g.padding[d] < 0) return false;
+  if (weight.size(0) % g.groups != 0) return false;
+  return !bias.defined() || (bias.scalar_type() == at::kFloat && bias.numel() == weight.size(0));
+}
+
+Result<std::vector<int64_t>> ConvOutputShape(at::ScalarType dtype, at::IntArrayRef in, at::IntArrayRef weight,
+                                             const ConvGeometry& g) {
+  const int64_t in_channels = weight[1] * g.groups;
+  if (dtype != at::kFloat || in.size() != 4 || in[1] != in_channels) {
+    return Status::InvalidArgument("Conv takes a float [N, " + std::to_string(in_channels) +
+                                   ", H, W] input here, got " +
+                                   (dtype != at::kFloat ? std::string(c10::toString(dtype)) + " " : "") + c10::str(in));
+  }
+  if (c10::multiply_integers(in) == 0) return Status::InvalidArgument("Conv of an empty input");
+  std::vector<int64_t> out = {in[0], weight[0], 0, 0};
+  for (int d = 0; d < 2; ++d) {
+    const int64_t span = g.dilations[d] * (weight[2 + d] - 1) + 1, padded = in[2 + d] + 2 * g.padding[d];
+    if (padded < span) return Status::InvalidArgument("Conv input " + c10::str(in) + " is smaller than its kernel");
+    out[2 + d] = (padded - span) / g.strides[d] + 1;
+  }
+  return out;
+}
+
 struct PackedConv2d::Impl {
   // A primitive for one input shape, with the reorders around it when its
   // layouts are not plain NCHW, and the weights in the layout it takes.
@@ -106,22 +134,8 @@ struct PackedConv2d::Impl {
     return by_shape.Get(in, [&] { return Make(in, out); });
   }
 
-  // The output shape for an input of shape `in` (float); error when it is no
-  // [N, C, H, W] of this convolution or the kernel does not fit.
-  Result<std::vector<int64_t>> OutShape(at::IntArrayRef in) const {
-    if (in.size() != 4 || in[1] != in_channels) {
-      return Status::InvalidArgument("Conv takes a float [N, " + std::to_string(in_channels) +
-                                     ", H, W] input here, got " + c10::str(in));
-    }
-    if (c10::multiply_integers(in) == 0) return Status::InvalidArgument("Conv of an empty input");
-    std::vector<int64_t> out = {in[0], out_channels, 0, 0};
-    const int64_t k[2] = {kh, kw};
-    for (int d = 0; d < 2; ++d) {
-      const int64_t span = g.dilations[d] * (k[d] - 1) + 1, padded = in[2 + d] + 2 * g.padding[d];
-      if (padded < span) return Status::InvalidArgument("Conv input " + c10::str(in) + " is smaller than its kernel");
-      out[2 + d] = (padded - span) / g.strides[d] + 1;
-    }
-    return out;
+  Result<std::vector<int64_t>> OutShape(at::ScalarType dtype, at::IntArrayRef in) const {
+    return ConvOutputShape(dtype, in, weight.sizes(), g);
   }
 };
 
@@ -131,12 +145,7 @@ int64_t PackedConv2d::in_channels() const { return impl_->in_channels; }
 
 std::optional<std::shared_ptr<const PackedConv2d>> PackedConv2d::Make(const at::Tensor& weight, const at::Tensor& bias,
                                                                       const ConvGeometry& g) {
-  if (weight.scalar_type() != at::kFloat || weight.dim() != 4 || g.groups < 1) return std::nullopt;
-  for (int64_t d : weight.sizes())
-    if (d < 1) return std::nullopt;
-  for (int d = 0; d < 2; ++d)
-    if (g.strides[d] < 1 || g.dilations[d] < 1 || g.padding[d] < 0) return std::nullopt;
-  if (weight.size(0) % g.groups != 0) return std::nullopt;
+  if (!PackableConv(weight, bias, g)) return std::nullopt;
   auto impl = std::make_unique<Impl>();
   impl->g = g;
   impl->out_channels = weight.size(0);
@@ -145,7 +154,6 @@ std::optional<std::shared_ptr<const PackedConv2d>> PackedConv2d::Make(const at::
   impl->kw = weight.size(3);
   impl->weight = weight.contiguous();
   if (bias.defined()) {
-    if (bias.scalar_type() != at::kFloat || bias.numel() != impl->out_channels) return std::nullopt;
     impl->bias.emplace(memory::desc({impl->out_channels}, Dt::f32, Tag::a), impl->eng);
     std::memcpy(impl->bias->get_data_handle(), bias.contiguous().data_ptr(), sizeof(float) * impl->out_channels);
   }
@@ -154,12 +162,7 @@ std::optional<std::shared_ptr<const PackedConv2d>> PackedConv2d::Make(const at::
 
 Result<at::Tensor> PackedConv2d::Run(const at::Tensor& x) const {
   const Impl& p = *impl_;
-  if (x.scalar_type() != at::kFloat) {
-    return Status::InvalidArgument("Conv takes a float [N, " + std::to_string(p.in_channels) +
-                                   ", H, W] input here, got " + std::string(c10::toString(x.scalar_type())) + " " +
-                                   c10::str(x.sizes()));
-  }
-  INFERD_ASSIGN_OR_RETURN(std::vector<int64_t> out_shape, p.OutShape(x.sizes()));
+  INFERD_ASSIGN_OR_RETURN(std::vector<int64_t> out_shape, p.OutShape(x.scalar_type(), x.sizes()));
   const std::vector<int64_t> in_shape = x.sizes().vec();
   at::Tensor xc = x.contiguous();
   at::Tensor y = at::empty(out_shape, xc.options());
@@ -190,7 +193,7 @@ Result<at::Tensor> PackedConv2d::Run(const at::Tensor& x) const {
 }
 
 std::string PackedConv2d::ImplFor(const std::vector<int64_t>& shape) const {
-  auto out = impl_->OutShape(shape);
+  auto out = impl_->OutShape(at::kFloat, shape);
   if (!out.ok()) return out.status().message();
   try {
     return impl_->For(shape, *out)->impl;

@@ -36,6 +36,16 @@ struct ConvGeometry {
   bool winograd = true;  // where oneDNN has it for the shape (3x3, stride 1, no dilation, one group)
 };
 
+// Whether `weight` (float [O, C / groups, kH, kW]), `bias` (undefined or O
+// floats) and `g` make a convolution the packed kernels take.
+bool PackableConv(const at::Tensor& weight, const at::Tensor& bias, const ConvGeometry& g);
+
+// The output shape of that convolution on an input of `dtype` and shape
+// `in`; INVALID_ARGUMENT when it is no float [N, C, H, W] it takes or the
+// kernel does not fit.
+Result<std::vector<int64_t>> ConvOutputShape(at::ScalarType dtype, at::IntArrayRef in, at::IntArrayRef weight,
+                                             const ConvGeometry& g);
+
 class PackedConv2d {
  public:
   // `weight`: float [O, C / groups, kH, kW]; `bias`: undefined or O floats.

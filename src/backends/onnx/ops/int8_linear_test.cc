@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/onnx/model_loader.h"
+#include "backends/onnx/ops/int8_conv.h"
 
 namespace inferd::onnxexec::ops {
 namespace {
@@ -137,6 +138,51 @@ TEST(Int8OpsTest, AGraphLoadedForInt8CountsItsWeightsAndStaysCloseToFp32) {
   EXPECT_GT(err, 0.0);  // int8 really ran
   EXPECT_TRUE(at::equal(a[0].tensor().argmax(1), want.argmax(1)) ||
               (a[0].tensor().argmax(1) != want.argmax(1)).sum().item<int64_t>() <= 1);
+}
+
+// oneDNN's int8 convolution against ATen's FP32 one: unsigned inputs (a ReLU's) and signed ones, padding, strides,
+// groups, bias and the fused ReLU; an all-zero input gives the bias.
+TEST(Int8ConvTest, CloseToTheFp32Convolution) {
+  struct Case {
+    int64_t c, o, k, stride, pad, groups;
+    bool relu;
+  };
+  for (const Case& t : {Case{8, 16, 3, 1, 1, 1, false}, Case{16, 32, 3, 2, 1, 1, true}, Case{3, 8, 7, 2, 3, 1, true},
+                        Case{16, 16, 3, 1, 1, 4, false}, Case{32, 64, 1, 2, 0, 1, false}}) {
+    const at::Tensor w = Randn8({t.o, t.c / t.groups, t.k, t.k}, 30, 0.1), b = Randn8({t.o}, 31, 0.1);
+    ConvGeometry g;
+    g.strides = {t.stride, t.stride};
+    g.padding = {t.pad, t.pad};
+    g.groups = t.groups;
+    g.relu = t.relu;
+    auto q = Int8Conv2d::Make(w, b, g);
+    ASSERT_TRUE(q);
+    EXPECT_LT((*q)->bytes(), (*q)->float_bytes() * 3 / 10 + 4 * t.o);
+    for (bool positive : {true, false}) {
+      at::Tensor x = Randn8({2, t.c, 15, 15}, 32);
+      if (positive) x = x.relu();
+      at::Tensor want = at::conv2d(x, w, b, {t.stride, t.stride}, {t.pad, t.pad}, {1, 1}, t.groups);
+      if (t.relu) want = want.relu();
+      auto y = (*q)->Run(x);
+      ASSERT_TRUE(y.ok()) << y.status().ToString();
+      ASSERT_EQ(y->sizes(), want.sizes());
+      EXPECT_LT(RelErr8(*y, want), 0.03) << "c " << t.c << " o " << t.o << " k " << t.k << " positive " << positive
+                                         << " impl " << (*q)->ImplFor(x.sizes().vec(), !positive);
+    }
+    auto zero = (*q)->Run(at::zeros({1, t.c, 15, 15}));
+    ASSERT_TRUE(zero.ok());
+    at::Tensor want =
+        at::conv2d(at::zeros({1, t.c, 15, 15}), w, b, {t.stride, t.stride}, {t.pad, t.pad}, {1, 1}, t.groups);
+    EXPECT_TRUE(at::allclose(*zero, t.relu ? want.relu() : want));
+  }
+  auto q = Int8Conv2d::Make(Randn8({4, 3, 3, 3}, 33), at::Tensor(), ConvGeometry());
+  ASSERT_TRUE(q);
+  auto bad = (*q)->Run(Randn8({1, 4, 8, 8}, 34));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("Conv takes a float [N, 3, H, W] input"), std::string::npos);
+  at::Tensor inf = Randn8({1, 3, 8, 8}, 35);
+  inf[0][0][0][0] = INFINITY;
+  EXPECT_FALSE((*q)->Run(inf).ok());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // true): model parameter `quantization: "int8"`), registered over the oneDNN
 // ones (mkldnn.cc):
 //
+//  - Conv (2-D, constant weights; inferd's fused Conv + ReLU too): oneDNN's
+//    int8 convolution (int8_conv.h).
 //  - MatMul with a constant float [K, N] B, Gemm (alpha = beta = 1, no
 //    transA) with a constant B and bias, and the fused Linear (MatMul + bias
 //    [+ GELU]): int8 products (int8_linear.h), the weights quantised per
@@ -14,6 +16,8 @@
 
 #include <utility>
 
+#include "backends/onnx/ops/conv_node.h"
+#include "backends/onnx/ops/int8_conv.h"
 #include "backends/onnx/ops/int8_linear.h"
 #include "backends/onnx/ops/linear_kernel.h"
 #include "backends/onnx/ops/op_util.h"
@@ -41,9 +45,33 @@ Compiled Baked(Kernel k, std::vector<size_t> baked) {
   return c;
 }
 
+// A 2-D Conv (or inferd's Conv + ReLU) with constant weights as oneDNN's int8 convolution; else `previous`.
+Result<Compiled> Int8Conv(const Builder& previous, const NodeInfo& n) {
+  const std::string activation = n.String("activation", "");
+  if (activation.empty() || activation == "Relu") {
+    if (auto conv = ConstantConvOf(n, !activation.empty(), /*winograd=*/false)) {
+      if (auto q = Int8Conv2d::Make(conv->weight, conv->bias, conv->geometry)) {
+        n.CountQuantized((*q)->float_bytes(), (*q)->bytes());
+        return Baked(
+            [q = std::move(*q)](Args in, Outs out) -> Status {
+              INFERD_ASSIGN_OR_RETURN(at::Tensor x, In(in, 0));
+              INFERD_ASSIGN_OR_RETURN(at::Tensor y, q->Run(x));
+              out[0] = Value::Of(std::move(y));
+              return Status::OK();
+            },
+            {1, 2});
+      }
+    }
+  }
+  return previous(n);
+}
+
 }  // namespace
 
 void RegisterInt8Ops(OpRegistry& r) {
+  for (const char* domain : {"", "ai.inferd"}) {
+    r.Add(domain, "Conv", [previous = *r.Find(domain, "Conv")](const NodeInfo& n) { return Int8Conv(previous, n); });
+  }
   const Builder matmul = *r.Find("", "MatMul"), gemm = *r.Find("", "Gemm"), linear = *r.Find("ai.inferd", "Linear");
   r.Add("ai.inferd", "Linear", [linear](const NodeInfo& n) -> Result<Compiled> {
     const std::string a = n.String("activation", "");

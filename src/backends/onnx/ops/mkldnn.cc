@@ -20,6 +20,7 @@
 #include <optional>
 #include <utility>
 
+#include "backends/onnx/ops/conv_node.h"
 #include "backends/onnx/ops/dnnl_conv.h"
 #include "backends/onnx/ops/dnnl_gemm.h"
 #include "backends/onnx/ops/linear_kernel.h"
@@ -43,40 +44,9 @@ bool InRange(const std::vector<int64_t>& v, int64_t lo) {
 // A 2-D Conv with a float constant weight (and bias) as a oneDNN
 // convolution packed at load (dnnl_conv.h); nullopt when it cannot be.
 std::optional<std::shared_ptr<const PackedConv2d>> Packable(const NodeInfo& n, bool relu, bool winograd) {
-  const Value* w = n.constant(1);
-  if (!w || !w->is_tensor()) return std::nullopt;
-  const at::Tensor& wt = w->tensor();
-  if (wt.scalar_type() != at::kFloat || wt.dim() != 4) return std::nullopt;
-  for (int64_t d : wt.sizes())
-    if (d < 1 || d > kMaxWindow) return std::nullopt;
-  at::Tensor bias;
-  if (n.has_input(2)) {
-    const Value* b = n.constant(2);
-    if (!b || !b->is_tensor()) return std::nullopt;
-    bias = b->tensor();
-  }
-  const std::string auto_pad = n.String("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !auto_pad.empty()) return std::nullopt;
-  std::vector<int64_t> pads = n.Ints("pads");
-  const std::vector<int64_t> kernel = n.Ints("kernel_shape");
-  std::vector<int64_t> strides = n.Ints("strides"), dilations = n.Ints("dilations");
-  if (pads.empty() || auto_pad == "VALID") pads.assign(4, 0);
-  if (strides.empty()) strides.assign(2, 1);
-  if (dilations.empty()) dilations.assign(2, 1);
-  if (pads.size() != 4 || strides.size() != 2 || dilations.size() != 2 || !SymmetricPads(pads) || !InRange(pads, 0) ||
-      !InRange(strides, 1) || !InRange(dilations, 1)) {
-    return std::nullopt;
-  }
-  if (!kernel.empty() && kernel != std::vector<int64_t>{wt.size(2), wt.size(3)}) return std::nullopt;
-  ConvGeometry g;
-  g.groups = n.Int("group", 1);
-  if (g.groups < 1 || wt.size(0) % g.groups != 0) return std::nullopt;
-  g.strides = {strides[0], strides[1]};
-  g.dilations = {dilations[0], dilations[1]};
-  g.padding = {pads[0], pads[1]};
-  g.relu = relu;
-  g.winograd = winograd;
-  return PackedConv2d::Make(wt, bias, g);
+  auto conv = ConstantConvOf(n, relu, winograd);
+  if (!conv) return std::nullopt;
+  return PackedConv2d::Make(conv->weight, conv->bias, conv->geometry);
 }
 
 // A 2-D Conv with a float constant weight: packed at load, run by oneDNN.
@@ -137,6 +107,44 @@ Result<Epilogue> EpilogueOf(const NodeInfo& n) {
 }
 
 }  // namespace
+
+std::optional<ConstantConv> ConstantConvOf(const NodeInfo& n, bool relu, bool winograd) {
+  const Value* w = n.constant(1);
+  if (!w || !w->is_tensor()) return std::nullopt;
+  const at::Tensor& wt = w->tensor();
+  if (wt.scalar_type() != at::kFloat || wt.dim() != 4) return std::nullopt;
+  for (int64_t d : wt.sizes())
+    if (d < 1 || d > kMaxWindow) return std::nullopt;
+  ConstantConv out;
+  out.weight = wt;
+  if (n.has_input(2)) {
+    const Value* b = n.constant(2);
+    if (!b || !b->is_tensor()) return std::nullopt;
+    out.bias = b->tensor();
+  }
+  const std::string auto_pad = n.String("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !auto_pad.empty()) return std::nullopt;
+  std::vector<int64_t> pads = n.Ints("pads");
+  const std::vector<int64_t> kernel = n.Ints("kernel_shape");
+  std::vector<int64_t> strides = n.Ints("strides"), dilations = n.Ints("dilations");
+  if (pads.empty() || auto_pad == "VALID") pads.assign(4, 0);
+  if (strides.empty()) strides.assign(2, 1);
+  if (dilations.empty()) dilations.assign(2, 1);
+  if (pads.size() != 4 || strides.size() != 2 || dilations.size() != 2 || !SymmetricPads(pads) || !InRange(pads, 0) ||
+      !InRange(strides, 1) || !InRange(dilations, 1)) {
+    return std::nullopt;
+  }
+  if (!kernel.empty() && kernel != std::vector<int64_t>{wt.size(2), wt.size(3)}) return std::nullopt;
+  ConvGeometry& g = out.geometry;
+  g.groups = n.Int("group", 1);
+  if (g.groups < 1 || wt.size(0) % g.groups != 0) return std::nullopt;
+  g.strides = {strides[0], strides[1]};
+  g.dilations = {dilations[0], dilations[1]};
+  g.padding = {pads[0], pads[1]};
+  g.relu = relu;
+  g.winograd = winograd;
+  return out;
+}
 
 void RegisterMkldnnOps(OpRegistry& r, bool winograd) {
   // Copies of the standard builders the wrappers fall back to.
