@@ -229,11 +229,17 @@ std::optional<Result<at::Tensor>> MaxPool2d::Run(const at::Tensor& x) const {
     if (padded < p.kernel[d]) return std::nullopt;  // the caller's kernel reports what does not fit
     out[2 + d] = (padded - p.kernel[d]) / p.strides[d] + 1;
   }
-  const std::vector<int64_t> in = x.sizes().vec();
-  at::Tensor xc = x.contiguous();
-  at::Tensor y = at::empty(out, xc.options());
+  std::vector<int64_t> in = x.sizes().vec();
+  // Channels-last inputs (the int8 convolutions' outputs: int8_conv.h) pooled as they are, into channels last.
+  const bool channels_last = x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous();
+  at::Tensor xc = channels_last ? x : x.contiguous();
+  at::Tensor y = at::empty(
+      out, xc.options().memory_format(channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous));
   try {
-    const memory::desc src = Nchw(in), dst = Nchw(out);
+    const Tag tag = channels_last ? Tag::nhwc : Tag::nchw;
+    const memory::desc src(memory::dims(in.begin(), in.end()), Dt::f32, tag),
+        dst(memory::dims(out.begin(), out.end()), Dt::f32, tag);
+    in.push_back(channels_last ? 1 : 0);  // the cache key: shape and layout
     std::shared_ptr<const Impl::Entry> e = p.by_shape.Get(in, [&] {
       const memory::dims k = {p.kernel[0], p.kernel[1]}, s = {p.strides[0], p.strides[1]},
                          pad = {p.padding[0], p.padding[1]};

@@ -123,6 +123,11 @@ TEST(MaxPool2dTest, MatchesAtenAndLeavesWhatDoesNotFitToTheCaller) {
     ASSERT_TRUE(y.has_value());
     ASSERT_TRUE(y->ok()) << y->status().ToString();
     EXPECT_TRUE(at::equal(y->value(), at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1})));
+    // Channels last (the int8 convolutions' outputs) in, channels last out, the same values.
+    auto last = pool.Run(x.contiguous(at::MemoryFormat::ChannelsLast));
+    ASSERT_TRUE(last.has_value() && last->ok());
+    EXPECT_TRUE(last->value().is_contiguous(at::MemoryFormat::ChannelsLast));
+    EXPECT_TRUE(at::equal(last->value(), y->value()));
   }
   EXPECT_FALSE(MaxPool2d({3, 3}, {2, 2}, {0, 0}).Run(Noise({1, 1, 2, 2}, 1)).has_value());  // the window does not fit
   EXPECT_FALSE(pool.Run(Noise({1, 5, 9}, 1)).has_value());

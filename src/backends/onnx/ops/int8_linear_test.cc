@@ -75,6 +75,27 @@ onnx::TensorProto Init8(const std::string& name, const at::Tensor& t) {
   return p;
 }
 
+onnx::NodeProto* Node8(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
+                       const std::string& out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(out);
+  for (auto& s : in) n->add_input(s);
+  n->add_output(out);
+  return n;
+}
+
+// The graph's float input x [batch, in] and output y [batch, out].
+void Io8(onnx::GraphProto* g, int64_t in, int64_t out) {
+  for (auto [v, name, width] : {std::tuple{g->add_input(), "x", in}, std::tuple{g->add_output(), "y", out}}) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_param("batch");
+    t->mutable_shape()->add_dim()->set_dim_value(width);
+  }
+}
+
 // x [N, 64] -> MatMul(w1) + b1 -> Relu -> Gemm(w2^T, b2, transB) -> y [N, 10]
 std::string Mlp(const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2, const at::Tensor& b2) {
   onnx::ModelProto m;
@@ -86,13 +107,8 @@ std::string Mlp(const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2
   *g->add_initializer() = Init8("b1", b1);
   *g->add_initializer() = Init8("w2", w2.t().contiguous());
   *g->add_initializer() = Init8("b2", b2);
-  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out);
-    for (auto& s : in) n->add_input(s);
-    n->add_output(out);
-    return n;
+  auto node = [g](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    return Node8(g, op, std::move(in), out);
   };
   node("MatMul", {"x", "w1"}, "mm");
   node("Add", {"mm", "b1"}, "h");
@@ -102,13 +118,7 @@ std::string Mlp(const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2
   attr->set_name("transB");
   attr->set_type(onnx::AttributeProto::INT);
   attr->set_i(1);
-  for (auto [v, name, width] : {std::tuple{g->add_input(), "x", 64}, std::tuple{g->add_output(), "y", 10}}) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_param("batch");
-    t->mutable_shape()->add_dim()->set_dim_value(width);
-  }
+  Io8(g, 64, 10);
   std::string bytes;
   m.SerializeToString(&bytes);
   return bytes;
@@ -140,6 +150,66 @@ TEST(Int8OpsTest, AGraphLoadedForInt8CountsItsWeightsAndStaysCloseToFp32) {
               (a[0].tensor().argmax(1) != want.argmax(1)).sum().item<int64_t>() <= 1);
 }
 
+onnx::TensorProto Typed8(const std::string& name, int32_t type, std::vector<int64_t> dims, const at::Tensor& values) {
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(type);
+  for (int64_t d : dims) p.add_dims(d);
+  const at::Tensor c = values.contiguous();
+  if (type == onnx::TensorProto::FLOAT) {
+    for (int64_t i = 0; i < c.numel(); ++i) p.add_float_data(c.data_ptr<float>()[i]);
+  } else {
+    for (int64_t i = 0; i < c.numel(); ++i)
+      p.add_int32_data(static_cast<int32_t>(c.to(at::kInt).data_ptr<int32_t>()[i]));
+  }
+  return p;
+}
+
+// A QDQ graph as ONNX Runtime's quantize_static writes it: x -> Q -> DQ -> MatMul(DQ(w int8, per column scale)).
+// The weight's DequantizeLinear folds at load; the int8 registry then runs the MatMul on its kernels.
+TEST(Int8OpsTest, AQdqGraphLoadsAndItsFoldedWeightsRunInInt8) {
+  const at::Tensor wq = at::randint(-127, 128, {32, 8}, at::TensorOptions().dtype(at::kChar));
+  const at::Tensor ws = at::rand({8}) * 0.01 + 0.005;
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("qdq");
+  *g->add_initializer() = Typed8("x_scale", onnx::TensorProto::FLOAT, {}, at::full({1}, 0.02));
+  *g->add_initializer() = Typed8("x_zp", onnx::TensorProto::UINT8, {}, at::full({1}, 128));
+  *g->add_initializer() = Typed8("w_q", onnx::TensorProto::INT8, {32, 8}, wq);
+  *g->add_initializer() = Typed8("w_scale", onnx::TensorProto::FLOAT, {8}, ws);
+  *g->add_initializer() = Typed8("w_zp", onnx::TensorProto::INT8, {8}, at::zeros({8}));
+  auto node = [g](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    return Node8(g, op, std::move(in), out);
+  };
+  node("QuantizeLinear", {"x", "x_scale", "x_zp"}, "xq");
+  node("DequantizeLinear", {"xq", "x_scale", "x_zp"}, "xd");
+  auto* dq = node("DequantizeLinear", {"w_q", "w_scale", "w_zp"}, "w");
+  auto* axis = dq->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  node("MatMul", {"xd", "w"}, "y");
+  Io8(g, 32, 8);
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  const at::Tensor x = Randn8({5, 32}, 40);
+  // The reference: the specification's arithmetic in ATen.
+  const at::Tensor xd = (at::clamp(at::round(x / 0.02f) + 128, 0, 255) - 128) * 0.02f;
+  const at::Tensor want = at::matmul(xd, wq.to(at::kFloat) * ws);
+  for (bool int8 : {false, true}) {
+    auto ops = MakeOpRegistry(true, true, int8);
+    auto model = LoadOnnxModel(bytes, "/nonexistent", *ops);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    EXPECT_EQ(model->quantized.layers, int8 ? 1 : 0);
+    EXPECT_GE(model->plan->num_folded(), 1u);  // the weight's DequantizeLinear
+    std::vector<Value> out;
+    ASSERT_TRUE(model->plan->Run({Value::Of(x)}, &out).ok());
+    EXPECT_LT(RelErr8(out[0].tensor(), want), int8 ? 0.03 : 1e-5) << "int8 " << int8;
+  }
+}
+
 // oneDNN's int8 convolution against ATen's FP32 one: unsigned inputs (a ReLU's) and signed ones, padding, strides,
 // groups, bias and the fused ReLU; an all-zero input gives the bias.
 TEST(Int8ConvTest, CloseToTheFp32Convolution) {
@@ -168,6 +238,12 @@ TEST(Int8ConvTest, CloseToTheFp32Convolution) {
       ASSERT_EQ(y->sizes(), want.sizes());
       EXPECT_LT(RelErr8(*y, want), 0.03) << "c " << t.c << " o " << t.o << " k " << t.k << " positive " << positive
                                          << " impl " << (*q)->ImplFor(x.sizes().vec(), !positive);
+      EXPECT_TRUE(y->is_contiguous(at::MemoryFormat::ChannelsLast));  // kept for the next layer
+      EXPECT_EQ((*q)->ImplFor(x.sizes().vec(), !positive).find("none"), std::string::npos) << "no int8 kernel";
+      // The same input channels last (a previous int8 layer's output) gives the same answer.
+      auto again = (*q)->Run(x.contiguous(at::MemoryFormat::ChannelsLast));
+      ASSERT_TRUE(again.ok());
+      EXPECT_TRUE(at::equal(*again, *y));
     }
     auto zero = (*q)->Run(at::zeros({1, t.c, 15, 15}));
     ASSERT_TRUE(zero.ok());

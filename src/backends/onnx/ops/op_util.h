@@ -71,6 +71,7 @@ void RegisterRnnOps(OpRegistry& r);
 void RegisterTrainingOps(OpRegistry& r);
 void RegisterLossOps(OpRegistry& r);
 void RegisterResizeOps(OpRegistry& r);
+void RegisterQuantizedOps(OpRegistry& r);  // after RegisterNnOps (ConvInteger runs its Conv)
 // Wraps Conv, Relu, Add, MaxPool, GlobalAveragePool: register last.
 void RegisterMkldnnOps(OpRegistry& r, bool winograd);
 void RegisterInt8Ops(OpRegistry& r);  // over RegisterMkldnnOps' builders

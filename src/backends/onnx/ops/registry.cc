@@ -14,6 +14,7 @@ std::unique_ptr<OpRegistry> MakeOpRegistry(bool optimized, bool winograd, bool i
   ops::RegisterTrainingOps(*r);
   ops::RegisterLossOps(*r);
   ops::RegisterResizeOps(*r);
+  ops::RegisterQuantizedOps(*r);
   if (optimized) ops::RegisterMkldnnOps(*r, winograd);
   if (optimized && int8) ops::RegisterInt8Ops(*r);
   return r;
