@@ -24,6 +24,7 @@
 #   make bench-batch  batch jobs: rows/s vs the in-process best batch, online p99 while jobs run (~3 min)
 #   make bench-batching  adaptive batching vs fixed delays, sequence bucketing (~35 min)
 #   make bench-batching-check  tiny_mlp's adaptive vs no batching / the best fixed delay, 20 paired rounds per rate (~33 min)
+#   make bench-quant  int8 at load time vs FP32: MLP, ResNet-18, BERT-style encoder, this CPU's kernels and AVX2's (~6 min)
 #   make bench-generative  LLM serving: continuous vs static batching, prefix caching, decode vs a torch loop and vs llama.cpp, structured outputs, speculative decoding, LoRA adapters (~13 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
@@ -46,7 +47,7 @@ CCACHE_ROOT ?= $(HOME)/.cache/inferd-ccache
 LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 CCACHE_ENV = CCACHE_DIR=$(CCACHE_ROOT)/$(1) CCACHE_MAXSIZE=3G CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps test-deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-tls bench-request-cost bench-abuse bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative format clean
+.PHONY: all deps test-deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-tls bench-request-cost bench-abuse bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative bench-quant format clean
 
 all: build
 
@@ -253,6 +254,10 @@ bench-batching-check: build
 
 bench-generative: build
 	$(PY) bench/generative_bench.py --inferd build/src/inferd
+
+# int8 at load time (quantization "int8") vs FP32 on the same ONNX files (docs/benchmarks.md).
+bench-quant: build
+	$(PY) bench/quant_bench.py --inferd build/src/inferd --out bench/results/$$(date +%Y-%m-%d)-quant.md
 
 # Goodput under 10x overload (docs/benchmarks.md).
 bench-overload: build

@@ -308,6 +308,13 @@ Result<std::vector<WarmupSample>> GuardData(const ModelSpec& spec, const Quantiz
                                             std::string* what) {
   const std::string path = JoinPath(version_dir, o.calibration);
   if (fs.IsFile(path)) {
+    for (const auto& f : fs.ListFilesRecursive(version_dir)) {  // the size first: never read a huge file whole
+      if (f.path == path && f.bytes > kMaxCalibrationBytes) {
+        return Status::InvalidArgument("parameters.quantization.calibration: " + o.calibration + " has " +
+                                       std::to_string(f.bytes) + " bytes, more than the " +
+                                       std::to_string(kMaxCalibrationBytes >> 20) + " MiB a calibration file may hold");
+      }
+    }
     INFERD_ASSIGN_OR_RETURN(std::string text, fs.ReadFile(path));
     auto samples = ParseCalibrationData(text, spec);
     if (!samples.ok()) return samples.status().WithPrefix("parameters.quantization.calibration: " + o.calibration);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "manager/calibration_data.h"
+#include "testing/memory_filesystem.h"
 
 namespace inferd {
 namespace {
@@ -131,6 +132,86 @@ TEST(QuantizationGuardTest, ParametersAreChecked) {
     ASSERT_FALSE(bad.ok()) << k << "=" << v;
     EXPECT_NE(bad.status().message().find("parameters." + k), std::string::npos) << bad.status().ToString();
   }
+}
+
+// A backend whose loads say they quantised one layer when asked for int8, answering y = x (FP32) or 1.01 x (int8).
+class FakeQuantBackend : public Backend {
+ public:
+  explicit FakeQuantBackend(bool guards) : guards_(guards) {}
+  std::string_view name() const override { return "fake"; }
+  bool guards_quantization() const override { return guards_; }
+  Status AutoComplete(const std::string&, ModelSpec*) override { return Status::OK(); }
+  Result<std::unique_ptr<LoadedModel>> Load(const ModelSpec& spec, const std::string&) override {
+    ++loads;
+    const bool int8 = spec.parameters.count("quantization") && spec.parameters.at("quantization") == "int8";
+    return std::unique_ptr<LoadedModel>(new Loaded(int8));
+  }
+  int loads = 0;
+
+ private:
+  class Loaded : public LoadedModel {
+   public:
+    explicit Loaded(bool int8) : int8_(int8) {}
+    Result<std::unique_ptr<ModelInstance>> CreateInstance(int) override {
+      return std::unique_ptr<ModelInstance>(new FakeInstance(int8_ ? 1.01f : 1.0f, 0));
+    }
+    QuantizationInfo quantization() const override {
+      return int8_ ? QuantizationInfo{"int8", 1, 400, 100, "portable"} : QuantizationInfo{};
+    }
+
+   private:
+    bool int8_;
+  };
+  bool guards_;
+};
+
+TEST(QuantizationGuardTest, LoadsTwiceJudgesAndKeepsTheOneThatPasses) {
+  testing::MemoryFilesystem fs;
+  fs.Put("/repo/m/1/calibration.json",
+         R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2,3],"data":[1,2,3,4,5,6]}]})");
+  ModelSpec spec = Spec();
+  spec.parameters["quantization"] = "int8";
+  FakeQuantBackend backend(true);
+  QuantizationReport report;
+  auto model = LoadWithQuantizationGuard(backend, spec, "/local", LoadContext(), fs, "/repo/m", "/repo/m/1", &report);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ(backend.loads, 2);
+  EXPECT_EQ(report.serving, "int8") << report.reason;
+  EXPECT_EQ((*model)->quantization().layers, 1);
+  EXPECT_EQ(report.data, "calibration.json");
+  EXPECT_EQ(report.rows, 2);
+  // Stricter than the 1% the fake's int8 is off by: FP32 serves, and the report says why.
+  spec.parameters["quantization.max_relative_error"] = "0.001";
+  model = LoadWithQuantizationGuard(backend, spec, "/local", LoadContext(), fs, "/repo/m", "/repo/m/1", &report);
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(report.serving, "fp32");
+  EXPECT_EQ((*model)->quantization().layers, 0);
+  EXPECT_NE(Describe(report).find("int8 rejected by the accuracy guard"), std::string::npos) << Describe(report);
+}
+
+TEST(QuantizationGuardTest, NoDataHugeFilesAndBackendsThatDoNotOptIn) {
+  testing::MemoryFilesystem fs;
+  fs.Put("/repo/m/1/model.bin", "x");
+  ModelSpec spec = Spec();
+  spec.parameters["quantization"] = "int8";
+  QuantizationReport report;
+  FakeQuantBackend backend(true);
+  auto model = LoadWithQuantizationGuard(backend, spec, "/local", LoadContext(), fs, "/repo/m", "/repo/m/1", &report);
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(backend.loads, 1);  // straight to FP32
+  EXPECT_EQ(report.serving, "fp32");
+  EXPECT_NE(report.reason.find("no data to check int8 against"), std::string::npos);
+  // A calibration file over the limit is refused before it is read.
+  fs.Put("/repo/m/1/calibration.json", std::string(kMaxCalibrationBytes + 1, ' '));
+  model = LoadWithQuantizationGuard(backend, spec, "/local", LoadContext(), fs, "/repo/m", "/repo/m/1", &report);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("more than the 64 MiB"), std::string::npos) << model.status().ToString();
+  // A backend that does not guard quantisation gets one load with the spec as it is, and no report.
+  FakeQuantBackend plain(false);
+  model = LoadWithQuantizationGuard(plain, spec, "/local", LoadContext(), fs, "/repo/m", "/repo/m/1", &report);
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(plain.loads, 1);
+  EXPECT_FALSE(report.requested_int8());
 }
 
 TEST(CalibrationDataTest, RequestsBecomeSamples) {

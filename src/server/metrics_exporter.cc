@@ -317,6 +317,17 @@ uint64_t MetricsExporter::WriteModelSeries(PrometheusWriter& w, const Versions& 
     used += mv->resident_bytes();
     w.Sample("inferd_model_resident_bytes", StatsLabels(*mv->stats()), static_cast<double>(mv->resident_bytes()));
   }
+  w.Family("inferd_model_quantization", "gauge",
+           "1 per version loaded with quantization \"int8\": the precision asked for and the one serving (fp32 when "
+           "the accuracy guard rejected int8; docs/quantization.md)");
+  for (const auto& mv : versions) {
+    const QuantizationReport& q = mv->quantization();
+    if (!q.requested_int8()) continue;
+    Labels l = StatsLabels(*mv->stats());
+    l.emplace_back("requested", q.requested);
+    l.emplace_back("serving", q.serving);
+    w.Sample("inferd_model_quantization", l, 1);
+  }
   return used;
 }
 

@@ -66,6 +66,12 @@ class Quantization(unittest.TestCase):
         entry = self.index_entry("quant_digits")
         self.assertEqual(entry["state"], "READY", entry)
         self.assertTrue(entry["reason"].startswith("int8: 2 weights"), entry)
+        metrics = C.SERVER.metrics()
+        self.assertIn('inferd_model_quantization{model="quant_digits",version="1",requested="int8",serving="int8"} 1',
+                      metrics)
+        self.assertIn('inferd_model_quantization{model="quant_digits_strict",version="1",requested="int8",'
+                      'serving="fp32"} 1', metrics)
+        self.assertNotIn('inferd_model_quantization{model="digits_onnx"', metrics)
 
     def test_the_guard_rejects_int8_beyond_the_tolerance_and_fp32_serves(self):
         entry = self.index_entry("quant_digits_strict")
