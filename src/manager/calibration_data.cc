@@ -6,82 +6,42 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
+
+#include "core/number_text.h"
 
 namespace inferd {
 namespace {
 
 constexpr int kMaxDepth = 32;
 
+// One JSON number (or boolean) as core/number_text.h's AppendNumber takes it.
+struct Number {
+  bool is_int;
+  int64_t i;
+  double d;
+};
+
 // Appends the values of a (nested) array; false on anything but numbers (and
-// booleans) or nesting deeper than kMaxDepth.
-bool Flatten(const rapidjson::Value& v, std::vector<double>* out, size_t limit, int depth = 0) {
+// booleans), more than `limit` values, or nesting deeper than kMaxDepth.
+bool Flatten(const rapidjson::Value& v, std::vector<Number>* out, size_t limit, int depth = 0) {
   if (depth > kMaxDepth) return false;
   for (const auto& e : v.GetArray()) {
     if (out->size() > limit) return false;
     if (e.IsArray()) {
       if (!Flatten(e, out, limit, depth + 1)) return false;
     } else if (e.IsBool()) {
-      out->push_back(e.GetBool() ? 1.0 : 0.0);
+      out->push_back({true, e.GetBool() ? 1 : 0, 0});
+    } else if (e.IsInt64()) {
+      out->push_back({true, e.GetInt64(), 0});
     } else if (e.IsNumber()) {
-      out->push_back(e.GetDouble());
+      out->push_back({false, 0, e.GetDouble()});
     } else {
       return false;
     }
   }
   return true;
-}
-
-// One value in `dt`'s bytes; false when the datatype cannot hold it.
-bool Store(DataType dt, double v, std::byte* out) {
-  auto integral = [&](double lo, double hi) { return std::isfinite(v) && v == std::floor(v) && v >= lo && v <= hi; };
-  switch (dt) {
-    case DataType::kFp32: {
-      if (std::isfinite(v) && std::abs(v) > std::numeric_limits<float>::max()) return false;
-      const auto f = static_cast<float>(v);
-      std::memcpy(out, &f, 4);
-      return true;
-    }
-    case DataType::kFp64:
-      std::memcpy(out, &v, 8);
-      return true;
-    case DataType::kBool:
-      if (v != 0 && v != 1) return false;
-      *out = static_cast<std::byte>(v != 0);
-      return true;
-#define INFERD_INT_CASE(DT, T)                                         \
-  case DT: {                                                           \
-    if (!integral(static_cast<double>(std::numeric_limits<T>::min()),  \
-                  static_cast<double>(std::numeric_limits<T>::max()))) \
-      return false;                                                    \
-    const auto x = static_cast<T>(v);                                  \
-    std::memcpy(out, &x, sizeof(T));                                   \
-    return true;                                                       \
-  }
-      INFERD_INT_CASE(DataType::kInt8, int8_t)
-      INFERD_INT_CASE(DataType::kInt16, int16_t)
-      INFERD_INT_CASE(DataType::kInt32, int32_t)
-      INFERD_INT_CASE(DataType::kUint8, uint8_t)
-      INFERD_INT_CASE(DataType::kUint16, uint16_t)
-      INFERD_INT_CASE(DataType::kUint32, uint32_t)
-#undef INFERD_INT_CASE
-    case DataType::kInt64:
-      if (!integral(-9007199254740992.0, 9007199254740992.0)) return false;
-      {
-        const auto x = static_cast<int64_t>(v);
-        std::memcpy(out, &x, 8);
-      }
-      return true;
-    case DataType::kUint64:
-      if (!integral(0, 9007199254740992.0)) return false;
-      {
-        const auto x = static_cast<uint64_t>(v);
-        std::memcpy(out, &x, 8);
-      }
-      return true;
-    default:
-      return false;
-  }
 }
 
 Result<Tensor> ParseInput(const rapidjson::Value& in, const TensorSpec& ts, const ModelSpec& spec,
@@ -91,8 +51,7 @@ Result<Tensor> ParseInput(const rapidjson::Value& in, const TensorSpec& ts, cons
     return Status::InvalidArgument(what + ": datatype " + in["datatype"].GetString() + " is not the input's " +
                                    std::string(DataTypeToWire(ts.dtype)));
   }
-  if (ts.dtype == DataType::kBytes || DataTypeByteSize(ts.dtype) == 0 || ts.dtype == DataType::kFp16 ||
-      ts.dtype == DataType::kBf16) {
+  if (ts.dtype == DataType::kBytes || DataTypeByteSize(ts.dtype) == 0) {
     return Status::InvalidArgument(what + ": " + std::string(DataTypeToWire(ts.dtype)) +
                                    " inputs cannot be given in a calibration file");
   }
@@ -116,7 +75,7 @@ Result<Tensor> ParseInput(const rapidjson::Value& in, const TensorSpec& ts, cons
   const int64_t count = ElementCount(shape);
   if (count < 0 || static_cast<size_t>(count) > kMaxCalibrationBytes)
     return Status::InvalidArgument(what + ": too many values");
-  std::vector<double> values;
+  std::vector<Number> values;
   if (!Flatten(in["data"], &values, static_cast<size_t>(count)))
     return Status::InvalidArgument(what + ": data holds something other than numbers (or nests too deep)");
   if (static_cast<int64_t>(values.size()) != count) {
@@ -129,15 +88,18 @@ Result<Tensor> ParseInput(const rapidjson::Value& in, const TensorSpec& ts, cons
     r.insert(r.end(), ts.reshape->begin(), ts.reshape->end());
     shape = std::move(r);
   }
-  const size_t size = DataTypeByteSize(ts.dtype);
-  std::byte* out = nullptr;
-  Tensor t = Tensor::Allocate(ts.name, ts.dtype, shape, size * values.size(), &out);
+  auto buffer = std::make_shared<std::string>();
+  buffer->reserve(values.size() * DataTypeByteSize(ts.dtype));
   for (size_t i = 0; i < values.size(); ++i) {
-    if (!Store(ts.dtype, values[i], out + i * size))
+    const Number& n = values[i];
+    // AppendNumber narrows reals to FP32 as they are: a value beyond FP32's range is refused here, not made inf.
+    const bool too_large = ts.dtype == DataType::kFp32 && !n.is_int && std::isfinite(n.d) &&
+                           std::abs(n.d) > std::numeric_limits<float>::max();
+    if (too_large || !AppendNumber(buffer.get(), ts.dtype, n.is_int, n.i, n.d))
       return Status::InvalidArgument(what + ": value " + std::to_string(i) + " does not fit " +
                                      std::string(DataTypeToWire(ts.dtype)));
   }
-  return t;
+  return Tensor::Own(ts.name, ts.dtype, std::move(shape), std::move(buffer));
 }
 
 Result<WarmupSample> ParseRequest(const rapidjson::Value& req, size_t index, const ModelSpec& spec) {

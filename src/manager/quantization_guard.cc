@@ -41,19 +41,6 @@ Result<double> Fraction(const std::string& key, const std::string& value, double
   return v;
 }
 
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-  float f;
-  if (exp == 0) {
-    f = std::ldexp(static_cast<float>(man), -24);
-  } else if (exp == 31) {
-    f = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  } else {
-    f = std::ldexp(static_cast<float>(man | 0x400u), static_cast<int>(exp) - 25);
-  }
-  return sign ? -f : f;
-}
-
 // The tensor's values as doubles; false for BYTES.
 bool Values(const Tensor& t, std::vector<double>* out) {
   const int64_t n = t.element_count();
@@ -103,16 +90,13 @@ bool Values(const Tensor& t, std::vector<double>* out) {
       case DataType::kFp16: {
         uint16_t h;
         std::memcpy(&h, p + i * 2, 2);
-        v = HalfToFloat(h);
+        v = HalfToFloat(h);  // core/datatype.h
         break;
       }
       case DataType::kBf16: {
         uint16_t h;
         std::memcpy(&h, p + i * 2, 2);
-        const uint32_t bits = static_cast<uint32_t>(h) << 16;
-        float f;
-        std::memcpy(&f, &bits, 4);
-        v = f;
+        v = Bf16ToFloat(h);
         break;
       }
       default:

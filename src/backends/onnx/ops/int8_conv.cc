@@ -37,7 +37,7 @@ struct Int8Conv2d::Impl {
 
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   ConvGeometry g;
-  int64_t out_channels = 0, in_channels = 0, kh = 0, kw = 0;
+  int64_t out_channels = 0;
   at::Tensor qweight;         // int8 [O, C / groups, kH, kW]
   std::vector<float> wscale;  // [O]
   at::Tensor bias;            // float [O] or undefined
@@ -45,8 +45,9 @@ struct Int8Conv2d::Impl {
   PrimitiveCache<std::tuple<std::vector<int64_t>, bool, bool>, Entry> by_shape;
 
   memory::desc PlainWeights() const {
-    if (g.groups == 1) return memory::desc({out_channels, in_channels, kh, kw}, Dt::s8, Tag::oihw);
-    return memory::desc({g.groups, out_channels / g.groups, in_channels / g.groups, kh, kw}, Dt::s8, Tag::goihw);
+    const int64_t c = qweight.size(1), kh = qweight.size(2), kw = qweight.size(3);  // c: per group
+    if (g.groups == 1) return memory::desc({out_channels, c, kh, kw}, Dt::s8, Tag::oihw);
+    return memory::desc({g.groups, out_channels / g.groups, c, kh, kw}, Dt::s8, Tag::goihw);
   }
 
   std::shared_ptr<const Entry> Make(const std::vector<int64_t>& in, const std::vector<int64_t>& out, bool signed_input,
@@ -120,9 +121,6 @@ std::optional<std::shared_ptr<const Int8Conv2d>> Int8Conv2d::Make(const at::Tens
   auto impl = std::make_unique<Impl>();
   impl->g = g;
   impl->out_channels = weight.size(0);
-  impl->in_channels = weight.size(1) * g.groups;
-  impl->kh = weight.size(2);
-  impl->kw = weight.size(3);
   // Per output channel: scale = max |w| / 127 (1 for an all-zero channel), values rounded to nearest.
   at::Tensor w = weight.contiguous().reshape({impl->out_channels, -1});
   at::Tensor amax = std::get<0>(w.abs().max(1));

@@ -114,10 +114,9 @@ Result<at::Tensor> Requantize(const at::Tensor& acc, const at::Tensor& scale, Ar
   return Saturate(acc * scale / ys.to(at::kDouble).reshape({}) + yz.to(at::kDouble).reshape({}), yz.scalar_type());
 }
 
-Result<at::Tensor> Scale(Args in, size_t i, const char* what) {
+Result<at::Tensor> Scale(Args in, size_t i) {
   INFERD_ASSIGN_OR_RETURN(at::Tensor s, In(in, i));
   INFERD_RETURN_IF_ERROR(PositiveScale(s));
-  (void)what;
   return s.to(at::kDouble);
 }
 
@@ -191,8 +190,8 @@ void RegisterQuantizedOps(OpRegistry& r) {
       INFERD_ASSIGN_OR_RETURN(at::Tensor a, In(in, 0));
       INFERD_ASSIGN_OR_RETURN(at::Tensor b, In(in, 3));
       INFERD_ASSIGN_OR_RETURN(at::Tensor acc, IntegerProduct(a, b, in, 2, 5));
-      INFERD_ASSIGN_OR_RETURN(at::Tensor as, Scale(in, 1, "a_scale"));
-      INFERD_ASSIGN_OR_RETURN(at::Tensor bs, Scale(in, 4, "b_scale"));
+      INFERD_ASSIGN_OR_RETURN(at::Tensor as, Scale(in, 1));
+      INFERD_ASSIGN_OR_RETURN(at::Tensor bs, Scale(in, 4));
       INFERD_ASSIGN_OR_RETURN(as, AlongAxis(as, a, a.dim() >= 2 ? -2 : 0, "a_scale"));
       INFERD_ASSIGN_OR_RETURN(bs, AlongAxis(bs, b, -1, "b_scale"));
       INFERD_ASSIGN_OR_RETURN(at::Tensor y, Requantize(acc, as * bs, in, 6, 7));
@@ -217,8 +216,8 @@ void RegisterQuantizedOps(OpRegistry& r) {
       INFERD_ASSIGN_OR_RETURN(at::Tensor x, In(in, 0));
       INFERD_ASSIGN_OR_RETURN(at::Tensor w, In(in, 3));
       INFERD_ASSIGN_OR_RETURN(at::Tensor acc, IntegerConv(k, x, w, in, 2, 5));
-      INFERD_ASSIGN_OR_RETURN(at::Tensor xs, Scale(in, 1, "x_scale"));
-      INFERD_ASSIGN_OR_RETURN(at::Tensor ws, Scale(in, 4, "w_scale"));
+      INFERD_ASSIGN_OR_RETURN(at::Tensor xs, Scale(in, 1));
+      INFERD_ASSIGN_OR_RETURN(at::Tensor ws, Scale(in, 4));
       if (xs.numel() != 1) return Status::InvalidArgument("x_scale must be a scalar");
       // Per output channel (dimension 1 of the output).
       std::vector<int64_t> per_channel(static_cast<size_t>(acc.dim()), 1);
