@@ -11,6 +11,8 @@ namespace inferd::cli {
 void AddServeCommand(CLI::App& app, std::function<int()>* run);
 // Adds `bench` (load generator and in-process baseline).
 void AddBenchCommand(CLI::App& app, std::function<int()>* run);
+// Adds `tune` (serving settings within a latency objective, and their cost).
+void AddTuneCommand(CLI::App& app, std::function<int()>* run);
 // Adds `batch` (a batch prediction job, in-process).
 void AddBatchCommand(CLI::App& app, std::function<int()>* run);
 // Adds `models` and `rollback` (clients of a running server).

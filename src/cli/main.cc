@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   inferd::cli::AddServeCommand(app, &run);
   inferd::cli::AddBenchCommand(app, &run);
   inferd::cli::AddBatchCommand(app, &run);
+  inferd::cli::AddTuneCommand(app, &run);
   inferd::cli::AddAdminCommands(app, &run);
   try {
     app.parse(argc, argv);

@@ -21,7 +21,7 @@ import common as C  # noqa: E402
 
 SUITES = ["infer", "batch", "jobs", "protocol", "grpc", "bad_input", "bench", "explicit_control", "lifecycle", "residency", "frameworks",
           "shutdown", "pipelines", "python", "traffic", "rollout", "cache", "hybrid", "features", "generative", "lora",
-          "bucketing", "cluster", "tracing", "console", "security", "quantization"]
+          "bucketing", "cluster", "tracing", "console", "security", "quantization", "tune"]
 
 
 class TimedResult(unittest.TextTestResult):
