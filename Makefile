@@ -25,6 +25,7 @@
 #   make bench-batching  adaptive batching vs fixed delays, sequence bucketing (~35 min)
 #   make bench-batching-check  tiny_mlp's adaptive vs no batching / the best fixed delay, 20 paired rounds per rate (~33 min)
 #   make bench-quant  int8 at load time vs FP32: MLP, ResNet-18, BERT-style encoder, this CPU's kernels and AVX2's (~6 min)
+#   make bench-tune  inferd tune on tiny_mlp, resnet18, breast_cancer: the chosen config vs the model's own (~30 min)
 #   make bench-generative  LLM serving: continuous vs static batching, prefix caching, decode vs a torch loop and vs llama.cpp, structured outputs, speculative decoding, LoRA adapters (~13 min)
 #   make install  build, then install the inferd binary into $(PREFIX)/bin (default /usr/local)
 #   make format clang-format all sources
@@ -47,7 +48,7 @@ CCACHE_ROOT ?= $(HOME)/.cache/inferd-ccache
 LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 CCACHE_ENV = CCACHE_DIR=$(CCACHE_ROOT)/$(1) CCACHE_MAXSIZE=3G CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps test-deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-tls bench-request-cost bench-abuse bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative bench-quant format clean
+.PHONY: all deps test-deps build install image examples examples-all run test stages unit check asan-build asan-test thread-safety clang-build tsan tsan-build tsan-test fuzz fuzz-build fuzz-explore layering bench bench-onnx bench-many-models bench-request-path bench-tracing bench-tls bench-request-cost bench-abuse bench-cluster bench-overload bench-pipelines bench-cache bench-shadow bench-batch bench-batching bench-batching-check bench-generative bench-quant bench-tune format clean
 
 all: build
 
@@ -258,6 +259,10 @@ bench-generative: build
 # int8 at load time (quantization "int8") vs FP32 on the same ONNX files (docs/benchmarks.md).
 bench-quant: build
 	$(PY) bench/quant_bench.py --inferd build/src/inferd --out bench/results/$$(date +%Y-%m-%d)-quant.md
+
+# Issue 41's tune target: `inferd tune` on three example models, each search at most 10 minutes.
+bench-tune: build
+	$(PY) bench/tune_bench.py --inferd build/src/inferd --out bench/results/$$(date +%Y-%m-%d)-tune.md
 
 # Goodput under 10x overload (docs/benchmarks.md).
 bench-overload: build

@@ -2,6 +2,7 @@
 
 #include <rapidjson/document.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -38,6 +39,13 @@ std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+// A window long enough for about 100 answers at the last level's rate (a p99
+// of fewer is the maximum), between `window_s` and three times it.
+double WindowFor(double last_requests_per_s, double window_s) {
+  if (last_requests_per_s <= 0) return window_s;
+  return std::clamp(100.0 / last_requests_per_s, window_s, 3 * window_s);
 }
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -130,6 +138,7 @@ class Run {
     SweepRule rule{o_.p99_ms, o_.max_concurrency, o_.min_gain};
     ServerProcess* server = server_.get();
     for (int conc = NextConcurrency(t->sweep, rule); conc > 0; conc = NextConcurrency(t->sweep, rule)) {
+      load->window_s = WindowFor(t->sweep.empty() ? 0 : t->sweep.back().summary.throughput, o_.window_s);
       SweepPoint pt = MeasureAt(*load, conc, [server] { return server->CpuSeconds(); });
       Say("    concurrency " + std::to_string(conc) + ": " + Fixed(pt.summary.throughput * o_.batch_size, 0) +
           " predictions/s, p99 " + Fixed(pt.summary.p99_us / 1e3, 2) + " ms" +

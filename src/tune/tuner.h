@@ -32,7 +32,7 @@ struct TuneOptions {
   double time_budget_s = 600;
   int max_evaluations = 60;
   double min_gain = 0.05;
-  int max_concurrency = 64;
+  int max_concurrency = 128;
   double warmup_s = 0.5;
   double window_s = 1.0;
   int max_windows = 4;
