@@ -6,6 +6,7 @@ in one run, on this machine.
 
 Models (trained here in a few minutes, seed 0):
   mlp       64 -> 1024 -> 1024 -> 1024 -> 10 MLP on scikit-learn's digits (1,347 training, 450 held-out images)
+  mlp_ts    the same trained MLP as TorchScript (torch.jit.trace; OPTIMIZE_FOR_INFERENCE true on both sides)
   resnet18  the standard ResNet-18 (scripts/make_examples.py) trained on the digits upscaled to 32x32 (3 channels);
             throughput on 224x224 inputs (the same weights, exported at that size), accuracy at 32x32
   encoder   BERT-style (bench/onnx_bench.py's BertStyle: hidden 384, 12 heads, FF 1536, 4 layers, sequence 128,
@@ -99,7 +100,7 @@ def images(x, size=32):
     return nn.functional.interpolate(t, size=(size, size), mode="bilinear", align_corners=False).repeat(1, 3, 1, 1)
 
 
-CONFIG = """platform: "onnxruntime_onnx"
+CONFIG = """platform: "{platform}"
 max_batch_size: {batch}
 input [ {{ name: "{inp}" data_type: {dtype} dims: {dims} }} ]
 output [ {{ name: "{out}" data_type: TYPE_FP32 dims: {out_dims} }} ]
@@ -108,22 +109,30 @@ parameters {{ key: "compare.classifier_outputs" value: {{ string_value: "{out}" 
 """
 
 
-def write_pair(repo, name, module, example, inp, out, dims, out_dims, dtype="TYPE_FP32", calibration=None, batch=256):
+def write_pair(repo, name, module, example, inp, out, dims, out_dims, dtype="TYPE_FP32", calibration=None, batch=256,
+               torchscript=False):
     """<name>_fp32, <name>_int8 (through the accuracy guard) and <name>_int8raw (guard off: what int8 gives, measured
-    on the held-out data whatever the guard decides): one ONNX file, three configs. Returns the file's path."""
+    on the held-out data whatever the guard decides): one ONNX file (or, with `torchscript`, one traced TorchScript
+    file, optimised at load on both sides), three configs. Returns the file's path."""
     paths = []
     for suffix, q in (("fp32", "none"), ("int8", "int8"), ("int8raw", "int8")):
         d = os.path.join(repo, "%s_%s" % (name, suffix))
         os.makedirs(os.path.join(d, "1"))
-        path = os.path.join(d, "1", "model.onnx")
-        if not paths:
+        path = os.path.join(d, "1", "model.pt" if torchscript else "model.onnx")
+        if paths:
+            os.link(paths[0], path)
+        elif torchscript:
+            with torch.no_grad():
+                torch.jit.trace(module.eval(), example).save(path)
+        else:
             torch.onnx.export(module, example, path, opset_version=17, input_names=[inp], output_names=[out],
                               dynamic_axes={inp: {0: "batch"}, out: {0: "batch"}})
-        else:
-            os.link(paths[0], path)
         paths.append(path)
         with open(os.path.join(d, "config.pbtxt"), "w") as f:
-            f.write(CONFIG.format(batch=batch, inp=inp, dtype=dtype, dims=dims, out=out, out_dims=out_dims, q=q))
+            f.write(CONFIG.format(batch=batch, inp=inp, dtype=dtype, dims=dims, out=out, out_dims=out_dims, q=q,
+                                  platform="pytorch_libtorch" if torchscript else "onnxruntime_onnx"))
+            if torchscript:
+                f.write('parameters { key: "OPTIMIZE_FOR_INFERENCE" value: { string_value: "true" } }\n')
             if suffix == "int8raw":
                 f.write('parameters { key: "quantization.guard" value: { string_value: "off" } }\n')
         if calibration is not None:
@@ -170,6 +179,8 @@ def main():
     mlp = train(Mlp(), torch.tensor(xtr), torch.tensor(ytr), 5 if a.quick else 20, 1e-3)
     write_pair(repo, "mlp", mlp, torch.zeros(2, 64), "x", "logits", "[ 64 ]", "[ 10 ]",
                calibration=request("x", xtr[:64], "FP32"))
+    write_pair(repo, "mlp_ts", mlp, torch.zeros(2, 64), "x", "logits", "[ 64 ]", "[ 10 ]",
+               calibration=request("x", xtr[:64], "FP32"), torchscript=True)
     print("mlp trained (%.0f s)" % (time.time() - started), flush=True)
 
     torch.manual_seed(0)
@@ -204,7 +215,7 @@ def main():
                 o = js["outputs"][0]
                 outs.append(np.array(o["data"], np.float32).reshape(o["shape"]))
             return np.concatenate(outs)
-        for name, inp, data, labels, dt in (("mlp", "x", xte, yte, "FP32"),
+        for name, inp, data, labels, dt in (("mlp", "x", xte, yte, "FP32"), ("mlp_ts", "x", xte, yte, "FP32"),
                                             ("resnet18", "image", images(xte).numpy(), yte, "FP32"),
                                             ("encoder", "input_ids", ids_te, lab_te, "INT64")):
             f = infer(name + "_fp32", inp, data, dt)
@@ -220,7 +231,7 @@ def main():
         server.stop()
 
     # Throughput, in-process: the machine's kernels, then AVX2 without VNNI.
-    plans = {"mlp": [1, 8, 32, 64, 128, 256], "resnet18_224": [1, 4, 8, 16], "bert": [1, 4, 8, 16]}
+    plans = {"mlp": [1, 8, 32, 64, 128, 256], "mlp_ts": [1, 8, 32, 64, 128, 256], "resnet18_224": [1, 4, 8, 16], "bert": [1, 4, 8, 16]}
     if a.quick:
         plans = {k: v[:3] for k, v in plans.items()}
     speed = {}
@@ -238,7 +249,8 @@ def main():
         q = checks[name]["quantization"]
         sizes[name] = (fp32, fp32 - q["weight_bytes_fp32"] + q["weight_bytes_int8"])
 
-    targets = {"mlp": 1.5, "resnet18_224": 1.5, "bert": 1.4}
+    targets = {"mlp": 1.5, "mlp_ts": 1.5, "resnet18_224": 1.5, "bert": 1.4}
+    sizes["mlp_ts"] = sizes["mlp"]  # the same weights
     lines = ["# int8 at load time vs FP32 (issue 41)", "",
              "%s, %d threads, `bench/quant_bench.py`%s. Throughput in-process (`inferd bench --in-process`), best batch "
              "of each side; agreement and accuracy through `inferd serve` on held-out data (int8 with the guard off; "

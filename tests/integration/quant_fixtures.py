@@ -9,6 +9,8 @@ digits classifier of digits_onnx (64 -> 64 -> 10, exported by torch.onnx; made b
   quant_digits_nodata   neither: FP32 serves ("no data to check int8 against")
   quant_digits_unchecked  quantization.guard "off": int8 serves unchecked
   quant_digits_badcal   a calibration.json whose datatype is wrong: the load fails naming the file
+  quant_digits_ts       the same classifier as TorchScript (digits' model.pt, trained by make_examples.py) with
+                        quantization "int8" and quant_digits' calibration.json: its two nn.Linear layers int8
   quant_cnn             onnx_cnn's file (two convolutions, one with a fused ReLU, and a Gemm) in int8, its warm-up
                         samples (random images) as the guard's data
 """
@@ -44,9 +46,9 @@ def _request(x):
     return {"inputs": [{"name": "pixels", "datatype": "FP32", "shape": list(x.shape), "data": x.ravel().tolist()}]}
 
 
-def _model(repo, name, config, calibration=None, labels=False):
+def _model(repo, name, config, calibration=None, labels=False, source=("digits_onnx", "model.onnx")):
     os.makedirs(os.path.join(repo, name, "1"), exist_ok=True)
-    shutil.copy(os.path.join(repo, "digits_onnx", "1", "model.onnx"), os.path.join(repo, name, "1", "model.onnx"))
+    shutil.copy(os.path.join(repo, source[0], "1", source[1]), os.path.join(repo, name, "1", source[1]))
     with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
         f.write(config)
     if labels:
@@ -63,6 +65,8 @@ def make(repo):
     labelled = CONFIG % 'label_filename: "labels.txt" '
     plain = CONFIG % ""
     _model(repo, "quant_digits", labelled, calibration, labels=True)
+    _model(repo, "quant_digits_ts", labelled.replace('platform: "onnxruntime_onnx"', 'platform: "pytorch_libtorch"'),
+           calibration, labels=True, source=("digits", "model.pt"))
     _model(repo, "quant_digits_strict",
            plain + 'parameters { key: "quantization.max_relative_error" value: { string_value: "1e-9" } }\n',
            calibration)

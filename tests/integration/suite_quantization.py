@@ -14,7 +14,7 @@ import inferd_client as ic  # noqa: E402
 import quant_fixtures as Q  # noqa: E402
 from common import tearDownModule  # noqa: E402,F401
 
-setUpModule = C.serving("digits_onnx", "onnx_cnn", "quant_cnn", "quant_digits", "quant_digits_strict", "quant_digits_warmup",
+setUpModule = C.serving("digits", "quant_digits_ts", "digits_onnx", "onnx_cnn", "quant_cnn", "quant_digits", "quant_digits_strict", "quant_digits_warmup",
                         "quant_digits_nodata", "quant_digits_unchecked", "quant_digits_badcal")
 
 
@@ -41,6 +41,25 @@ class Quantization(unittest.TestCase):
         st, js = C.SERVER.get_json("/v2/models/%s/stats" % model)
         self.assertEqual(st, 200, js)
         return js["model_stats"][0]["quantization"]
+
+    def test_torchscript_linear_layers_serve_int8_and_agree_with_fp32(self):
+        # digits (FP32 TorchScript, checked against PyTorch in suite_frameworks) and the same model.pt with
+        # quantization "int8": its two nn.Linear layers on the int8 kernels, through the guard.
+        fp32 = self.all_probabilities("digits")
+        int8 = self.all_probabilities("quant_digits_ts")
+        self.assertEqual(int8.shape, (450, 10))
+        self.assertGreaterEqual(float((int8.argmax(1) == fp32.argmax(1)).mean()), 0.99)
+        self.assertGreater(float((int8.argmax(1) == self.y).mean()), 0.9)
+        diff = np.abs(int8 - fp32)
+        self.assertLess(float(diff.max()), 0.1)
+        self.assertGreater(float(diff.max()), 0.0)  # int8 really serves
+        q = self.quantization_stats("quant_digits_ts")
+        self.assertEqual((q["requested"], q["serving"]), ("int8", "int8"), q)
+        self.assertEqual(q["layers"], 2, q)
+        self.assertEqual(q["weight_bytes_fp32"], 4 * (64 * 64 + 64 * 10), q)
+        self.assertLess(q["weight_bytes_int8"], 0.35 * q["weight_bytes_fp32"], q)
+        self.assertEqual(q["data"], "calibration.json", q)
+        self.assertGreaterEqual(q["top1_agreement"], 0.95, q)
 
     def test_int8_serves_when_the_guard_passes_and_agrees_with_fp32_on_held_out_digits(self):
         fp32 = self.all_probabilities("digits_onnx")

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/torchscript/int8_rewrite.h"
 #include "core/model_spec.h"
 #include "core/status.h"
 
@@ -31,6 +32,7 @@ struct Optimized {
   std::string why_not;      // when !optimized
   double seconds = 0;       // freeze + optimise + check
   double max_abs_diff = 0;  // of the check, when it ran
+  Int8Rewrite int8;         // with `int8`: what became int8 (int8_rewrite.h)
 };
 
 // Why the optimised module could not be checked against the plain one for
@@ -39,9 +41,12 @@ struct Optimized {
 std::string WhyUncheckable(const ModelSpec& spec);
 
 // `arg_index[i]` is forward()'s argument position of config input i (of
-// `num_args`), as TorchModel uses it.
+// `num_args`), as TorchModel uses it. `int8`: the frozen module's linear
+// products become int8 (int8_rewrite.h) before the optimisation; the check
+// against the plain module then asks only for the same shapes and datatypes
+// (the accuracy guard judges the values).
 Optimized OptimizeForInference(std::shared_ptr<torch::jit::Module> plain, const ModelSpec& spec,
-                               const std::vector<size_t>& arg_index, size_t num_args);
+                               const std::vector<size_t>& arg_index, size_t num_args, bool int8 = false);
 
 // Runs libtorch's one-time initialisation, global and of the calling thread
 // (JIT executor, freezing and optimisation passes, oneDNN), on a tiny

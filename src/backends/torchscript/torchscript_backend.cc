@@ -14,6 +14,7 @@
 #include "backends/torchscript/served_module.h"
 #include "core/mutex.h"
 #include "core/serial_worker.h"
+#include "quant/int8_gemm.h"
 
 namespace inferd {
 namespace {
@@ -115,7 +116,7 @@ class TorchModel final : public LoadedModel {
   // `later`: the background worker that optimises `module` once the model proves hot (served->CountRun()).
   TorchModel(std::shared_ptr<SerialWorker> later, ModelSpec spec, std::string version,
              std::shared_ptr<torchscript::ServedModule> served, std::vector<size_t> arg_index, size_t num_args,
-             int intra_op_threads, bool optimized_execution, std::string load_note)
+             int intra_op_threads, bool optimized_execution, std::string load_note, QuantizationInfo quantization)
       : later_(std::move(later)),
         spec_(std::make_shared<const ModelSpec>(std::move(spec))),
         version_(std::move(version)),
@@ -124,12 +125,14 @@ class TorchModel final : public LoadedModel {
         num_args_(num_args),
         intra_op_threads_(intra_op_threads),
         optimized_execution_(optimized_execution),
-        load_note_(std::move(load_note)) {}
+        load_note_(std::move(load_note)),
+        quantization_(std::move(quantization)) {}
 
   Result<std::unique_ptr<ModelInstance>> CreateInstance(int) override {
     return std::unique_ptr<ModelInstance>(new TorchInstance(this));
   }
   std::string LoadNote() const override { return load_note_; }
+  QuantizationInfo quantization() const override { return quantization_; }
 
   const ModelSpec& spec() const { return *spec_; }
   torch::jit::Module& module() const { return served_->serving(); }
@@ -157,6 +160,7 @@ class TorchModel final : public LoadedModel {
   int intra_op_threads_;
   bool optimized_execution_;  // false: DISABLE_OPTIMIZED_EXECUTION
   std::string load_note_;
+  QuantizationInfo quantization_;  // contract 14: the linear layers int8_rewrite.h replaced
 };
 
 void TorchInstance::OnWorkerThreadStart() {
@@ -270,6 +274,8 @@ class TorchScriptBackend final : public Backend {
   }
   std::vector<std::string> aliases() const override { return {"torchscript", "libtorch"}; }
   std::vector<std::string> platforms() const override { return {"pytorch_libtorch", "torchscript"}; }
+  // Contract 14: quantization "int8" (int8_rewrite.h).
+  bool guards_quantization() const override { return true; }
 
   Status AutoComplete(const std::string& version_dir, ModelSpec* spec) override {
     MutexLock g(jit_mu_.get());
@@ -343,19 +349,37 @@ class TorchScriptBackend final : public Backend {
     const size_t num_args = inputs.size();
     std::error_code size_ec;
     const uint64_t file_bytes = std::filesystem::file_size(ModelPath(spec, version_dir), size_ec);
-    INFERD_ASSIGN_OR_RETURN(const torchscript::OptimizePolicy policy,
+    INFERD_ASSIGN_OR_RETURN(torchscript::OptimizePolicy policy,
                             torchscript::OptimizePolicyOf(spec, size_ec ? 0 : file_bytes));
+    // quantization "int8": the linear layers on int8 kernels (int8_rewrite.h), done while optimising, so at load
+    // (a module that is never optimised -- OPTIMIZE_FOR_INFERENCE false -- replaces nothing).
+    // The guard's FP32 copy ("none") is optimised at load too, so the speed-up it reports is int8's alone.
+    bool int8 = false;
+    if (auto q = spec.parameters.find("quantization"); q != spec.parameters.end()) {
+      if (q->second != "int8" && q->second != "none" && !q->second.empty()) {
+        return Status::InvalidArgument("parameter quantization is \"int8\" or \"none\", not \"" + q->second + "\"");
+      }
+      int8 = q->second == "int8";
+      if (!q->second.empty() && policy.when == torchscript::OptimizeWhen::kWhenHot)
+        policy.when = torchscript::OptimizeWhen::kAtLoad;
+    }
+    QuantizationInfo quantization;
     std::string note = "not optimised (OPTIMIZE_FOR_INFERENCE false)";
     uint64_t optimize_after = 0;
     if (!spec.batch_inputs.empty() || spec.HasRaggedInputs()) {
       note = "not optimised (ragged batching: no example inputs to check the optimised module with)";
     } else if (policy.when == torchscript::OptimizeWhen::kAtLoad) {
-      torchscript::Optimized opt = torchscript::OptimizeForInference(module, spec, index, num_args);
+      torchscript::Optimized opt = torchscript::OptimizeForInference(module, spec, index, num_args, int8);
       module = std::move(opt.module);
       char secs[32];
       std::snprintf(secs, sizeof secs, "%.3f s", opt.seconds);
       note = opt.optimized ? "frozen and optimised for inference in " + std::string(secs)
                            : "not optimised (" + opt.why_not + "; tried in " + secs + ")";
+      if (opt.int8.layers > 0) {
+        quantization = {"int8", opt.int8.layers, opt.int8.float_bytes, opt.int8.quantized_bytes,
+                        std::string(quant::Int8KernelName())};
+        note += "; " + std::to_string(opt.int8.layers) + " linear layer(s) on int8 kernels";
+      }
     } else if (std::string why = torchscript::WhyUncheckable(spec);
                policy.when == torchscript::OptimizeWhen::kWhenHot && !why.empty()) {
       note = "not optimised (" + why + ")";  // it never could be: nothing to wait for
@@ -365,9 +389,9 @@ class TorchScriptBackend final : public Backend {
              " runs (a small module: OPTIMIZE_FOR_INFERENCE auto)";
     }
     auto served = std::make_shared<torchscript::ServedModule>(jit_mu_, std::move(module), optimize_after);
-    return std::unique_ptr<LoadedModel>(new TorchModel(later_, spec, std::filesystem::path(version_dir).filename(),
-                                                       std::move(served), std::move(index), num_args,
-                                                       ParseThreads(spec), OptimizedExecution(spec), std::move(note)));
+    return std::unique_ptr<LoadedModel>(new TorchModel(
+        later_, spec, std::filesystem::path(version_dir).filename(), std::move(served), std::move(index), num_args,
+        ParseThreads(spec), OptimizedExecution(spec), std::move(note), std::move(quantization)));
   }
 
  private:

@@ -1,7 +1,7 @@
 // Int8 products (int8_linear.h, int8_ops.cc) against FP32's: per call, split
 // between threads, and as the kernels of a whole graph loaded with an int8
 // registry (MatMul + Add fused into Linear, Gemm with transB).
-#include "backends/onnx/ops/int8_linear.h"
+#include "backends/aten/int8_linear.h"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
@@ -15,6 +15,9 @@
 namespace inferd::onnxexec::ops {
 namespace {
 
+using aten::Int8Epilogue;
+using aten::Int8Linear;
+
 at::Tensor Randn8(std::vector<int64_t> shape, uint64_t seed, double scale = 1.0) {
   at::Generator g = at::detail::createCPUGenerator(seed);
   return at::randn(shape, g, at::TensorOptions().dtype(at::kFloat)) * scale;
@@ -26,8 +29,8 @@ double RelErr8(const at::Tensor& got, const at::Tensor& want) {
 
 TEST(Int8LinearTest, CloseToTheFp32ProductForEveryRowCountAndBothLayouts) {
   const at::Tensor w = Randn8({96, 40}, 1, 0.05), bias = Randn8({40}, 2, 0.1);
-  auto plain = Int8Linear::Make(w, /*transposed=*/false, bias, Epilogue::kNone);
-  auto transposed = Int8Linear::Make(w.t().contiguous(), /*transposed=*/true, bias, Epilogue::kNone);
+  auto plain = Int8Linear::Make(w, /*transposed=*/false, bias, Int8Epilogue::kNone);
+  auto transposed = Int8Linear::Make(w.t().contiguous(), /*transposed=*/true, bias, Int8Epilogue::kNone);
   ASSERT_TRUE(plain && transposed);
   EXPECT_EQ((*plain)->k(), 96);
   EXPECT_EQ((*plain)->n(), 40);
@@ -50,7 +53,7 @@ TEST(Int8LinearTest, CloseToTheFp32ProductForEveryRowCountAndBothLayouts) {
 // Rows or outputs split between threads: the integer products are exact, so the split changes no bit.
 TEST(Int8LinearTest, ThreadsSplitRowsOrOutputsWithoutChangingTheAnswer) {
   const at::Tensor w = Randn8({256, 300}, 4, 0.05);
-  auto l = Int8Linear::Make(w, false, at::Tensor(), Epilogue::kGeluErf);
+  auto l = Int8Linear::Make(w, false, at::Tensor(), Int8Epilogue::kGeluErf);
   ASSERT_TRUE(l);
   const int before = at::get_num_threads();
   for (int64_t m : {1, 5, 40}) {  // outputs split (few rows), then rows

@@ -16,9 +16,9 @@
 
 #include <utility>
 
+#include "backends/aten/int8_linear.h"
 #include "backends/onnx/ops/conv_node.h"
 #include "backends/onnx/ops/int8_conv.h"
-#include "backends/onnx/ops/int8_linear.h"
 #include "backends/onnx/ops/linear_kernel.h"
 #include "backends/onnx/ops/op_util.h"
 
@@ -33,7 +33,9 @@ using Outs = std::vector<Value>&;
 std::optional<Kernel> Int8Kernel(const NodeInfo& n, const Value* w, const Value* b, bool transposed,
                                  Epilogue epilogue) {
   if (!w || !w->is_tensor() || (b && !b->is_tensor())) return std::nullopt;
-  auto lin = Int8Linear::Make(w->tensor(), transposed, b ? b->tensor() : at::Tensor(), epilogue);
+  auto lin =
+      aten::Int8Linear::Make(w->tensor(), transposed, b ? b->tensor() : at::Tensor(),
+                             epilogue == Epilogue::kGeluErf ? aten::Int8Epilogue::kGeluErf : aten::Int8Epilogue::kNone);
   if (!lin) return std::nullopt;
   n.CountQuantized((*lin)->float_bytes(), (*lin)->bytes());
   return LinearKernel(std::move(*lin));

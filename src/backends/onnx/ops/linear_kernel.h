@@ -1,5 +1,5 @@
 // The kernel of x [..., K] times a constant weight, over any product on
-// 2-D inputs (PackedGemm: dnnl_gemm.h; Int8Linear: int8_linear.h): checks
+// 2-D inputs (PackedGemm: dnnl_gemm.h; Int8Linear: aten/int8_linear.h): checks
 // the input, flattens the leading dimensions, restores them on the answer.
 // Thread-safety: the kernel is as thread-safe as P::Run (both are).
 #pragma once

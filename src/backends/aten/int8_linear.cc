@@ -1,4 +1,4 @@
-#include "backends/onnx/ops/int8_linear.h"
+#include "backends/aten/int8_linear.h"
 
 #include <ATen/Parallel.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-namespace inferd::onnxexec::ops {
+namespace inferd::aten {
 namespace {
 
 // Rows per thread's share below which the outputs are split instead (a few
@@ -16,7 +16,7 @@ constexpr int64_t kRowsPerShare = 8;
 }  // namespace
 
 std::optional<std::shared_ptr<const Int8Linear>> Int8Linear::Make(const at::Tensor& w, bool transposed,
-                                                                  const at::Tensor& bias, Epilogue epilogue) {
+                                                                  const at::Tensor& bias, Int8Epilogue epilogue) {
   if (w.scalar_type() != at::kFloat || w.dim() != 2 || w.size(0) < 1 || w.size(1) < 1) return std::nullopt;
   at::Tensor nk = (transposed ? w : w.t()).contiguous();  // [N, K]
   const int64_t n = nk.size(0), k = nk.size(1);
@@ -57,8 +57,8 @@ Result<at::Tensor> Int8Linear::Run(const at::Tensor& x) const {
       quant::Int8GemmPart(q, w_, bias, yp, n, {0, m, b0, b1});
     });
   }
-  if (epilogue_ == Epilogue::kGeluErf) y = at::gelu(y);
+  if (epilogue_ == Int8Epilogue::kGeluErf) y = at::gelu(y);
   return y;
 }
 
-}  // namespace inferd::onnxexec::ops
+}  // namespace inferd::aten
