@@ -144,10 +144,10 @@ TuneSpace::TuneSpace(const ModelFacts& facts, int cores, const std::vector<std::
                                                             {BatchingMode::kAdaptive, 0}};
     if (cur.batching == BatchingMode::kFixed && cur.delay_us != 0 && cur.delay_us != 500 && cur.delay_us != 2000)
       modes.insert(modes.begin() + 4, {BatchingMode::kFixed, cur.delay_us});
-    for (auto [mode, delay] : modes)
+    for (const auto& m : modes)
       v.push_back(with([&](Candidate& c) {
-        c.batching = mode;
-        c.delay_us = mode == BatchingMode::kAdaptive ? cur.delay_us : delay;
+        c.batching = m.first;
+        c.delay_us = m.first == BatchingMode::kAdaptive ? cur.delay_us : m.second;
       }));
     AddAxis(Kind::kBatching, "batching", false, std::move(v), cur);
 
