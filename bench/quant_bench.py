@@ -6,7 +6,8 @@ in one run, on this machine.
 
 Models (trained here in a few minutes, seed 0):
   mlp       64 -> 1024 -> 1024 -> 1024 -> 10 MLP on scikit-learn's digits (1,347 training, 450 held-out images)
-  mlp_ts    the same trained MLP as TorchScript (torch.jit.trace; OPTIMIZE_FOR_INFERENCE true on both sides)
+  mlp_ts, resnet18_ts, resnet18_224_ts  the same trained MLP and ResNet-18 as TorchScript (torch.jit.trace;
+            OPTIMIZE_FOR_INFERENCE true on both sides)
   resnet18  the standard ResNet-18 (scripts/make_examples.py) trained on the digits upscaled to 32x32 (3 channels);
             throughput on 224x224 inputs (the same weights, exported at that size), accuracy at 32x32
   encoder   BERT-style (bench/onnx_bench.py's BertStyle: hidden 384, 12 heads, FF 1536, 4 layers, sequence 128,
@@ -189,6 +190,10 @@ def main():
                calibration=request("image", images(xtr[:64]).numpy(), "FP32"))
     write_pair(repo, "resnet18_224", net, torch.zeros(2, 3, 224, 224), "image", "logits", "[ 3, 224, 224 ]",
                "[ 10 ]", batch=32)
+    write_pair(repo, "resnet18_ts", net, torch.zeros(2, 3, 32, 32), "image", "logits", "[ 3, 32, 32 ]", "[ 10 ]",
+               calibration=request("image", images(xtr[:64]).numpy(), "FP32"), torchscript=True)
+    write_pair(repo, "resnet18_224_ts", net, torch.zeros(2, 3, 224, 224), "image", "logits", "[ 3, 224, 224 ]",
+               "[ 10 ]", batch=32, torchscript=True)
     print("resnet18 trained (%.0f s)" % (time.time() - started), flush=True)
 
     ids_tr, lab_tr = majority_task(4000, 1)
@@ -217,6 +222,7 @@ def main():
             return np.concatenate(outs)
         for name, inp, data, labels, dt in (("mlp", "x", xte, yte, "FP32"), ("mlp_ts", "x", xte, yte, "FP32"),
                                             ("resnet18", "image", images(xte).numpy(), yte, "FP32"),
+                                            ("resnet18_ts", "image", images(xte).numpy(), yte, "FP32"),
                                             ("encoder", "input_ids", ids_te, lab_te, "INT64")):
             f = infer(name + "_fp32", inp, data, dt)
             q = infer(name + "_int8raw", inp, data, dt)
@@ -231,7 +237,8 @@ def main():
         server.stop()
 
     # Throughput, in-process: the machine's kernels, then AVX2 without VNNI.
-    plans = {"mlp": [1, 8, 32, 64, 128, 256], "mlp_ts": [1, 8, 32, 64, 128, 256], "resnet18_224": [1, 4, 8, 16], "bert": [1, 4, 8, 16]}
+    plans = {"mlp": [1, 8, 32, 64, 128, 256], "mlp_ts": [1, 8, 32, 64, 128, 256], "resnet18_224": [1, 4, 8, 16],
+             "resnet18_224_ts": [1, 4, 8, 16], "bert": [1, 4, 8, 16]}
     if a.quick:
         plans = {k: v[:3] for k, v in plans.items()}
     speed = {}
@@ -249,8 +256,8 @@ def main():
         q = checks[name]["quantization"]
         sizes[name] = (fp32, fp32 - q["weight_bytes_fp32"] + q["weight_bytes_int8"])
 
-    targets = {"mlp": 1.5, "mlp_ts": 1.5, "resnet18_224": 1.5, "bert": 1.4}
-    sizes["mlp_ts"] = sizes["mlp"]  # the same weights
+    targets = {"mlp": 1.5, "mlp_ts": 1.5, "resnet18_224": 1.5, "resnet18_224_ts": 1.5, "bert": 1.4}
+    sizes["mlp_ts"], sizes["resnet18_ts"] = sizes["mlp"], sizes["resnet18"]  # the same weights
     lines = ["# int8 at load time vs FP32 (issue 41)", "",
              "%s, %d threads, `bench/quant_bench.py`%s. Throughput in-process (`inferd bench --in-process`), best batch "
              "of each side; agreement and accuracy through `inferd serve` on held-out data (int8 with the guard off; "

@@ -11,6 +11,8 @@ digits classifier of digits_onnx (64 -> 64 -> 10, exported by torch.onnx; made b
   quant_digits_badcal   a calibration.json whose datatype is wrong: the load fails naming the file
   quant_digits_ts       the same classifier as TorchScript (digits' model.pt, trained by make_examples.py) with
                         quantization "int8" and quant_digits' calibration.json: its two nn.Linear layers int8
+  quant_resnet_ts       resnet18's TorchScript file (traced: aten::_convolution; random weights) with quantization
+                        "int8" and the guard off: its 20 convolutions (ReLUs fused) and its Linear in int8
   quant_cnn             onnx_cnn's file (two convolutions, one with a fused ReLU, and a Gemm) in int8, its warm-up
                         samples (random images) as the guard's data
 """
@@ -74,6 +76,13 @@ def make(repo):
     _model(repo, "quant_digits_nodata", plain)
     _model(repo, "quant_digits_unchecked",
            plain + 'parameters { key: "quantization.guard" value: { string_value: "off" } }\n')
+    _model(repo, "quant_resnet_ts", '''platform: "pytorch_libtorch"
+max_batch_size: 8
+input [ { name: "image" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
+output [ { name: "logits" data_type: TYPE_FP32 dims: [ 1000 ] } ]
+parameters { key: "quantization" value: { string_value: "int8" } }
+parameters { key: "quantization.guard" value: { string_value: "off" } }
+''', source=("resnet18", "model.pt"))
     os.makedirs(os.path.join(repo, "quant_cnn", "1"), exist_ok=True)
     shutil.copy(os.path.join(repo, "onnx_cnn", "1", "model.onnx"), os.path.join(repo, "quant_cnn", "1", "model.onnx"))
     with open(os.path.join(repo, "quant_cnn", "config.pbtxt"), "w") as f:

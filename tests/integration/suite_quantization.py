@@ -14,7 +14,7 @@ import inferd_client as ic  # noqa: E402
 import quant_fixtures as Q  # noqa: E402
 from common import tearDownModule  # noqa: E402,F401
 
-setUpModule = C.serving("digits", "quant_digits_ts", "digits_onnx", "onnx_cnn", "quant_cnn", "quant_digits", "quant_digits_strict", "quant_digits_warmup",
+setUpModule = C.serving("digits", "quant_digits_ts", "quant_resnet_ts", "digits_onnx", "onnx_cnn", "quant_cnn", "quant_digits", "quant_digits_strict", "quant_digits_warmup",
                         "quant_digits_nodata", "quant_digits_unchecked", "quant_digits_badcal")
 
 
@@ -146,6 +146,21 @@ class Quantization(unittest.TestCase):
         self.assertLess(rel, 0.05)
         self.assertGreater(rel, 0.0)
         self.assertGreaterEqual(float((int8.argmax(1) == fp32.argmax(1)).mean()), 0.8)
+
+    def test_torchscript_convolutions_run_in_int8_close_to_pytorch(self):
+        # resnet18's traced file (aten::_convolution after freezing, batch norms folded) against PyTorch running it.
+        q = self.quantization_stats("quant_resnet_ts")
+        self.assertEqual((q["requested"], q["serving"]), ("int8", "int8"), q)
+        self.assertEqual(q["layers"], 21, q)  # 20 convolutions and the classifier
+        self.assertLess(q["weight_bytes_int8"], 0.3 * q["weight_bytes_fp32"], q)
+        x = np.random.default_rng(4).random((2, 3, 224, 224), dtype=np.float32)
+        want = C.torch_ref("resnet18", x)
+        st, js = C.SERVER.post_json("/v2/models/quant_resnet_ts/infer", ic.v2_json_request({"image": x}))
+        self.assertEqual(st, 200, js)
+        got = np.array(js["outputs"][0]["data"], np.float32).reshape(want.shape)
+        rel = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+        self.assertLess(rel, 0.1)
+        self.assertGreater(rel, 0.0)
 
     def test_a_bad_calibration_file_fails_the_load_naming_it_and_the_rest_serve(self):
         entry = self.index_entry("quant_digits_badcal")

@@ -6,10 +6,13 @@
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
+#include <array>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
+#include "backends/aten/int8_conv.h"
 #include "backends/aten/int8_linear.h"
 
 namespace inferd::torchscript {
@@ -34,15 +37,29 @@ at::Tensor RunInt8Linear(const at::Tensor& x, const c10::intrusive_ptr<PackedInt
   return y->view(shape);
 }
 
+struct PackedInt8Conv2d : torch::CustomClassHolder {
+  std::shared_ptr<const aten::Int8Conv2d> op;
+};
+
+// inferd::int8_conv2d: x [N, C, H, W] -> [N, O, H', W'] (channels last).
+at::Tensor RunInt8Conv2d(const at::Tensor& x, const c10::intrusive_ptr<PackedInt8Conv2d>& w) {
+  Result<at::Tensor> y = w->op->Run(x);
+  TORCH_CHECK(y.ok(), "inferd::int8_conv2d: ", y.status().message());
+  return *y;
+}
+
 void RegisterInt8Linear() {
   static std::once_flag once;
   std::call_once(once, [] {
     // libtorch's registries are process-wide; these registrations are kept for the process (never destroyed: a
     // Library unregisters its operators when it goes).
-    static auto* cls = new torch::class_<PackedInt8Linear>("inferd", "PackedInt8Linear");
+    static auto* linear = new torch::class_<PackedInt8Linear>("inferd", "PackedInt8Linear");
+    static auto* conv = new torch::class_<PackedInt8Conv2d>("inferd", "PackedInt8Conv2d");
     static auto* lib = new torch::Library(torch::Library::FRAGMENT, "inferd", c10::nullopt, __FILE__, __LINE__);
     lib->def("int8_linear(Tensor x, __torch__.torch.classes.inferd.PackedInt8Linear w) -> Tensor", &RunInt8Linear);
-    (void)cls;
+    lib->def("int8_conv2d(Tensor x, __torch__.torch.classes.inferd.PackedInt8Conv2d w) -> Tensor", &RunInt8Conv2d);
+    (void)linear;
+    (void)conv;
   });
 }
 
@@ -52,11 +69,84 @@ at::Tensor ConstantTensor(jit::Value* v) {
   return iv && iv->isTensor() ? iv->toTensor() : at::Tensor();
 }
 
+// A constant int list of one or two values as two; nullopt otherwise.
+std::optional<std::array<int64_t, 2>> Pair(jit::Value* v) {
+  auto iv = jit::toIValue(v);
+  if (!iv || !iv->isIntList()) return std::nullopt;
+  const std::vector<int64_t> l = iv->toIntVector();
+  if (l.size() == 1) return std::array<int64_t, 2>{l[0], l[0]};
+  if (l.size() == 2) return std::array<int64_t, 2>{l[0], l[1]};
+  return std::nullopt;
+}
+
+// aten::conv2d (scripted) and aten::_convolution (traced, not transposed) with constant weights and geometry: the
+// geometry; nullopt when the convolution is not one the int8 kernel takes.
+std::optional<aten::ConvGeometry> ConvOf(jit::Node* n) {
+  const bool traced = n->kind() == c10::aten::_convolution;
+  if (n->inputs().size() != (traced ? 13u : 7u)) return std::nullopt;
+  auto strides = Pair(n->input(3)), padding = Pair(n->input(4)), dilations = Pair(n->input(5));
+  auto groups = jit::toIValue(n->input(traced ? 8 : 6));
+  if (!strides || !padding || !dilations || !groups || !groups->isInt()) return std::nullopt;
+  if (traced) {
+    auto transposed = jit::toIValue(n->input(6));
+    auto output_padding = Pair(n->input(7));
+    if (!transposed || !transposed->isBool() || transposed->toBool() || !output_padding || (*output_padding)[0] != 0 ||
+        (*output_padding)[1] != 0)
+      return std::nullopt;
+  }
+  aten::ConvGeometry g;
+  g.strides = *strides;
+  g.padding = *padding;
+  g.dilations = *dilations;
+  g.groups = groups->toInt();
+  return g;
+}
+
 void Collect(jit::Block* block, std::vector<jit::Node*>* out) {
   for (jit::Node* n : block->nodes()) {
-    if (n->kind() == c10::aten::linear || n->kind() == c10::aten::matmul) out->push_back(n);
+    if (n->kind() == c10::aten::linear || n->kind() == c10::aten::matmul || n->kind() == c10::aten::conv2d ||
+        n->kind() == c10::aten::_convolution)
+      out->push_back(n);
     for (jit::Block* b : n->blocks()) Collect(b, out);
   }
+}
+
+// Replaces `n` (and `last`, its only user, when given) by op(n's input 0, `packed` as a constant), and counts it.
+template <typename Holder, typename Op>
+void Replace(jit::Graph* graph, jit::Node* n, jit::Node* last, c10::Symbol op, std::shared_ptr<const Op> kernel,
+             Int8Rewrite* r) {
+  auto packed = c10::make_intrusive<Holder>();
+  packed->op = kernel;
+  jit::WithInsertPoint at(n);
+  jit::Value* weights = graph->insertConstant(c10::IValue(packed));
+  jit::Node* q = graph->create(op, {n->input(0), weights});
+  q->insertBefore(n);
+  q->output()->setType(c10::TensorType::get());
+  (last ? last : n)->output()->replaceAllUsesWith(q->output());
+  if (last) last->destroy();
+  n->destroy();
+  ++r->layers;
+  r->float_bytes += kernel->float_bytes();
+  r->quantized_bytes += kernel->bytes();
+}
+
+// The convolution `n` as inferd::int8_conv2d, with a ReLU that is its only user fused in.
+void RewriteConv(jit::Node* n, c10::Symbol int8_conv2d, jit::Graph* graph, Int8Rewrite* r) {
+  std::optional<aten::ConvGeometry> g = ConvOf(n);
+  at::Tensor w = ConstantTensor(n->input(1));
+  if (!g || !w.defined() || w.scalar_type() != at::kFloat || w.dim() != 4) return;
+  auto b = jit::toIValue(n->input(2));
+  if (!b || !(b->isNone() || b->isTensor())) return;
+  const at::Tensor bias = b->isTensor() ? b->toTensor() : at::Tensor();
+  jit::Node* relu = nullptr;
+  if (n->output()->uses().size() == 1) {
+    jit::Node* user = n->output()->uses()[0].user;
+    if (user->kind() == c10::aten::relu && user->inputs().size() == 1 && user->owningBlock() == n->owningBlock())
+      relu = user;
+  }
+  g->relu = relu != nullptr;
+  auto op = aten::Int8Conv2d::Make(w, bias, *g);
+  if (op) Replace<PackedInt8Conv2d>(graph, n, relu, int8_conv2d, *op, r);
 }
 
 }  // namespace
@@ -68,7 +158,12 @@ Int8Rewrite RewriteLinearsToInt8(torch::jit::Module& frozen) {
   std::vector<jit::Node*> nodes;
   Collect(graph->block(), &nodes);
   const c10::Symbol int8_linear = c10::Symbol::fromQualString("inferd::int8_linear");
+  const c10::Symbol int8_conv2d = c10::Symbol::fromQualString("inferd::int8_conv2d");
   for (jit::Node* n : nodes) {
+    if (n->kind() == c10::aten::conv2d || n->kind() == c10::aten::_convolution) {
+      RewriteConv(n, int8_conv2d, graph.get(), &r);
+      continue;
+    }
     const bool linear = n->kind() == c10::aten::linear;
     if (n->inputs().size() != (linear ? 3u : 2u)) continue;
     at::Tensor w = ConstantTensor(n->input(1));
@@ -81,19 +176,7 @@ Int8Rewrite RewriteLinearsToInt8(torch::jit::Module& frozen) {
     }
     // aten::linear's weight is [N, K]; matmul's right side [K, N].
     auto op = aten::Int8Linear::Make(w, /*transposed=*/linear, bias, aten::Int8Epilogue::kNone);
-    if (!op) continue;
-    auto packed = c10::make_intrusive<PackedInt8Linear>();
-    packed->op = *op;
-    jit::WithInsertPoint at(n);
-    jit::Value* weights = graph->insertConstant(c10::IValue(packed));
-    jit::Node* q = graph->create(int8_linear, {n->input(0), weights});
-    q->insertBefore(n);
-    q->output()->setType(c10::TensorType::get());
-    n->output()->replaceAllUsesWith(q->output());
-    n->destroy();
-    ++r.layers;
-    r.float_bytes += (*op)->float_bytes();
-    r.quantized_bytes += (*op)->bytes();
+    if (op) Replace<PackedInt8Linear>(graph.get(), n, nullptr, int8_linear, *op, &r);
   }
   if (r.layers > 0) jit::EliminateDeadCode(graph);
   return r;

@@ -4,11 +4,16 @@
 // matrix and whose bias is a constant vector or None, and each aten::matmul
 // of an input by a constant float matrix, becomes inferd::int8_linear(x,
 // <packed weights>): the int8 product of aten/int8_linear.h (weights int8
-// per output channel, activations per row). Everything else -- convolutions
-// included -- stays FP32. The FP32 weights' constants are dropped from the
-// graph. The accuracy guard (manager/quantization_guard.h) judges the result.
+// per output channel, activations per row). Each 2-D convolution with a
+// constant weight, bias and geometry (aten::conv2d from scripted modules,
+// aten::_convolution from traced ones, not transposed) becomes
+// inferd::int8_conv2d(x, <packed weights>) (aten/int8_conv.h: oneDNN's int8
+// convolution, output channels last), with a ReLU that is its only user
+// fused in. Everything else stays FP32. The FP32 weights' constants are
+// dropped from the graph. The accuracy guard (manager/quantization_guard.h)
+// judges the result.
 //
-// inferd::int8_linear and its weight class (inferd.PackedInt8Linear) are
+// inferd::int8_linear, inferd::int8_conv2d and their weight classes are
 // registered into libtorch's process-wide operator and class registries on
 // the first call, and stay registered for the process.
 //
@@ -23,7 +28,7 @@
 namespace inferd::torchscript {
 
 struct Int8Rewrite {
-  int layers = 0;               // products replaced
+  int layers = 0;               // products and convolutions replaced
   int64_t float_bytes = 0;      // their weights' bytes in FP32
   int64_t quantized_bytes = 0;  // packed
 };

@@ -24,27 +24,15 @@
 #include <string>
 #include <vector>
 
+#include "backends/aten/conv_geometry.h"
 #include "backends/onnx/ops/dnnl_gemm.h"
 #include "core/status.h"
 
 namespace inferd::onnxexec::ops {
 
-struct ConvGeometry {
-  std::array<int64_t, 2> strides{1, 1}, padding{0, 0}, dilations{1, 1};  // symmetric padding
-  int64_t groups = 1;
-  bool relu = false;
-  bool winograd = true;  // where oneDNN has it for the shape (3x3, stride 1, no dilation, one group)
-};
-
-// Whether `weight` (float [O, C / groups, kH, kW]), `bias` (undefined or O
-// floats) and `g` make a convolution the packed kernels take.
-bool PackableConv(const at::Tensor& weight, const at::Tensor& bias, const ConvGeometry& g);
-
-// The output shape of that convolution on an input of `dtype` and shape
-// `in`; INVALID_ARGUMENT when it is no float [N, C, H, W] it takes or the
-// kernel does not fit.
-Result<std::vector<int64_t>> ConvOutputShape(at::ScalarType dtype, at::IntArrayRef in, at::IntArrayRef weight,
-                                             const ConvGeometry& g);
+using aten::ConvGeometry;
+using aten::ConvOutputShape;
+using aten::PackableConv;
 
 class PackedConv2d {
  public:

@@ -5,10 +5,14 @@
 #include <utility>
 #include <vector>
 
-#include "backends/onnx/ops/dnnl_common.h"
+#include "backends/aten/dnnl_common.h"
 
 namespace inferd::onnxexec::ops {
 namespace {
+
+using aten::Attr;
+using aten::Execute;
+using aten::PrimitiveCache;
 
 using dnnl::memory;
 using Tag = memory::format_tag;

@@ -23,11 +23,12 @@
 #include <memory>
 #include <optional>
 
+#include "backends/aten/conv_geometry.h"  // kMaxShapes
 #include "core/status.h"
 
 namespace inferd::onnxexec::ops {
 
-inline constexpr size_t kMaxShapes = 64;
+using aten::kMaxShapes;
 
 // What runs on the product before it is stored.
 enum class Epilogue { kNone, kGeluErf };

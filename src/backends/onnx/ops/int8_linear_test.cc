@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "backends/aten/int8_conv.h"
 #include "backends/onnx/model_loader.h"
-#include "backends/onnx/ops/int8_conv.h"
 
 namespace inferd::onnxexec::ops {
 namespace {
 
+using aten::Int8Conv2d;
 using aten::Int8Epilogue;
 using aten::Int8Linear;
 

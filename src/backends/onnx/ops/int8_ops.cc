@@ -3,7 +3,7 @@
 // ones (mkldnn.cc):
 //
 //  - Conv (2-D, constant weights; inferd's fused Conv + ReLU too): oneDNN's
-//    int8 convolution (int8_conv.h).
+//    int8 convolution (aten/int8_conv.h).
 //  - MatMul with a constant float [K, N] B, Gemm (alpha = beta = 1, no
 //    transA) with a constant B and bias, and the fused Linear (MatMul + bias
 //    [+ GELU]): int8 products (int8_linear.h), the weights quantised per
@@ -16,9 +16,9 @@
 
 #include <utility>
 
+#include "backends/aten/int8_conv.h"
 #include "backends/aten/int8_linear.h"
 #include "backends/onnx/ops/conv_node.h"
-#include "backends/onnx/ops/int8_conv.h"
 #include "backends/onnx/ops/linear_kernel.h"
 #include "backends/onnx/ops/op_util.h"
 
@@ -52,7 +52,7 @@ Result<Compiled> Int8Conv(const Builder& previous, const NodeInfo& n) {
   const std::string activation = n.String("activation", "");
   if (activation.empty() || activation == "Relu") {
     if (auto conv = ConstantConvOf(n, !activation.empty(), /*winograd=*/false)) {
-      if (auto q = Int8Conv2d::Make(conv->weight, conv->bias, conv->geometry)) {
+      if (auto q = aten::Int8Conv2d::Make(conv->weight, conv->bias, conv->geometry)) {
         n.CountQuantized((*q)->float_bytes(), (*q)->bytes());
         return Baked(
             [q = std::move(*q)](Args in, Outs out) -> Status {

@@ -1,4 +1,4 @@
-#include "backends/onnx/ops/int8_conv.h"
+#include "backends/aten/int8_conv.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "backends/onnx/ops/dnnl_common.h"
+#include "backends/aten/dnnl_common.h"
 
-namespace inferd::onnxexec::ops {
+namespace inferd::aten {
 namespace {
 
 using dnnl::memory;
@@ -210,4 +210,4 @@ std::string Int8Conv2d::ImplFor(const std::vector<int64_t>& shape, bool signed_i
   }
 }
 
-}  // namespace inferd::onnxexec::ops
+}  // namespace inferd::aten

@@ -1,7 +1,7 @@
-// What the oneDNN kernels (dnnl_gemm.cc, dnnl_conv.cc) share: the cache of
-// primitives by input shape, the attributes every primitive is made with,
-// and running a primitive with a scratchpad of its own. Internal to those
-// files (it includes dnnl.hpp).
+// What the oneDNN kernels (onnx/ops/dnnl_gemm.cc, onnx/ops/dnnl_conv.cc,
+// int8_conv.cc) share: the cache of primitives by input shape, the
+// attributes every primitive is made with, and running a primitive with a
+// scratchpad of its own. Included by .cc files only (it includes dnnl.hpp).
 // Thread-safety: PrimitiveCache is; the functions keep no state.
 #pragma once
 
@@ -13,10 +13,10 @@
 #include <unordered_map>
 #include <utility>
 
-#include "backends/onnx/ops/dnnl_gemm.h"  // kMaxShapes
+#include "backends/aten/conv_geometry.h"  // kMaxShapes
 #include "core/mutex.h"
 
-namespace inferd::onnxexec::ops {
+namespace inferd::aten {
 
 // Primitives (or whatever one shape needs) by input shape, made on first use
 // outside the lock (a JIT compile takes 0.1-0.3 ms) and kept up to
@@ -72,4 +72,4 @@ inline void Execute(const dnnl::stream& s, const dnnl::engine& eng, const dnnl::
   p.execute(s, args);
 }
 
-}  // namespace inferd::onnxexec::ops
+}  // namespace inferd::aten

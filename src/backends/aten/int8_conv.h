@@ -1,4 +1,4 @@
-// Int8 2-D convolutions for ONNX models quantised at load time (parameter
+// Int8 2-D convolutions for ONNX and TorchScript models quantised at load time (parameter
 // `quantization: "int8"`, docs/quantization.md), on oneDNN's int8
 // convolution (jit x8s8s32x: AVX-512 VNNI, AVX-512, AVX2): the weights int8
 // per output channel, quantised and packed once; the input quantised per call
@@ -9,7 +9,7 @@
 // Inputs and outputs are plain float NCHW ATen tensors.
 //
 // A primitive is made per input shape and signedness on first use and kept
-// (up to kMaxShapes: dnnl_gemm.h).
+// (up to kMaxShapes: conv_geometry.h).
 // Thread-safety: Run may be called concurrently.
 #pragma once
 
@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/onnx/ops/dnnl_conv.h"
+#include "backends/aten/conv_geometry.h"
 #include "core/status.h"
 
-namespace inferd::onnxexec::ops {
+namespace inferd::aten {
 
 class Int8Conv2d {
  public:
@@ -51,4 +51,4 @@ class Int8Conv2d {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace inferd::onnxexec::ops
+}  // namespace inferd::aten
