@@ -61,6 +61,7 @@ def make(repo):
     copy(repo, "tiny_chat_static", kv_cache_bytes=str(BLOCK_BYTES * 256), scheduling="static")
     copy(repo, "tiny_chat_no_prefix", kv_cache_bytes=str(BLOCK_BYTES * 256), enable_prefix_caching="false")
     copy(repo, "tiny_chat_int8", kv_cache_bytes=str(BLOCK_BYTES * 256), quantization="int8")
+    copy(repo, "tiny_chat_bf16", kv_cache_bytes=str(BLOCK_BYTES * 256), quantization="bf16")
     copy(repo, "tiny_chat_bad_quant", quantization="fp4")
     copy(repo, "tiny_chat_spec", kv_cache_bytes=str(BLOCK_BYTES * 256), speculative_decoding="prompt_lookup",
          num_speculative_tokens="6")
@@ -101,7 +102,7 @@ def copy(repo, name, **params):
 class Reference:
     """Greedy generation with the float64 reference and the model's own tokenizer."""
 
-    def __init__(self, repo, int8=False, lora=None):
+    def __init__(self, repo, int8=False, lora=None, bf16=False):
         d = os.path.join(repo, "tiny_chat", "1")
         self.sp = spm.SentencePieceProcessor(model_file=os.path.join(d, "tokenizer.model"))
         W = load_safetensors(os.path.join(d, "model.safetensors"))
@@ -112,6 +113,8 @@ class Reference:
                                      alpha / r ** 0.5 if rslora else alpha / r, dtype)
         if int8:  # the server's quantization: int8, dequantized: every projection matrix, not the embedding or norms
             W = {k: q8_dequantized(v) if k.endswith("proj.weight") or k == "lm_head.weight" else v for k, v in W.items()}
+        if bf16:  # the server's quantization: bf16: the same matrices rounded to bfloat16
+            W = {k: bf16_rounded(v) if k.endswith("proj.weight") or k == "lm_head.weight" else v for k, v in W.items()}
         self.W = {k: v.to(torch.float64) for k, v in W.items()}
 
     def prompt_ids(self, text):
@@ -145,6 +148,11 @@ def q8_dequantized(w):
     inv = torch.where(s > 0, 1.0 / torch.where(s > 0, s, torch.ones_like(s)), torch.zeros_like(s))
     q = torch.clamp(torch.round(b * inv[:, None]), -127, 127)
     return (q * s[:, None]).reshape(w.shape)
+
+
+def bf16_rounded(w):
+    """w through the server's bfloat16 storage (round to nearest, ties to even), back to float32 values."""
+    return w.to(torch.float32).to(torch.bfloat16).to(torch.float32)
 
 
 def load_safetensors(path):

@@ -33,7 +33,8 @@ def setUpModule():
     REF = llm_fixtures.Reference(C.REPO)
     SERVER = ic.Server(C.ARGS.inferd, C.REPO, "--model-control-mode", "explicit", "--load-model", "tiny_chat",
                        "--load-model", "tiny_chat_small_kv", "--load-model", "tiny_chat_static",
-                       "--load-model", "tiny_chat_no_prefix", "--load-model", "tiny_chat_int8", "--load-model", "tiny_chat_spec",
+                       "--load-model", "tiny_chat_no_prefix", "--load-model", "tiny_chat_int8", "--load-model", "tiny_chat_bf16",
+                       "--load-model", "tiny_chat_spec",
                        "--load-model", "mlp")
 
 
@@ -500,20 +501,27 @@ class Generative(unittest.TestCase):
         status, answer = SERVER.post_json("/v1/completions", {"model": "tiny_chat", "prompt": "x", "max_tokens": 2})
         self.assertEqual(status, 200, answer)
 
+    def greedy_as_reference(self, model, ref):
+        """`model`'s greedy answers to four prompts, checked token for token against `ref`'s: [(prompt, ids)]."""
+        outs = []
+        for prompt in PROMPTS[:4]:
+            ids = ref.prompt_ids(prompt)
+            out, finish = ref.greedy(ids, 12)
+            status, answer = SERVER.post_json("/v1/completions", {"model": model, "prompt": prompt,
+                                                                   "max_tokens": 12, "temperature": 0})
+            self.assertEqual(status, 200, answer)
+            self.assertEqual(answer["choices"][0]["text"], ref.text(ids, out), prompt)
+            self.assertEqual(answer["choices"][0]["finish_reason"], finish)
+            outs.append((prompt, out))
+        return outs
+
     def test_int8_weights_match_the_dequantized_reference(self):
         # quantization: int8 answers as the float64 reference does over the same weights quantized and dequantized
         # (token for token), streamed and not; and it is a different model from FP32 (the weights did change).
         ref8 = llm_fixtures.Reference(C.REPO, int8=True)
         differs = 0
-        for prompt in PROMPTS[:4]:
-            ids = ref8.prompt_ids(prompt)
-            out, finish = ref8.greedy(ids, 12)
-            status, answer = SERVER.post_json("/v1/completions", {"model": "tiny_chat_int8", "prompt": prompt,
-                                                                   "max_tokens": 12, "temperature": 0})
-            self.assertEqual(status, 200, answer)
-            self.assertEqual(answer["choices"][0]["text"], ref8.text(ids, out), prompt)
-            self.assertEqual(answer["choices"][0]["finish_reason"], finish)
-            differs += out != REF.greedy(ids, 12)[0]
+        for prompt, out in self.greedy_as_reference("tiny_chat_int8", ref8):
+            differs += out != REF.greedy(ref8.prompt_ids(prompt), 12)[0]
         self.assertGreater(differs, 0, "int8 greedy equals FP32 on every prompt: were the weights quantized?")
         status, _, data = post("/v1/completions", {"model": "tiny_chat_int8", "prompt": PROMPTS[0], "max_tokens": 12,
                                                    "temperature": 0, "stream": True})
@@ -526,6 +534,12 @@ class Generative(unittest.TestCase):
         status, body = SERVER.post_json("/v2/repository/models/tiny_chat_bad_quant/load", {})
         self.assertEqual(status, 503, body)
         self.assertIn("'quantization' 'fp4' is not one of none, int8", body["error"])
+
+    def test_bf16_weights_match_the_rounded_reference(self):
+        # quantization: bf16 answers as the float64 reference does over the same weights rounded to bfloat16 (token
+        # for token), and the load line says so.
+        self.assertEqual(len(self.greedy_as_reference("tiny_chat_bf16", llm_fixtures.Reference(C.REPO, bf16=True))), 4)
+        self.assertTrue(any("tiny_chat_bf16" in line and "bf16 weights" in line for line in SERVER.log))
 
     def test_speculative_decoding_gives_the_reference_text(self):
         # speculative_decoding: prompt_lookup (the model's parameter) drafts tokens from the prompt and the output

@@ -18,12 +18,15 @@
 
 namespace inferd::llm {
 
-// A weight matrix as int8 blocks with scales (decode_kernels.h's Q8); empty when not quantized.
+// A weight matrix stored smaller than FP32: int8 blocks with scales (decode_kernels.h's Q8), or bfloat16 values
+// (`bf16` not empty); empty when the FP32 tensor serves.
 struct Q8Matrix {
   int64_t rows = 0, cols = 0;
   std::vector<int8_t> q;
   std::vector<float> scales;
+  std::vector<uint16_t> bf16;
   bool empty() const { return rows == 0; }
+  bool is_bf16() const { return !bf16.empty(); }
 };
 
 struct LayerWeights {
@@ -32,7 +35,7 @@ struct LayerWeights {
   at::Tensor o_w, o_b;
   at::Tensor up_w, up_b;  // Llama: gate and up stacked [2 * inter, hidden]; GPT-2: c_fc
   at::Tensor down_w, down_b;
-  Q8Matrix qkv_q, o_q, up_q, down_q;  // WeightOptions::int8
+  Q8Matrix qkv_q, o_q, up_q, down_q;  // WeightOptions::int8 or ::bf16
 };
 
 struct DecoderWeights {
@@ -240,15 +243,30 @@ Q8Matrix Quantize(at::Tensor& w, const at::Tensor& keep) {
   return m;
 }
 
-// Int8 copies of every matrix the decode path multiplies by.
-void QuantizeLlama(DecoderWeights* w) {
+// `w` as bfloat16, its FP32 copy released (shared with the embedding: kept); a matrix whose width is not a
+// multiple of kBf16Cols stays FP32 (empty result).
+Q8Matrix ToBf16(at::Tensor& w, const at::Tensor& keep) {
+  Q8Matrix m;
+  if (w.size(1) % kernels::kBf16Cols != 0) return m;
+  m.rows = w.size(0);
+  m.cols = w.size(1);
+  m.bf16.resize(static_cast<size_t>(m.rows * m.cols));
+  const at::Tensor c = w.contiguous();
+  kernels::ToBf16(c.data_ptr<float>(), m.rows * m.cols, m.bf16.data());
+  if (!w.is_same(keep)) w = at::Tensor();
+  return m;
+}
+
+// Int8 (or bf16) copies of every matrix the decode path multiplies by.
+void QuantizeLlama(DecoderWeights* w, bool bf16) {
+  auto pack = [&](at::Tensor& m) { return bf16 ? ToBf16(m, w->embed) : Quantize(m, w->embed); };
   for (LayerWeights& L : w->layers) {
-    L.qkv_q = Quantize(L.qkv_w, w->embed);
-    L.o_q = Quantize(L.o_w, w->embed);
-    L.up_q = Quantize(L.up_w, w->embed);
-    L.down_q = Quantize(L.down_w, w->embed);
+    L.qkv_q = pack(L.qkv_w);
+    L.o_q = pack(L.o_w);
+    L.up_q = pack(L.up_w);
+    L.down_q = pack(L.down_w);
   }
-  w->lm_head_q = Quantize(w->lm_head, w->embed);
+  w->lm_head_q = pack(w->lm_head);
 }
 
 at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w, double eps) {
@@ -477,7 +495,7 @@ class AtenDecoder final : public DecoderModel {
     if (!q8.empty() && batch > kTiledBatch) {
       // Many rows of x (a prompt): blocks of W widened to FP32 for ATen's GEMM, whose packed kernels beat the
       // tiles once each weight is reused this often (TTFT of a 512-token prompt on bench_llama: 392 ms with the
-      // tiles in steps of 64 rows).
+      // tiles in steps of 64 rows). bf16 rows likewise.
       const auto opts = at::TensorOptions().dtype(at::kFloat);
       constexpr int64_t kChunk = 256;
       at::Tensor xt = at::from_blob(const_cast<float*>(x), {batch, cols}, opts);
@@ -485,12 +503,23 @@ class AtenDecoder final : public DecoderModel {
       at::Tensor wt = at::empty({std::min(kChunk, rows), cols}, opts);
       for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
         const int64_t n = std::min(kChunk, rows - r0);
-        kernels::DequantizeQ8(q8.q.data() + r0 * cols, q8.scales.data() + r0 * (cols / kernels::kQ8Block), n, cols,
-                              wt.data_ptr<float>());
+        if (q8.is_bf16())
+          kernels::FromBf16(q8.bf16.data() + r0 * cols, n * cols, wt.data_ptr<float>());
+        else
+          kernels::DequantizeQ8(q8.q.data() + r0 * cols, q8.scales.data() + r0 * (cols / kernels::kQ8Block), n, cols,
+                                wt.data_ptr<float>());
         at::Tensor part = at::mm(xt, wt.narrow(0, 0, n).t());
         if (bp != nullptr) part.add_(at::from_blob(const_cast<float*>(bp + r0), {n}, opts));
         yt.narrow(1, r0, n).copy_(part);
       }
+      return;
+    }
+    if (q8.is_bf16()) {  // bf16 weights, up to kTiledBatch sequences: the tiles
+      const int64_t grain = std::max<int64_t>(16, (64 << 10) / (2 * cols)) & ~int64_t{3};
+      at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+        kernels::GemmSmallBf16(q8.bf16.data() + r0 * cols, bp ? bp + r0 : nullptr, r1 - r0, cols, x, cols, batch,
+                               y + r0, rows);
+      });
       return;
     }
     if (!q8.empty()) {  // int8 weights, up to kTiledBatch sequences: the tiles
@@ -775,14 +804,17 @@ Result<std::shared_ptr<const DecoderWeights>> LoadDecoderWeights(const std::stri
     c10::InferenceMode guard;
     WeightFiles files;
     INFERD_RETURN_IF_ERROR(files.Open(dir));
+    if (options.int8 && options.bf16) return Status::InvalidArgument("quantization is int8 or bf16, not both");
     if (config.architecture != Architecture::kLlama) {
-      if (options.int8) return Status::InvalidArgument("quantization int8 needs a Llama-architecture model");
+      if (options.int8 || options.bf16)
+        return Status::InvalidArgument(std::string("quantization ") + (options.int8 ? "int8" : "bf16") +
+                                       " needs a Llama-architecture model");
       return LoadGpt2(files, config);
     }
     INFERD_ASSIGN_OR_RETURN(auto w, LoadLlama(files, config));
-    if (options.int8) {
+    if (options.int8 || options.bf16) {
       auto q = std::make_shared<DecoderWeights>(*w);
-      QuantizeLlama(q.get());
+      QuantizeLlama(q.get(), options.bf16);
       return std::shared_ptr<const DecoderWeights>(std::move(q));
     }
     return w;

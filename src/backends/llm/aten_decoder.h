@@ -29,6 +29,11 @@ struct WeightOptions {
   // the lookup, int8 for the logits). Llama only; a matrix whose width is not
   // a multiple of 32 stays FP32.
   bool int8 = false;
+  // bfloat16 storage (`quantization: bf16`): the same matrices as int8 as
+  // bf16 values, widened to FP32 in registers (half the bytes of FP32; no
+  // scales, FP32's range, 8 bits of mantissa: closer to FP32 than int8).
+  // Llama only; a matrix whose width is not a multiple of 16 stays FP32.
+  bool bf16 = false;
 };
 
 // Reads and checks the weights of `dir` (model.safetensors, or the shards a

@@ -7,6 +7,7 @@
 #include <rapidjson/document.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -62,6 +63,8 @@ class DecoderTest : public ::testing::TestWithParam<std::string> {
     ref_ = LoadReference(dir_);
     vocab_ = decoder_->config().vocab_size;
   }
+
+  void CheckReducedPrecision(const WeightOptions& options, double tolerance);
 
   void ExpectNear(const float* got, const std::vector<double>& want, const std::string& where) {
     double worst = 0;
@@ -261,12 +264,13 @@ TEST_P(DecoderTest, RefusesTokensAndTablesOutOfRange) {
   EXPECT_EQ(decoder_->Forward(std::span(&far, 1), &logits).code(), StatusCode::kInvalidArgument);
 }
 
-// Weight-only int8 (the model's quantization: int8): decode steps read the int8 copies; their logits stay
-// within a small fraction of the FP32 ones and greedy tokens mostly agree; GPT-2 is refused by name.
-TEST_P(DecoderTest, Int8DecodeStepsStayCloseToFp32) {
+// Weight-only int8 (the model's quantization: int8) or bf16 storage (bf16): decode steps read the smaller
+// copies; their logits stay within `tolerance` of the FP32 ones' range and greedy tokens mostly agree; GPT-2 is
+// refused by name.
+void DecoderTest::CheckReducedPrecision(const WeightOptions& options, double tolerance) {
   auto config = ParseDecoderConfig(ReadText(dir_ + "/config.json"));
   ASSERT_TRUE(config.ok());
-  auto q = LoadDecoderWeights(dir_, *config, WeightOptions{.int8 = true});
+  auto q = LoadDecoderWeights(dir_, *config, options);
   if (config->architecture != Architecture::kLlama) {
     ASSERT_FALSE(q.ok());
     EXPECT_NE(q.status().message().find("Llama-architecture"), std::string::npos) << q.status().message();
@@ -312,12 +316,10 @@ TEST_P(DecoderTest, Int8DecodeStepsStayCloseToFp32) {
       seqs[i].push_back(static_cast<int32_t>(want));  // both continue with the FP32 choice
     }
   }
-  // Q8 rounds each weight by up to half its block's step (0.4% of the block's largest); through two layers of
-  // these random fixtures (wide weights, unlike trained ones) the logits move by up to ~5% of their range.
-  EXPECT_LT(worst, 0.08 * scale) << "worst logit difference " << worst << " of logits up to " << scale;
+  EXPECT_LT(worst, tolerance * scale) << "worst logit difference " << worst << " of logits up to " << scale;
   EXPECT_GE(agree, rows * 9 / 10) << agree << " of " << rows << " greedy tokens agree";
-  // A prompt of more than 64 tokens in one step (int8 blocks widened for ATen's GEMM) against the same prompt
-  // in chunks of 10 (the int8 tiles): the same logits.
+  // A prompt of more than 64 tokens in one step (the weights widened for ATen's GEMM) against the same prompt
+  // in chunks of 10 (the tiles): the same logits.
   std::vector<int32_t> longp;
   while (longp.size() < 70) longp.insert(longp.end(), ref_.prompt.begin(), ref_.prompt.end());
   longp.resize(70);
@@ -335,18 +337,78 @@ TEST_P(DecoderTest, Int8DecodeStepsStayCloseToFp32) {
   for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-3) << j;
 }
 
+// Uniform values in [-0.5, 0.5) from a fixed linear congruential sequence, into each vector in turn.
+void FillUniform(uint32_t state, std::initializer_list<std::vector<float>*> vectors) {
+  for (std::vector<float>* v : vectors) {
+    for (float& f : *v) {
+      state = state * 1664525u + 1013904223u;
+      f = static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
+    }
+  }
+}
+
+TEST_P(DecoderTest, Int8DecodeStepsStayCloseToFp32) {
+  // Q8 rounds each weight by up to half its block's step (0.4% of the block's largest); through two layers of
+  // these random fixtures (wide weights, unlike trained ones) the logits move by up to ~5% of their range.
+  CheckReducedPrecision(WeightOptions{.int8 = true}, 0.08);
+}
+
+TEST_P(DecoderTest, Bf16DecodeStepsStayCloseToFp32) {
+  // bf16 rounds each weight by up to 2^-9 of itself: closer than Q8.
+  CheckReducedPrecision(WeightOptions{.bf16 = true}, 0.03);
+}
+
+// bf16 storage: rounding to the nearest (ties to even), NaN and infinities kept; the bf16 tiles against the same
+// products over the widened weights, for tiles and their remainders.
+TEST(DecodeKernelsTest, Bf16RoundsToNearestAndItsProductsEqualTheWidenedOnes) {
+  const float in[] = {1.0f,
+                      std::bit_cast<float>(0x3f808000u),
+                      std::bit_cast<float>(0x3f818000u),
+                      std::bit_cast<float>(0x3f808001u),
+                      -2.5f,
+                      INFINITY,
+                      NAN};
+  uint16_t out[7];
+  kernels::ToBf16(in, 7, out);
+  EXPECT_EQ(out[0], 0x3f80);  // exact
+  EXPECT_EQ(out[1], 0x3f80);  // a tie: to the even one
+  EXPECT_EQ(out[2], 0x3f82);  // a tie: to the even one (up)
+  EXPECT_EQ(out[3], 0x3f81);  // above the tie: up
+  EXPECT_EQ(out[4], 0xc020);
+  EXPECT_EQ(out[5], 0x7f80);
+  float back[7];
+  kernels::FromBf16(out, 7, back);
+  EXPECT_TRUE(std::isnan(back[6]));
+  EXPECT_EQ(back[4], -2.5f);
+  constexpr int64_t rows = 37, cols = 96;
+  std::vector<float> w(rows * cols), x(9 * cols), bias(rows);
+  FillUniform(777, {&w, &x, &bias});
+  std::vector<uint16_t> b(rows * cols);
+  kernels::ToBf16(w.data(), rows * cols, b.data());
+  std::vector<float> wide(rows * cols);
+  kernels::FromBf16(b.data(), rows * cols, wide.data());
+  for (int64_t i = 0; i < rows * cols; ++i)
+    EXPECT_LE(std::abs(wide[static_cast<size_t>(i)] - w[static_cast<size_t>(i)]),
+              std::abs(w[static_cast<size_t>(i)]) / 256);
+  for (int64_t batch : {1, 2, 3, 4, 5, 9}) {
+    std::vector<float> y(static_cast<size_t>(batch * rows), 0.f);
+    kernels::GemmSmallBf16(b.data(), bias.data(), rows, cols, x.data(), cols, batch, y.data(), rows);
+    for (int64_t s = 0; s < batch; ++s) {
+      for (int64_t r = 0; r < rows; ++r) {
+        double want = bias[static_cast<size_t>(r)];
+        for (int64_t k = 0; k < cols; ++k)
+          want += static_cast<double>(wide[static_cast<size_t>(r * cols + k)]) * x[static_cast<size_t>(s * cols + k)];
+        EXPECT_NEAR(y[static_cast<size_t>(s * rows + r)], want, 1e-4) << "batch " << batch << " s " << s << " r " << r;
+      }
+    }
+  }
+}
+
 // The int8 kernel against the same products over its dequantized weights, for tiles and their remainders.
 TEST(DecodeKernelsTest, Q8ProductsEqualTheDequantizedOnes) {
   constexpr int64_t rows = 37, cols = 96;
   std::vector<float> w(rows * cols), x(9 * cols), bias(rows);
-  uint32_t state = 12345;
-  auto next = [&] {
-    state = state * 1664525u + 1013904223u;
-    return static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
-  };
-  for (float& v : w) v = next();
-  for (float& v : x) v = next();
-  for (float& v : bias) v = next();
+  FillUniform(12345, {&w, &x, &bias});
   w[5] = 3.0f;  // one block with a large value: its scale grows, the others keep theirs
   std::vector<int8_t> q(rows * cols);
   std::vector<float> scales(rows * cols / kernels::kQ8Block);

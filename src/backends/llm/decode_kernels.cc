@@ -387,6 +387,100 @@ GemmQ8Fn PickGemmQ8() {
   return GemmQ8Sse;
 }
 
+// bf16: R rows' L values widened (a 16-bit shift into FP32's upper half) once, then used for S sequences.
+template <typename V, typename U16, int R, int S>
+__attribute__((always_inline)) inline void TileBf16(const uint16_t* w, int64_t cols, const float* x, int64_t x_stride,
+                                                    float (&out)[R][S], const uint16_t* prefetch) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  typedef uint32_t U32 __attribute__((vector_size(sizeof(V))));
+  V acc[R][S];
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < S; ++s) acc[r][s] = V{};
+  for (int64_t c = 0; c < cols; c += L) {
+    V wf[R];
+    for (int r = 0; r < R; ++r) {
+      U16 t;
+      __builtin_memcpy(&t, w + r * cols + c, sizeof(U16));
+      const U32 u = __builtin_convertvector(t, U32) << 16;
+      __builtin_memcpy(&wf[r], &u, sizeof(V));
+    }
+    if (prefetch != nullptr && c % 32 == 0) {
+      for (int r = 0; r < R; ++r) __builtin_prefetch(prefetch + r * cols + c + 128);
+    }
+    for (int s = 0; s < S; ++s) {
+      V xv;
+      __builtin_memcpy(&xv, x + s * x_stride + c, sizeof(V));
+      for (int r = 0; r < R; ++r) acc[r][s] += wf[r] * xv;
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < S; ++s) out[r][s] = HSum(acc[r][s]);
+}
+
+template <typename V, typename U16, int R, int S>
+__attribute__((always_inline)) inline void TiledGemmBf16(const uint16_t* w, const float* bias, int64_t rows,
+                                                         int64_t cols, const float* x, int64_t x_stride, int64_t batch,
+                                                         float* y, int64_t y_stride) {
+  auto put = [&](int64_t r, int64_t s, float v) { y[s * y_stride + r] = v + (bias ? bias[r] : 0.0f); };
+  int64_t r0 = 0;
+  for (; r0 + R <= rows; r0 += R) {
+    const uint16_t* wr = w + r0 * cols;
+    int64_t s0 = 0;
+    for (; s0 + S <= batch; s0 += S) {
+      float out[R][S];
+      TileBf16<V, U16, R, S>(wr, cols, x + s0 * x_stride, x_stride, out,
+                             s0 == 0 && r0 + 2 * R <= rows ? wr + R * cols : nullptr);
+      for (int r = 0; r < R; ++r)
+        for (int s = 0; s < S; ++s) put(r0 + r, s0 + s, out[r][s]);
+    }
+    for (; s0 < batch; ++s0) {
+      float out[R][1];
+      TileBf16<V, U16, R, 1>(wr, cols, x + s0 * x_stride, x_stride, out, nullptr);
+      for (int r = 0; r < R; ++r) put(r0 + r, s0, out[r][0]);
+    }
+  }
+  for (; r0 < rows; ++r0) {
+    for (int64_t s0 = 0; s0 < batch; ++s0) {
+      float out[1][1];
+      TileBf16<V, U16, 1, 1>(w + r0 * cols, cols, x + s0 * x_stride, x_stride, out, nullptr);
+      put(r0, s0, out[0][0]);
+    }
+  }
+}
+
+typedef uint16_t U16x16 __attribute__((vector_size(32)));
+typedef uint16_t U16x8 __attribute__((vector_size(16)));
+typedef uint16_t U16x4 __attribute__((vector_size(8)));
+
+using GemmBf16Fn = void (*)(const uint16_t*, const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*,
+                            int64_t);
+
+__attribute__((target("avx512f"))) void GemmBf16Avx512(const uint16_t* w, const float* bias, int64_t rows, int64_t cols,
+                                                       const float* x, int64_t x_stride, int64_t batch, float* y,
+                                                       int64_t y_stride) {
+  TiledGemmBf16<V16, U16x16, 4, 4>(w, bias, rows, cols, x, x_stride, batch, y, y_stride);
+}
+
+__attribute__((target("avx2,fma"))) void GemmBf16Avx2(const uint16_t* w, const float* bias, int64_t rows, int64_t cols,
+                                                      const float* x, int64_t x_stride, int64_t batch, float* y,
+                                                      int64_t y_stride) {
+  TiledGemmBf16<V8, U16x8, 4, 2>(w, bias, rows, cols, x, x_stride, batch, y, y_stride);
+}
+
+void GemmBf16Sse(const uint16_t* w, const float* bias, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
+                 int64_t batch, float* y, int64_t y_stride) {
+  TiledGemmBf16<V4, U16x4, 2, 2>(w, bias, rows, cols, x, x_stride, batch, y, y_stride);
+}
+
+GemmBf16Fn PickGemmBf16() {
+#if !defined(INFERD_NO_IFUNC) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return GemmBf16Avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return GemmBf16Avx2;
+#endif
+  return GemmBf16Sse;
+}
+
 }  // namespace
 
 void QuantizeQ8(const float* w, int64_t rows, int64_t cols, int8_t* q, float* scales) {
@@ -433,6 +527,29 @@ bool GemmSmallQ8With(std::string_view isa, const int8_t* q, const float* scales,
   if (fn == nullptr) return false;
   fn(q, scales, bias, rows, cols, x, x_stride, batch, y, y_stride);
   return true;
+}
+
+void ToBf16(const float* w, int64_t n, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = std::bit_cast<uint32_t>(w[i]);
+    if (std::isnan(w[i])) {
+      out[i] = static_cast<uint16_t>((u >> 16) | 0x40);  // a quiet NaN, whatever its payload
+      continue;
+    }
+    const uint32_t round = 0x7fff + ((u >> 16) & 1);  // to the nearest, ties to even
+    out[i] = static_cast<uint16_t>((u + round) >> 16);
+  }
+}
+
+INFERD_KERNEL void FromBf16(const uint16_t* w, int64_t n, float* out) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(static_cast<uint32_t>(w[i]) << 16);
+}
+
+void GemmSmallBf16(const uint16_t* w, const float* bias, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
+                   int64_t batch, float* y, int64_t y_stride) {
+  static const GemmBf16Fn fn = PickGemmBf16();
+  fn(w, bias, rows, cols, x, x_stride, batch, y, y_stride);
 }
 
 void GemmSmall(const float* w, const float* bias, int64_t rows, int64_t cols, const float* x, int64_t x_stride,

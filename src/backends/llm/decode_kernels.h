@@ -46,6 +46,17 @@ void GemmSmallQ8(const int8_t* q, const float* scales, const float* bias, int64_
 bool GemmSmallQ8With(std::string_view isa, const int8_t* q, const float* scales, const float* bias, int64_t rows,
                      int64_t cols, const float* x, int64_t x_stride, int64_t batch, float* y, int64_t y_stride);
 
+// bfloat16 storage: the upper 16 bits of each FP32 value (rounded to the
+// nearest, ties to even; NaN stays NaN), half the bytes of FP32 with FP32's
+// range; widened back by a 16-bit shift.
+void ToBf16(const float* w, int64_t n, uint16_t* out);
+void FromBf16(const uint16_t* w, int64_t n, float* out);
+// GemmSmall over bf16 weights [rows, cols], widened to FP32 in registers (read
+// half the bytes). `cols` must be a multiple of kBf16Cols.
+inline constexpr int64_t kBf16Cols = 16;
+void GemmSmallBf16(const uint16_t* w, const float* bias, int64_t rows, int64_t cols, const float* x, int64_t x_stride,
+                   int64_t batch, float* y, int64_t y_stride);
+
 // out = w * x / sqrt(mean(x^2) + eps) over n floats (out may be x).
 void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
 

@@ -175,16 +175,21 @@ class LlmBackend final : public Backend {
     if (auto it = spec.parameters.find("quantization"); it != spec.parameters.end()) {
       if (it->second == "int8") {
         wopts.int8 = true;
+      } else if (it->second == "bf16") {
+        wopts.bf16 = true;
       } else if (it->second != "none" && !it->second.empty()) {
         return Status::InvalidArgument("parameter 'quantization' '" + it->second.substr(0, 32) +
-                                       "' is not one of none, int8");
+                                       "' is not one of none, int8, bf16");
       }
     }
     INFERD_ASSIGN_OR_RETURN(auto weights, llm::LoadDecoderWeights(dir, config, wopts));
     std::string note = config.model_type + ": " + std::to_string(config.num_layers) + " layers, hidden " +
                        std::to_string(config.hidden_size) + ", vocab " + std::to_string(config.vocab_size) +
                        ", context " + std::to_string(config.max_positions) + ", chat template " +
-                       std::string(llm::ChatTemplateName(info->chat_template)) + (wopts.int8 ? ", int8 weights" : "");
+                       std::string(llm::ChatTemplateName(info->chat_template)) +
+                       (wopts.int8   ? ", int8 weights"
+                        : wopts.bf16 ? ", bf16 weights"
+                                     : "");
     if (tok.has_jinja_template && !tok.chat_template && spec.parameters.count("chat_template") == 0) {
       note += " (tokenizer_config.json's chat_template was not recognised; set the chat_template parameter)";
     }
