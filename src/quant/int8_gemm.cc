@@ -289,7 +289,7 @@ PackedInt8Weights PackInt8Weights(const float* w, int64_t n, int64_t k) {
     const int64_t nb = j / kBlock, o = j % kBlock;
     int32_t sum = 0;
     for (int64_t t = 0; t < k; ++t) {
-      const auto q = static_cast<int8_t>(std::clamp(std::nearbyint(row[t] * inv), -127.0f, 127.0f));
+      const auto q = static_cast<int8_t>(RoundToLevel(row[t] * inv, 127.0f));
       p.packed[static_cast<size_t>(((nb * groups + t / kGroup) * kBlock + o) * kGroup + t % kGroup)] = q;
       sum += q;
     }
@@ -311,8 +311,7 @@ void QuantizeRowPortable(const float* row, int64_t k, ActivationCode code, float
   *scale = s;
   const float inv = s > 0.0f ? 1.0f / s : 0.0f;
   for (int64_t t = 0; t < k; ++t) {
-    const float v = std::clamp(std::nearbyint(row[t] * inv), -levels, levels);
-    q[t] = static_cast<uint8_t>(static_cast<int32_t>(v) + code.zero_point);
+    q[t] = static_cast<uint8_t>(RoundToLevel(row[t] * inv, levels) + code.zero_point);
   }
 }
 
@@ -373,8 +372,7 @@ __attribute__((target("avx2,fma"))) void QuantizeRowAvx2(const float* row, int64
     _mm_storel_epi64(reinterpret_cast<__m128i*>(q + t), _mm_packus_epi16(w16, w16));
   }
   for (; t < k; ++t) {
-    const float v = std::clamp(std::nearbyint(row[t] * inv_s), -levels, levels);
-    q[t] = static_cast<uint8_t>(static_cast<int32_t>(v) + code.zero_point);
+    q[t] = static_cast<uint8_t>(RoundToLevel(row[t] * inv_s, levels) + code.zero_point);
   }
 }
 #endif

@@ -15,11 +15,21 @@
 // Thread-safety: pure functions; PackedInt8Weights is immutable once packed.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 namespace inferd::quant {
+
+// nearbyint(x) within [-levels, levels]; 0 for a NaN (a NaN or infinite
+// value, or infinity times a zero scale), whose conversion to an integer
+// would be undefined.
+inline int32_t RoundToLevel(float x, float levels) {
+  const float v = std::nearbyint(x);
+  return v == v ? static_cast<int32_t>(std::clamp(v, -levels, levels)) : 0;
+}
 
 // W [n, k] (y = x W^T: Linear, Gemm with transB, MatMul's B transposed)
 // quantised per output channel and packed for the kernels: blocks of 16

@@ -104,6 +104,31 @@ TEST(Int8GemmTest, CloseToTheFp32Product) {
   EXPECT_LT(std::sqrt(err / norm), 0.03);  // relative RMS error (7-bit activations on AVX2 included)
 }
 
+// A NaN or infinite activation (a request may carry them) has no int8 value: it becomes 0 (no undefined
+// conversion), and the other rows, scaled on their own, keep their answers.
+TEST(Int8GemmTest, NonFiniteValuesAreDefinedAndStayInTheirRow) {
+  EXPECT_EQ(RoundToLevel(NAN, 127), 0);
+  EXPECT_EQ(RoundToLevel(INFINITY, 127), 127);
+  EXPECT_EQ(RoundToLevel(-INFINITY, 255), -255);
+  EXPECT_EQ(RoundToLevel(2.5f, 127), 2);  // ties to even
+  std::mt19937 g(5);
+  const int64_t n = 32, k = 64, m = 3;
+  auto w = Random(static_cast<size_t>(n * k), &g, 0.1f);
+  w[7] = NAN;  // a weight too: 0 in its row, the others as they are
+  const PackedInt8Weights p = PackInt8Weights(w.data(), n, k);
+  auto x = Random(static_cast<size_t>(m * k), &g, 1.0f);
+  std::vector<float> clean(static_cast<size_t>(m * n)), dirty(clean.size());
+  QuantizedRows q;
+  QuantizeRows(x.data(), m, k, k, ChosenActivationCode(), &q);
+  Int8Gemm(q, p, nullptr, clean.data(), n);
+  x[1] = NAN;
+  x[k + 2] = INFINITY;  // rows 0 and 1 poisoned, row 2 not
+  QuantizeRows(x.data(), m, k, k, ChosenActivationCode(), &q);
+  Int8Gemm(q, p, nullptr, dirty.data(), n);
+  for (int64_t j = 0; j < n; ++j)
+    EXPECT_EQ(dirty[static_cast<size_t>(2 * n + j)], clean[static_cast<size_t>(2 * n + j)]);
+}
+
 // Every quantiser this CPU has gives the portable one's bytes and scales (ties round to even in both; odd k: tails).
 TEST(Int8GemmTest, EveryQuantiserMatchesThePortableOne) {
   std::mt19937 g(5);

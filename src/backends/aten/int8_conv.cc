@@ -118,6 +118,7 @@ int64_t Int8Conv2d::float_bytes() const { return 4 * impl_->qweight.numel(); }
 std::optional<std::shared_ptr<const Int8Conv2d>> Int8Conv2d::Make(const at::Tensor& weight, const at::Tensor& bias,
                                                                   const ConvGeometry& g) {
   if (!PackableConv(weight, bias, g)) return std::nullopt;
+  if (!at::isfinite(weight).all().item<bool>()) return std::nullopt;  // a NaN or infinite weight has no int8 value
   auto impl = std::make_unique<Impl>();
   impl->g = g;
   impl->out_channels = weight.size(0);

@@ -18,7 +18,8 @@ constexpr int64_t kRowsPerShare = 8;
 std::optional<std::shared_ptr<const Int8Linear>> Int8Linear::Make(const at::Tensor& w, bool transposed,
                                                                   const at::Tensor& bias, Int8Epilogue epilogue) {
   if (w.scalar_type() != at::kFloat || w.dim() != 2 || w.size(0) < 1 || w.size(1) < 1) return std::nullopt;
-  at::Tensor nk = (transposed ? w : w.t()).contiguous();  // [N, K]
+  if (!at::isfinite(w).all().item<bool>()) return std::nullopt;  // a NaN or infinite weight has no int8 value
+  at::Tensor nk = (transposed ? w : w.t()).contiguous();         // [N, K]
   const int64_t n = nk.size(0), k = nk.size(1);
   if (bias.defined() && (bias.scalar_type() != at::kFloat || bias.numel() != n)) return std::nullopt;
   auto out = std::make_shared<Int8Linear>();

@@ -494,7 +494,8 @@ void QuantizeQ8(const float* w, int64_t rows, int64_t cols, int8_t* q, float* sc
       const float inv = s > 0 ? 1.0f / s : 0.0f;
       scales[r * blocks + b] = s;
       for (int64_t i = 0; i < kQ8Block; ++i) {
-        q[r * cols + b * kQ8Block + i] = static_cast<int8_t>(std::clamp(std::nearbyint(src[i] * inv), -127.0f, 127.0f));
+        const float v = std::nearbyint(src[i] * inv);  // NaN (from a NaN or infinite weight): 0, not undefined
+        q[r * cols + b * kQ8Block + i] = static_cast<int8_t>(v == v ? std::clamp(v, -127.0f, 127.0f) : 0.0f);
       }
     }
   }

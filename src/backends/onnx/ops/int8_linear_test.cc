@@ -52,6 +52,15 @@ TEST(Int8LinearTest, CloseToTheFp32ProductForEveryRowCountAndBothLayouts) {
 }
 
 // Rows or outputs split between threads: the integer products are exact, so the split changes no bit.
+TEST(Int8LinearTest, NonFiniteWeightsStayFp32) {
+  at::Tensor w = Randn8({16, 8}, 40);
+  w[3][2] = NAN;
+  EXPECT_FALSE(Int8Linear::Make(w, false, at::Tensor(), Int8Epilogue::kNone));
+  at::Tensor c = Randn8({4, 3, 3, 3}, 41);
+  c[1][0][0][0] = INFINITY;
+  EXPECT_FALSE(Int8Conv2d::Make(c, at::Tensor(), ConvGeometry()));
+}
+
 TEST(Int8LinearTest, ThreadsSplitRowsOrOutputsWithoutChangingTheAnswer) {
   const at::Tensor w = Randn8({256, 300}, 4, 0.05);
   auto l = Int8Linear::Make(w, false, at::Tensor(), Int8Epilogue::kGeluErf);
