@@ -39,13 +39,14 @@ at::Tensor RunInt8Linear(const at::Tensor& x, const c10::intrusive_ptr<PackedInt
 
 struct PackedInt8Conv2d : torch::CustomClassHolder {
   std::shared_ptr<const aten::Int8Conv2d> op;
+  bool contiguous = false;  // answer NCHW-contiguous (the graph views tensors), else channels last
 };
 
-// inferd::int8_conv2d: x [N, C, H, W] -> [N, O, H', W'] (channels last).
+// inferd::int8_conv2d: x [N, C, H, W] -> [N, O, H', W'].
 at::Tensor RunInt8Conv2d(const at::Tensor& x, const c10::intrusive_ptr<PackedInt8Conv2d>& w) {
   Result<at::Tensor> y = w->op->Run(x);
   TORCH_CHECK(y.ok(), "inferd::int8_conv2d: ", y.status().message());
-  return *y;
+  return w->contiguous ? y->contiguous() : *y;
 }
 
 void RegisterInt8Linear() {
@@ -102,21 +103,23 @@ std::optional<aten::ConvGeometry> ConvOf(jit::Node* n) {
   return g;
 }
 
-void Collect(jit::Block* block, std::vector<jit::Node*>* out) {
+// `views`: whether the graph has an aten::view anywhere (which fails on the channels-last tensors the int8
+// convolutions answer when their layout reaches it).
+void Collect(jit::Block* block, std::vector<jit::Node*>* out, bool* views) {
   for (jit::Node* n : block->nodes()) {
+    *views = *views || n->kind() == c10::aten::view;
     if (n->kind() == c10::aten::linear || n->kind() == c10::aten::matmul || n->kind() == c10::aten::conv2d ||
         n->kind() == c10::aten::_convolution)
       out->push_back(n);
-    for (jit::Block* b : n->blocks()) Collect(b, out);
+    for (jit::Block* b : n->blocks()) Collect(b, out, views);
   }
 }
 
 // Replaces `n` (and `last`, its only user, when given) by op(n's input 0, `packed` as a constant), and counts it.
-template <typename Holder, typename Op>
-void Replace(jit::Graph* graph, jit::Node* n, jit::Node* last, c10::Symbol op, std::shared_ptr<const Op> kernel,
+template <typename Holder>
+void Replace(jit::Graph* graph, jit::Node* n, jit::Node* last, c10::Symbol op, c10::intrusive_ptr<Holder> packed,
              Int8Rewrite* r) {
-  auto packed = c10::make_intrusive<Holder>();
-  packed->op = kernel;
+  const auto& kernel = packed->op;
   jit::WithInsertPoint at(n);
   jit::Value* weights = graph->insertConstant(c10::IValue(packed));
   jit::Node* q = graph->create(op, {n->input(0), weights});
@@ -131,7 +134,7 @@ void Replace(jit::Graph* graph, jit::Node* n, jit::Node* last, c10::Symbol op, s
 }
 
 // The convolution `n` as inferd::int8_conv2d, with a ReLU that is its only user fused in.
-void RewriteConv(jit::Node* n, c10::Symbol int8_conv2d, jit::Graph* graph, Int8Rewrite* r) {
+void RewriteConv(jit::Node* n, c10::Symbol int8_conv2d, bool contiguous, jit::Graph* graph, Int8Rewrite* r) {
   std::optional<aten::ConvGeometry> g = ConvOf(n);
   at::Tensor w = ConstantTensor(n->input(1));
   if (!g || !w.defined() || w.scalar_type() != at::kFloat || w.dim() != 4) return;
@@ -146,7 +149,11 @@ void RewriteConv(jit::Node* n, c10::Symbol int8_conv2d, jit::Graph* graph, Int8R
   }
   g->relu = relu != nullptr;
   auto op = aten::Int8Conv2d::Make(w, bias, *g);
-  if (op) Replace<PackedInt8Conv2d>(graph, n, relu, int8_conv2d, *op, r);
+  if (!op) return;
+  auto packed = c10::make_intrusive<PackedInt8Conv2d>();
+  packed->op = *op;
+  packed->contiguous = contiguous;
+  Replace(graph, n, relu, int8_conv2d, packed, r);
 }
 
 }  // namespace
@@ -156,12 +163,13 @@ Int8Rewrite RewriteLinearsToInt8(torch::jit::Module& frozen) {
   Int8Rewrite r;
   std::shared_ptr<jit::Graph> graph = frozen.get_method("forward").graph();
   std::vector<jit::Node*> nodes;
-  Collect(graph->block(), &nodes);
+  bool views = false;
+  Collect(graph->block(), &nodes, &views);
   const c10::Symbol int8_linear = c10::Symbol::fromQualString("inferd::int8_linear");
   const c10::Symbol int8_conv2d = c10::Symbol::fromQualString("inferd::int8_conv2d");
   for (jit::Node* n : nodes) {
     if (n->kind() == c10::aten::conv2d || n->kind() == c10::aten::_convolution) {
-      RewriteConv(n, int8_conv2d, graph.get(), &r);
+      RewriteConv(n, int8_conv2d, /*contiguous=*/views, graph.get(), &r);
       continue;
     }
     const bool linear = n->kind() == c10::aten::linear;
@@ -176,7 +184,10 @@ Int8Rewrite RewriteLinearsToInt8(torch::jit::Module& frozen) {
     }
     // aten::linear's weight is [N, K]; matmul's right side [K, N].
     auto op = aten::Int8Linear::Make(w, /*transposed=*/linear, bias, aten::Int8Epilogue::kNone);
-    if (op) Replace<PackedInt8Linear>(graph.get(), n, nullptr, int8_linear, *op, &r);
+    if (!op) continue;
+    auto packed = c10::make_intrusive<PackedInt8Linear>();
+    packed->op = *op;
+    Replace(graph.get(), n, nullptr, int8_linear, packed, &r);
   }
   if (r.layers > 0) jit::EliminateDeadCode(graph);
   return r;

@@ -8,8 +8,10 @@
 // constant weight, bias and geometry (aten::conv2d from scripted modules,
 // aten::_convolution from traced ones, not transposed) becomes
 // inferd::int8_conv2d(x, <packed weights>) (aten/int8_conv.h: oneDNN's int8
-// convolution, output channels last), with a ReLU that is its only user
-// fused in. Everything else stays FP32. The FP32 weights' constants are
+// convolution), with a ReLU that is its only user fused in; its output is
+// channels last (the layout the next convolution reads), or NCHW-contiguous
+// when the graph has an aten::view anywhere (a view of a channels-last tensor
+// can fail where FP32's succeeded). Everything else stays FP32. The FP32 weights' constants are
 // dropped from the graph. The accuracy guard (manager/quantization_guard.h)
 // judges the result.
 //

@@ -75,6 +75,27 @@ TEST(Int8RewriteTest, ConstantLinearProductsAndConvolutionsBecomeInt8AndAgreeWit
   EXPECT_THROW(frozen.forward({x, RandnTs({2, 2, 8, 8}, 9, 1.0)}), std::exception);
 }
 
+TEST(Int8RewriteTest, ConvolutionsAnswerContiguouslyWhereTheGraphViews) {
+  // A classic CNN head: conv -> relu -> view(N, -1) -> linear. A view of a channels-last tensor would fail.
+  torch::jit::Module m("m");
+  m.register_parameter("wc", RandnTs({8, 3, 3, 3}, 20, 0.3), false);
+  m.register_parameter("wl", RandnTs({4, 8 * 6 * 6}, 21, 0.05), false);
+  m.define(R"(
+def forward(self, img):
+    c = torch.relu(torch.conv2d(img, self.wc))
+    return torch.linear(c.view(c.size(0), -1), self.wl)
+)");
+  m.eval();
+  torch::jit::Module frozen = torch::jit::freeze(m);
+  EXPECT_EQ(RewriteLinearsToInt8(frozen).layers, 2);
+  const at::Tensor img = RandnTs({2, 3, 8, 8}, 22, 1.0);
+  torch::NoGradGuard no_grad;
+  const at::Tensor want = m.forward({img}).toTensor();
+  at::Tensor got;
+  ASSERT_NO_THROW(got = frozen.forward({img}).toTensor());
+  EXPECT_LT((got - want).norm().item<double>() / want.norm().item<double>(), 0.03);
+}
+
 TEST(Int8RewriteTest, OptimizeForInferenceQuantizesOnlyWhenAsked) {
   ModelSpec spec;
   spec.name = "m";
