@@ -13,21 +13,11 @@
 #include <sstream>
 
 #include "backends/llm/decode_kernels.h"
+#include "backends/llm/packed_matrix.h"
 #include "llm/lora_adapter.h"
 #include "llm/safetensors.h"
 
 namespace inferd::llm {
-
-// A weight matrix stored smaller than FP32: int8 blocks with scales (decode_kernels.h's Q8), or bfloat16 values
-// (`bf16` not empty); empty when the FP32 tensor serves.
-struct Q8Matrix {
-  int64_t rows = 0, cols = 0;
-  std::vector<int8_t> q;
-  std::vector<float> scales;
-  std::vector<uint16_t> bf16;
-  bool empty() const { return rows == 0; }
-  bool is_bf16() const { return !bf16.empty(); }
-};
 
 struct LayerWeights {
   at::Tensor norm1_w, norm1_b, norm2_w, norm2_b;  // biases: GPT-2 only
@@ -35,7 +25,7 @@ struct LayerWeights {
   at::Tensor o_w, o_b;
   at::Tensor up_w, up_b;  // Llama: gate and up stacked [2 * inter, hidden]; GPT-2: c_fc
   at::Tensor down_w, down_b;
-  Q8Matrix qkv_q, o_q, up_q, down_q;  // WeightOptions::int8 or ::bf16
+  PackedMatrix qkv_q, o_q, up_q, down_q;  // WeightOptions::int8 or ::bf16
 };
 
 struct DecoderWeights {
@@ -46,7 +36,7 @@ struct DecoderWeights {
   at::Tensor final_w, final_b;
   at::Tensor lm_head;   // [vocab, hidden] (the embedding when tied)
   at::Tensor inv_freq;  // Llama: [head_dim / 2]
-  Q8Matrix lm_head_q;
+  PackedMatrix lm_head_q;
 };
 
 namespace {
@@ -228,38 +218,10 @@ Result<std::shared_ptr<const DecoderWeights>> LoadGpt2(const WeightFiles& f, con
   return std::shared_ptr<const DecoderWeights>(std::move(w));
 }
 
-// `w` as int8, its FP32 copy released (shared with the embedding: kept); a
-// matrix whose width is not a multiple of the block stays FP32 (empty result).
-Q8Matrix Quantize(at::Tensor& w, const at::Tensor& keep) {
-  Q8Matrix m;
-  if (w.size(1) % kernels::kQ8Block != 0) return m;
-  m.rows = w.size(0);
-  m.cols = w.size(1);
-  m.q.resize(static_cast<size_t>(m.rows * m.cols));
-  m.scales.resize(static_cast<size_t>(m.rows * (m.cols / kernels::kQ8Block)));
-  const at::Tensor c = w.contiguous();
-  kernels::QuantizeQ8(c.data_ptr<float>(), m.rows, m.cols, m.q.data(), m.scales.data());
-  if (!w.is_same(keep)) w = at::Tensor();
-  return m;
-}
-
-// `w` as bfloat16, its FP32 copy released (shared with the embedding: kept); a matrix whose width is not a
-// multiple of kBf16Cols stays FP32 (empty result).
-Q8Matrix ToBf16(at::Tensor& w, const at::Tensor& keep) {
-  Q8Matrix m;
-  if (w.size(1) % kernels::kBf16Cols != 0) return m;
-  m.rows = w.size(0);
-  m.cols = w.size(1);
-  m.bf16.resize(static_cast<size_t>(m.rows * m.cols));
-  const at::Tensor c = w.contiguous();
-  kernels::ToBf16(c.data_ptr<float>(), m.rows * m.cols, m.bf16.data());
-  if (!w.is_same(keep)) w = at::Tensor();
-  return m;
-}
-
 // Int8 (or bf16) copies of every matrix the decode path multiplies by.
 void QuantizeLlama(DecoderWeights* w, bool bf16) {
-  auto pack = [&](at::Tensor& m) { return bf16 ? ToBf16(m, w->embed) : Quantize(m, w->embed); };
+  const Packing packing = bf16 ? Packing::kBf16 : Packing::kInt8;
+  auto pack = [&](at::Tensor& m) { return Pack(m, w->embed, packing); };
   for (LayerWeights& L : w->layers) {
     L.qkv_q = pack(L.qkv_w);
     L.o_q = pack(L.o_w);
@@ -471,82 +433,6 @@ class AtenDecoder final : public DecoderModel {
     size_t rows = 0;
     for (const StepInput& in : batch) rows += in.tokens.size();
     return rows <= static_cast<size_t>(kTiledBatch);
-  }
-
-  // y[b, :rows] = W x[b] (+ bias) for the batch: W's rows split between the intra-op threads, each read once for
-  // the whole batch in register tiles of rows x sequences (kernels::GemmSmall); ATen's GEMM past kTiledBatch
-  // sequences, where its packed blocks pay off. Measured on bench_llama, decode tokens/s: 16 sequences, ATen's
-  // addmm 540 (a third of it packing W: OpenBLAS's sgemm_incopy), the tiles 750-850; 1 sequence, a row-by-row
-  // matrix-vector product 242, the tiles (4 rows at once, the next tile prefetched) 254.
-  static constexpr int64_t kTiledBatch = 64;
-  // x [n, in] through a projection: ATen's linear, or the Q8 kernel when the matrix is int8 (its FP32 copy gone).
-  static at::Tensor Project(const at::Tensor& x, const at::Tensor& w, const Q8Matrix& q8, const at::Tensor& b) {
-    if (q8.empty()) return at::linear(x, w, b);
-    const at::Tensor xc = x.contiguous();
-    at::Tensor y = at::empty({xc.size(0), q8.rows}, at::TensorOptions().dtype(at::kFloat));
-    Linear(w, q8, b, xc.data_ptr<float>(), xc.size(0), y.data_ptr<float>());
-    return y;
-  }
-
-  static void Linear(const at::Tensor& w, const Q8Matrix& q8, const at::Tensor& b, const float* x, int64_t batch,
-                     float* y) {
-    const int64_t rows = q8.empty() ? w.size(0) : q8.rows, cols = q8.empty() ? w.size(1) : q8.cols;
-    const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
-    if (!q8.empty() && batch > kTiledBatch) {
-      // Many rows of x (a prompt): blocks of W widened to FP32 for ATen's GEMM, whose packed kernels beat the
-      // tiles once each weight is reused this often (TTFT of a 512-token prompt on bench_llama: 392 ms with the
-      // tiles in steps of 64 rows). bf16 rows likewise.
-      const auto opts = at::TensorOptions().dtype(at::kFloat);
-      constexpr int64_t kChunk = 256;
-      at::Tensor xt = at::from_blob(const_cast<float*>(x), {batch, cols}, opts);
-      at::Tensor yt = at::from_blob(y, {batch, rows}, opts);
-      at::Tensor wt = at::empty({std::min(kChunk, rows), cols}, opts);
-      for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
-        const int64_t n = std::min(kChunk, rows - r0);
-        if (q8.is_bf16())
-          kernels::FromBf16(q8.bf16.data() + r0 * cols, n * cols, wt.data_ptr<float>());
-        else
-          kernels::DequantizeQ8(q8.q.data() + r0 * cols, q8.scales.data() + r0 * (cols / kernels::kQ8Block), n, cols,
-                                wt.data_ptr<float>());
-        at::Tensor part = at::mm(xt, wt.narrow(0, 0, n).t());
-        if (bp != nullptr) part.add_(at::from_blob(const_cast<float*>(bp + r0), {n}, opts));
-        yt.narrow(1, r0, n).copy_(part);
-      }
-      return;
-    }
-    if (q8.is_bf16()) {  // bf16 weights, up to kTiledBatch sequences: the tiles
-      const int64_t grain = std::max<int64_t>(16, (64 << 10) / (2 * cols)) & ~int64_t{3};
-      at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-        kernels::GemmSmallBf16(q8.bf16.data() + r0 * cols, bp ? bp + r0 : nullptr, r1 - r0, cols, x, cols, batch,
-                               y + r0, rows);
-      });
-      return;
-    }
-    if (!q8.empty()) {  // int8 weights, up to kTiledBatch sequences: the tiles
-      const int64_t grain = std::max<int64_t>(16, (64 << 10) / cols) & ~int64_t{3};
-      at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-        kernels::GemmSmallQ8(q8.q.data() + r0 * cols, q8.scales.data() + r0 * (cols / kernels::kQ8Block),
-                             bp ? bp + r0 : nullptr, r1 - r0, cols, x, cols, batch, y + r0, rows);
-      });
-      return;
-    }
-    if (batch > kTiledBatch) {
-      const auto opts = at::TensorOptions().dtype(at::kFloat);
-      at::Tensor xt = at::from_blob(const_cast<float*>(x), {batch, cols}, opts);
-      at::Tensor yt = at::from_blob(y, {batch, rows}, opts);
-      if (b.defined())
-        at::addmm_out(yt, b, xt, w.t());
-      else
-        at::mm_out(yt, xt, w.t());
-      return;
-    }
-    const float* wp = w.data_ptr<float>();
-    // Enough rows per task that a thread's share is worth the hand-off (~64 KiB of weights), a multiple of 4.
-    const int64_t grain =
-        std::max<int64_t>(16, (64 << 10) / (cols * static_cast<int64_t>(sizeof(float)))) & ~int64_t{3};
-    at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-      kernels::GemmSmall(wp + r0 * cols, bp ? bp + r0 : nullptr, r1 - r0, cols, x, cols, batch, y + r0, rows);
-    });
   }
 
   Status Decode(std::span<const StepInput> batch, std::vector<float>* logits) {
